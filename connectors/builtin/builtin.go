@@ -1,0 +1,40 @@
+// Package builtin assembles the registries of the connectors and formats
+// that ship with flinksql.
+package builtin
+
+import (
+	"io"
+
+	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/connectors/blackhole"
+	"github.com/flinksql/flinksql/connectors/datagen"
+	"github.com/flinksql/flinksql/connectors/filesystem"
+	"github.com/flinksql/flinksql/connectors/print"
+	"github.com/flinksql/flinksql/connectors/values"
+	"github.com/flinksql/flinksql/formats"
+	"github.com/flinksql/flinksql/formats/csv"
+	"github.com/flinksql/flinksql/formats/json"
+	"github.com/flinksql/flinksql/formats/raw"
+)
+
+// NewFormats returns a registry of the built-in formats: json, csv and raw.
+func NewFormats() *formats.Registry {
+	r := formats.NewRegistry()
+	r.Register(json.NewFactory())
+	r.Register(csv.NewFactory())
+	r.Register(raw.NewFactory())
+	return r
+}
+
+// NewRegistry returns a registry of the built-in connectors (datagen,
+// values, filesystem, print, blackhole) resolving the built-in formats. The
+// print connector writes to stdout and stderr.
+func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
+	r := connectors.NewRegistry(NewFormats())
+	r.Register(datagen.NewFactory())
+	r.Register(values.NewFactory())
+	r.Register(filesystem.NewFactory())
+	r.Register(print.NewFactory(stdout, stderr))
+	r.Register(blackhole.NewFactory())
+	return r
+}

@@ -1,0 +1,160 @@
+// Package exec owns the runtime: the job graph, tasks (one goroutine per
+// subtask of a chain of operators), exchanges between tasks, watermarks,
+// timers and the built-in operators.
+//
+// Evaluation of expressions and aggregates is reached through the narrow
+// interfaces below (Projector, Predicate, AggsHandle), which the sql/expr
+// packages implement; connectors implement SourceReader and SinkWriter. exec
+// imports neither, so the runtime can be tested with hand-written rows.
+package exec
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// MaxWatermark is the watermark that closes every event-time window; bounded
+// sources emit it at end of input.
+const MaxWatermark = math.MaxInt64
+
+// MinWatermark is the watermark before any has been seen.
+const MinWatermark = math.MinInt64
+
+// Projector computes len(out) output columns from an input row. Instances are
+// created per subtask and used by one goroutine.
+type Projector interface {
+	Project(in types.Row, out types.Row) error
+}
+
+// Predicate filters rows; NULL counts as false (SQL WHERE semantics).
+type Predicate interface {
+	Test(in types.Row) (bool, error)
+}
+
+// AggsHandle evaluates a fixed list of aggregate calls whose accumulators live
+// in one flat []types.Value of AccWidth values per group. Arguments (and FILTER
+// flags) are read from the input row at positions fixed when the handle was
+// built. Instances are per subtask.
+type AggsHandle interface {
+	NumAggs() int
+	AccWidth() int
+	Init(acc []types.Value)
+	Accumulate(acc []types.Value, in types.Row) error
+	Retract(acc []types.Value, in types.Row) error
+	// Merge folds other into acc (slices of sliding windows, merged sessions).
+	Merge(acc, other []types.Value) error
+	// Result writes NumAggs values computed from acc.
+	Result(acc []types.Value, out []types.Value) error
+}
+
+// Output receives what an operator emits. A batch passed to Push is only
+// valid during the call; the operator may reuse it afterwards.
+type Output interface {
+	Push(b *types.Batch) error
+	PushWatermark(wm int64) error
+}
+
+// OperatorContext is what the runtime gives an operator when it opens.
+type OperatorContext struct {
+	Ctx            context.Context
+	Name           string
+	Subtask        int
+	Parallelism    int
+	MaxParallelism int
+	// Now returns the processing time in epoch milliseconds.
+	Now func() int64
+	// RegisterProcessingTimer asks the runtime to call OnProcessingTime at or
+	// after t (epoch ms). Timers with the same t are coalesced.
+	RegisterProcessingTimer func(t int64)
+	// Metrics of this operator instance.
+	Metrics *OperatorMetrics
+}
+
+// Operator processes a stream. One goroutine drives an instance; there are no
+// locks inside.
+type Operator interface {
+	Open(ctx *OperatorContext) error
+	ProcessBatch(input int, b *types.Batch, out Output) error
+	// ProcessWatermark is called with the watermark already min-combined over
+	// all inputs and channels, only when it advances. The operator forwards it
+	// (or a derived one) downstream itself.
+	ProcessWatermark(wm int64, out Output) error
+	// Finish is called once at end of input, after the final watermark.
+	Finish(out Output) error
+	Close() error
+}
+
+// ProcessingTimeHandler is implemented by operators that register
+// processing-time timers.
+type ProcessingTimeHandler interface {
+	OnProcessingTime(t int64, out Output) error
+}
+
+// OperatorMetrics counts what an operator instance did. Counters are written
+// by the owning goroutine and read atomically by observers.
+type OperatorMetrics struct {
+	RowsIn, RowsOut  Counter
+	LateRowsDropped  Counter
+	CurrentWatermark Gauge
+}
+
+// SourceReader reads the splits assigned to one source subtask.
+type SourceReader interface {
+	Open(ctx context.Context) error
+	// NumSplits is the number of splits the reader currently owns, numbered
+	// 0…n-1. It may grow (partition discovery). Watermarks are tracked per split.
+	NumSplits() int
+	// Read appends rows from a single split to b and says which one. It blocks
+	// until data is available, the reader ends, or ctx is done (then it returns
+	// with what it has, possibly nothing, and a nil error).
+	Read(ctx context.Context, b *types.Batch) (ReadResult, error)
+	Close() error
+}
+
+// ReadResult describes one Read.
+type ReadResult struct {
+	Split     int  // the split the rows came from; -1 when b is empty
+	SplitDone bool // that split has no more data and no longer holds back watermarks
+	End       bool // the reader has no more data at all (bounded input)
+}
+
+// SinkWriter writes one sink subtask's rows (with their row kinds) to the
+// outside world.
+type SinkWriter interface {
+	Open(ctx context.Context) error
+	Write(ctx context.Context, b *types.Batch) error
+	// Finish is called at end of input: flush and make the output complete.
+	Finish(ctx context.Context) error
+	Close() error
+}
+
+// WindowKind is the kind of a window assigner.
+type WindowKind uint8
+
+const (
+	Tumble WindowKind = iota
+	Hop
+	Cumulate
+	Session
+)
+
+// WindowSpec describes how rows are assigned to windows. Durations are in
+// milliseconds.
+type WindowSpec struct {
+	Kind      WindowKind
+	TimeCol   int  // position of the time attribute in the input row (event time)
+	EventTime bool // false: processing time (the operator's clock)
+	Size      int64
+	Slide     int64 // Hop
+	Step      int64 // Cumulate
+	Gap       int64 // Session
+	Offset    int64
+	// Loc is the session time zone when the time attribute is TIMESTAMP_LTZ
+	// (or processing time): windows are aligned to wall-clock time there, and
+	// window_start/window_end are local TIMESTAMP(3) values. nil means the time
+	// attribute is TIMESTAMP and everything is UTC arithmetic.
+	Loc *time.Location
+}

@@ -1,0 +1,377 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// splitState tracks the watermark of one source split.
+type splitState struct {
+	wm         int64 // highest watermark candidate seen
+	lastActive int64 // processing time of the last rows
+	idle       bool
+	done       bool
+}
+
+// sourceRun holds the state of a source task's loop.
+type sourceRun struct {
+	t        *task
+	spec     *SourceSpec
+	reader   SourceReader
+	prepare  Projector
+	prepared *types.Batch
+	wmExpr   Projector
+	wmOut    types.Row
+	segment  *types.Batch // rows up to a watermark, EmitOnEvent only
+
+	splits   []splitState
+	emitted  int64 // last watermark sent downstream
+	idle     bool  // the subtask reported itself idle
+	nextTick int64 // processing time of the next periodic emission
+
+	// The deadline context given to Read, reused while the deadline stays.
+	readCtx    context.Context
+	readCancel context.CancelFunc
+	readKey    wakeKey
+}
+
+// runSource is the loop of a source task: read, prepare, generate
+// watermarks, push into the chain, and between reads do what is due
+// (periodic watermarks, idleness, buffer flushes, processing-time timers).
+func (t *task) runSource() error {
+	spec := t.v.Source
+	reader, err := spec.NewReader(t.subtask, t.v.Parallelism)
+	if err != nil {
+		return fmt.Errorf("create source reader: %w", err)
+	}
+	if reader == nil {
+		return errors.New("create source reader: no reader")
+	}
+	s := &sourceRun{t: t, spec: spec, reader: reader, emitted: MinWatermark}
+	defer s.releaseReadCtx()
+	if err := reader.Open(t.ctx); err != nil {
+		_ = reader.Close()
+		return fmt.Errorf("open source reader: %w", err)
+	}
+	err = s.run()
+	if cerr := reader.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close source reader: %w", cerr)
+	}
+	return err
+}
+
+func (s *sourceRun) run() error {
+	t, spec := s.t, s.spec
+	width := spec.Width
+	if spec.Prepare != nil {
+		p, err := spec.Prepare()
+		if err != nil {
+			return fmt.Errorf("create source projection: %w", err)
+		}
+		s.prepare = p
+		s.prepared = types.NewBatch(spec.PreparedWidth, t.cfg.BatchSize)
+		width = spec.PreparedWidth
+	}
+	if wm := spec.Watermark; wm != nil {
+		e, err := wm.Expr()
+		if err != nil {
+			return fmt.Errorf("create watermark expression: %w", err)
+		}
+		s.wmExpr = e
+		s.wmOut = make(types.Row, 1)
+		if wm.EmitOnEvent {
+			s.segment = types.NewBatch(width, t.cfg.BatchSize)
+		}
+	}
+	raw := types.NewBatch(spec.Width, t.cfg.BatchSize)
+	s.nextTick = t.cfg.Now() + durationMillis(t.cfg.AutoWatermarkInterval)
+	for {
+		if err := t.ctx.Err(); err != nil {
+			return err
+		}
+		if err := t.fireTimers(); err != nil {
+			return err
+		}
+		if now := t.cfg.Now(); now >= s.nextTick {
+			if err := s.tick(now); err != nil {
+				return err
+			}
+			s.nextTick = now + durationMillis(t.cfg.AutoWatermarkInterval)
+		}
+		if err := t.flushIfDue(); err != nil {
+			return err
+		}
+		raw.Reset()
+		res, err := s.reader.Read(s.deadlineCtx(), raw)
+		if err != nil {
+			if t.ctx.Err() != nil {
+				return t.ctx.Err()
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("read: %w", err)
+			}
+			// A reader that reports its deadline as an error is treated
+			// like one that returned empty-handed.
+			raw.Reset()
+			res = ReadResult{Split: -1}
+		}
+		s.trackSplits(res.Split)
+		if raw.Len() > 0 {
+			if err := s.process(res.Split, raw); err != nil {
+				return err
+			}
+		}
+		if res.SplitDone && res.Split >= 0 && res.Split < len(s.splits) {
+			s.splits[res.Split].done = true
+			if err := s.onEventCheck(); err != nil {
+				return err
+			}
+		}
+		if res.End {
+			break
+		}
+	}
+	if err := s.markActive(); err != nil {
+		return err
+	}
+	// Bounded input: close every event-time window, as Flink does at the
+	// end of every bounded source.
+	s.t.srcWM.Set(MaxWatermark)
+	if err := t.emitWatermark(MaxWatermark); err != nil {
+		return err
+	}
+	return t.finishChain()
+}
+
+// deadlineCtx returns the context for the next Read: the job's, with a
+// deadline at the next thing the loop must do so that a blocking reader
+// cannot starve it.
+func (s *sourceRun) deadlineCtx() context.Context {
+	at, key, ok := s.t.nextWake(s.nextTick)
+	if !ok {
+		return s.t.ctx
+	}
+	if s.readCtx != nil && key == s.readKey && s.readCtx.Err() == nil {
+		return s.readCtx
+	}
+	s.releaseReadCtx()
+	s.readCtx, s.readCancel = context.WithDeadline(s.t.ctx, at)
+	s.readKey = key
+	return s.readCtx
+}
+
+func (s *sourceRun) releaseReadCtx() {
+	if s.readCancel != nil {
+		s.readCancel()
+		s.readCtx, s.readCancel = nil, nil
+	}
+}
+
+// trackSplits adds state for splits the reader acquired.
+func (s *sourceRun) trackSplits(split int) {
+	n := s.reader.NumSplits()
+	if split >= n {
+		n = split + 1
+	}
+	if n <= len(s.splits) {
+		return
+	}
+	now := s.t.cfg.Now()
+	for len(s.splits) < n {
+		s.splits = append(s.splits, splitState{wm: MinWatermark, lastActive: now})
+	}
+}
+
+// combined returns the source's watermark: the minimum over splits that are
+// neither idle nor done; ok is false when no split counts.
+func (s *sourceRun) combined() (wm int64, ok bool) {
+	wm = MaxWatermark
+	for i := range s.splits {
+		sp := &s.splits[i]
+		if sp.idle || sp.done {
+			continue
+		}
+		ok = true
+		if sp.wm < wm {
+			wm = sp.wm
+		}
+	}
+	return wm, ok
+}
+
+func (s *sourceRun) emit(wm int64) error {
+	if wm <= s.emitted {
+		return nil
+	}
+	s.emitted = wm
+	s.t.srcWM.Set(wm)
+	return s.t.emitWatermark(wm)
+}
+
+// tick is the periodic work: idleness detection and, unless watermarks are
+// emitted on event, watermark emission.
+func (s *sourceRun) tick(now int64) error {
+	if s.wmExpr == nil {
+		return nil
+	}
+	timeout := durationMillis(s.t.cfg.IdleTimeout)
+	if s.t.cfg.IdleTimeout > 0 {
+		for i := range s.splits {
+			sp := &s.splits[i]
+			if !sp.idle && !sp.done && now-sp.lastActive >= timeout {
+				sp.idle = true
+			}
+		}
+	}
+	wm, ok := s.combined()
+	if ok {
+		return s.emit(wm)
+	}
+	if s.t.cfg.IdleTimeout > 0 && !s.idle && s.anyIdleOrNone() {
+		s.idle = true
+		return s.t.send.broadcast(element{kind: elemIdle})
+	}
+	return nil
+}
+
+func (s *sourceRun) anyIdleOrNone() bool {
+	if len(s.splits) == 0 {
+		return true
+	}
+	for i := range s.splits {
+		if s.splits[i].idle {
+			return true
+		}
+	}
+	return false
+}
+
+// onEventCheck emits the combined watermark right away in EmitOnEvent mode.
+func (s *sourceRun) onEventCheck() error {
+	if s.segment == nil {
+		return nil
+	}
+	if wm, ok := s.combined(); ok {
+		return s.emit(wm)
+	}
+	return nil
+}
+
+// markActive reports the subtask active again after it was idle.
+func (s *sourceRun) markActive() error {
+	if !s.idle {
+		return nil
+	}
+	s.idle = false
+	return s.t.send.broadcast(element{kind: elemActive})
+}
+
+// process prepares the rows read from one split, generates watermarks from
+// them and pushes them into the chain.
+func (s *sourceRun) process(split int, raw *types.Batch) error {
+	t := s.t
+	t.srcRowsRead.Add(int64(raw.Len()))
+	b := raw
+	if s.prepare != nil {
+		s.prepared.Reset()
+		for i, r := range raw.Rows {
+			if err := s.prepare.Project(r, s.prepared.Append(raw.Kinds[i])); err != nil {
+				return fmt.Errorf("source projection: %w", err)
+			}
+		}
+		b = s.prepared
+	}
+	if s.wmExpr == nil {
+		return t.deliver(0, b)
+	}
+	if split < 0 || split >= len(s.splits) {
+		return fmt.Errorf("source reader returned rows for split %d, it has %d splits", split, len(s.splits))
+	}
+	sp := &s.splits[split]
+	sp.lastActive = t.cfg.Now()
+	if sp.idle {
+		sp.idle = false
+	}
+	if err := s.markActive(); err != nil {
+		return err
+	}
+	if s.segment == nil {
+		for _, r := range b.Rows {
+			if err := s.candidate(sp, r); err != nil {
+				return err
+			}
+		}
+		return t.deliver(0, b)
+	}
+	// EmitOnEvent: cut the batch after every row that advances the
+	// source's watermark, so rows and watermarks leave in the order the
+	// split produced them.
+	start := 0
+	for i, r := range b.Rows {
+		before := sp.wm
+		if err := s.candidate(sp, r); err != nil {
+			return err
+		}
+		if sp.wm == before {
+			continue
+		}
+		wm, ok := s.combined()
+		if !ok || wm <= s.emitted {
+			continue
+		}
+		if err := s.pushRange(b, start, i+1); err != nil {
+			return err
+		}
+		start = i + 1
+		if err := s.emit(wm); err != nil {
+			return err
+		}
+	}
+	return s.pushRange(b, start, b.Len())
+}
+
+// candidate evaluates the watermark expression on a row and raises the
+// split's watermark.
+func (s *sourceRun) candidate(sp *splitState, r types.Row) error {
+	s.wmOut[0] = types.Value{}
+	if err := s.wmExpr.Project(r, s.wmOut); err != nil {
+		return fmt.Errorf("watermark expression: %w", err)
+	}
+	v := s.wmOut[0]
+	switch v.K {
+	case types.KindNull:
+		return nil
+	case types.KindTimestamp:
+		if v.Millis() > sp.wm {
+			sp.wm = v.Millis()
+		}
+		return nil
+	}
+	return fmt.Errorf("watermark expression returned a value of kind %d, want a TIMESTAMP or TIMESTAMP_LTZ", v.K)
+}
+
+// pushRange pushes rows [from, to) of b.
+func (s *sourceRun) pushRange(b *types.Batch, from, to int) error {
+	if from >= to {
+		return nil
+	}
+	if from == 0 && to == b.Len() {
+		return s.t.deliver(0, b)
+	}
+	seg := s.segment
+	seg.Reset()
+	for i := from; i < to; i++ {
+		seg.AppendRow(b.Kinds[i], b.Rows[i])
+	}
+	return s.t.deliver(0, seg)
+}
+
+// durationMillis converts a duration to milliseconds, rounding up so that a
+// positive duration never becomes zero.
+func durationMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

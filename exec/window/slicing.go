@@ -1,0 +1,274 @@
+package window
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// errNullRowtime is Flink's message when a window aggregate meets a NULL
+// rowtime: the job fails rather than guessing a window.
+const errNullRowtime = "RowTime field should not be null, please convert it to a non-null long value."
+
+// slicingAggregate is the window aggregate of TUMBLE, HOP and CUMULATE.
+//
+// Every live slice has a nextEnd: the end of the first of its windows that
+// has not fired. Progress (watermark or processing time) fires windows in
+// ascending end order while the smallest nextEnd is due, and a slice is
+// dropped once its last window has fired.
+//
+// A CUMULATE window merges all of its slices when it fires (k merges per key
+// for the k-th window of a period); Flink instead folds fired slices into the
+// period's first slice. Results are the same; only the cost differs for
+// periods of many steps.
+type slicingAggregate struct {
+	spec    exec.WindowSpec
+	sl      slicer
+	zone    zone
+	keyCols []int
+	aggs    exec.AggsHandle
+	state   sliceState
+
+	ctx     *exec.OperatorContext
+	metrics *exec.OperatorMetrics
+	wm      int64
+	live    []liveSlice // ascending end
+
+	// The slice of the previous row and what to do with its rows; reset
+	// whenever progress fires windows.
+	cacheOK   bool
+	cacheEnd  int64
+	cacheDrop bool
+
+	out      *types.Batch
+	outWidth int
+	merged   []types.Value
+	results  []types.Value
+	props    [3]types.Value
+	pushOut  exec.Output // the output of the current firing
+}
+
+type liveSlice struct {
+	end, nextEnd int64
+}
+
+func newSlicingAggregate(spec AggregateSpec) *slicingAggregate {
+	a := &slicingAggregate{
+		spec:    spec.Window,
+		sl:      newSlicer(spec.Window),
+		zone:    newZone(spec.Window.Loc),
+		keyCols: spec.KeyCols,
+		aggs:    spec.Aggs,
+		wm:      exec.MinWatermark,
+	}
+	a.outWidth = len(spec.KeyCols) + spec.Aggs.NumAggs() + 3
+	a.merged = make([]types.Value, spec.Aggs.AccWidth())
+	a.results = make([]types.Value, spec.Aggs.NumAggs())
+	return a
+}
+
+func (a *slicingAggregate) Open(ctx *exec.OperatorContext) error {
+	a.ctx = ctx
+	a.metrics = metricsOf(ctx)
+	if !a.spec.EventTime && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
+		return fmt.Errorf("window aggregate: processing-time windows need a clock and processing timers")
+	}
+	a.state = newHeapSliceState(a.keyCols, a.aggs.AccWidth())
+	a.out = types.NewBatch(a.outWidth, types.DefaultBatchSize)
+	return nil
+}
+
+func (a *slicingAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
+	var procLocal int64
+	if !a.spec.EventTime {
+		procLocal = a.zone.toLocal(a.ctx.Now())
+	}
+	timeCol := a.spec.TimeCol
+	var dropped int64
+	for i, row := range b.Rows {
+		local := procLocal
+		if a.spec.EventTime {
+			t := row[timeCol]
+			if t.IsNull() {
+				return fmt.Errorf("window aggregate: %s", errNullRowtime)
+			}
+			local = a.zone.toLocal(t.Millis())
+		}
+		se := a.sl.sliceEnd(local)
+		if !a.cacheOK || se != a.cacheEnd {
+			a.admitSlice(se)
+		}
+		if a.cacheDrop {
+			dropped++
+			continue
+		}
+		acc, created := a.state.acc(row, types.HashColumns(row, a.keyCols), se)
+		if created {
+			a.aggs.Init(acc)
+		}
+		var err error
+		if b.Kinds[i].IsRetract() {
+			err = a.aggs.Retract(acc, row)
+		} else {
+			err = a.aggs.Accumulate(acc, row)
+		}
+		if err != nil {
+			return fmt.Errorf("window aggregate: %w", err)
+		}
+	}
+	if dropped > 0 {
+		a.metrics.LateRowsDropped.Add(dropped)
+	}
+	return nil
+}
+
+// admitSlice decides what happens to rows of the slice ending at se and makes
+// sure the slice is live. Following Flink's slicing rule, a row whose slice
+// has already fired is dropped only when the last window containing the slice
+// has fired too; otherwise it still counts in the windows yet to fire.
+func (a *slicingAggregate) admitSlice(se int64) {
+	a.cacheOK, a.cacheEnd, a.cacheDrop = true, se, false
+	nextEnd := se
+	if a.spec.EventTime && a.fired(se) {
+		if a.fired(a.sl.lastWindowEnd(se)) {
+			a.cacheDrop = true
+			return
+		}
+		for a.fired(nextEnd) {
+			nextEnd += a.sl.interval
+		}
+	}
+	i := len(a.live)
+	for i > 0 && a.live[i-1].end >= se {
+		if a.live[i-1].end == se {
+			return
+		}
+		i--
+	}
+	a.live = append(a.live, liveSlice{})
+	copy(a.live[i+1:], a.live[i:])
+	a.live[i] = liveSlice{end: se, nextEnd: nextEnd}
+	if !a.spec.EventTime {
+		a.ctx.RegisterProcessingTimer(a.zone.timerTime(nextEnd - 1))
+	}
+}
+
+// fired reports whether the window ending at end (local) has fired at the
+// current watermark.
+func (a *slicingAggregate) fired(end int64) bool {
+	return a.wm >= a.zone.timerTime(end-1)
+}
+
+func (a *slicingAggregate) ProcessWatermark(wm int64, out exec.Output) error {
+	if wm <= a.wm {
+		return out.PushWatermark(wm)
+	}
+	a.wm = wm
+	a.metrics.CurrentWatermark.Set(wm)
+	if a.spec.EventTime {
+		if err := a.advance(wm, out); err != nil {
+			return err
+		}
+	}
+	return out.PushWatermark(wm)
+}
+
+func (a *slicingAggregate) OnProcessingTime(t int64, out exec.Output) error {
+	if a.spec.EventTime {
+		return nil
+	}
+	return a.advance(t, out)
+}
+
+// advance fires every window whose last millisecond is at or before progress.
+func (a *slicingAggregate) advance(progress int64, out exec.Output) error {
+	a.cacheOK = false
+	for len(a.live) > 0 {
+		end := int64(math.MaxInt64)
+		for _, ls := range a.live {
+			end = min(end, ls.nextEnd)
+		}
+		if a.zone.timerTime(end-1) > progress {
+			break
+		}
+		if err := a.fire(end, out); err != nil {
+			return err
+		}
+		j := 0
+		for _, ls := range a.live {
+			if ls.nextEnd == end {
+				ls.nextEnd += a.sl.interval
+				if ls.nextEnd > a.sl.lastWindowEnd(ls.end) {
+					a.state.dropSlice(ls.end)
+					continue
+				}
+				if !a.spec.EventTime {
+					a.ctx.RegisterProcessingTimer(a.zone.timerTime(ls.nextEnd - 1))
+				}
+			}
+			a.live[j] = ls
+			j++
+		}
+		a.live = a.live[:j]
+	}
+	return a.flush(out)
+}
+
+func (a *slicingAggregate) fire(end int64, out exec.Output) error {
+	start := a.sl.windowStartOf(end)
+	windowProps(&a.zone, start, end, a.props[:])
+	a.pushOut = out
+	err := a.state.visitWindow(start, end, a)
+	a.pushOut = nil
+	return err
+}
+
+// visitKey emits the result row of one key of the firing window.
+func (a *slicingAggregate) visitKey(key []types.Value, accs [][]types.Value) error {
+	acc := accs[0]
+	if len(accs) > 1 {
+		a.aggs.Init(a.merged)
+		for _, s := range accs {
+			if err := a.aggs.Merge(a.merged, s); err != nil {
+				return fmt.Errorf("window aggregate: %w", err)
+			}
+		}
+		acc = a.merged
+	}
+	if err := a.aggs.Result(acc, a.results); err != nil {
+		return fmt.Errorf("window aggregate: %w", err)
+	}
+	row := a.out.Append(types.Insert)
+	n := copy(row, key)
+	n += copy(row[n:], a.results)
+	copy(row[n:], a.props[:])
+	if a.out.Full() {
+		return a.flush(a.pushOut)
+	}
+	return nil
+}
+
+func (a *slicingAggregate) flush(out exec.Output) error {
+	if a.out.Len() == 0 {
+		return nil
+	}
+	err := out.Push(a.out)
+	a.out.Reset()
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// Finish does nothing: event-time windows were fired by the final watermark,
+// and pending processing-time windows are not fired at end of input (as in
+// Flink).
+func (a *slicingAggregate) Finish(exec.Output) error { return nil }
+
+func (a *slicingAggregate) Close() error {
+	a.state = nil
+	a.live = nil
+	return nil
+}

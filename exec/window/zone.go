@@ -1,0 +1,101 @@
+package window
+
+import (
+	"math"
+	"time"
+)
+
+const (
+	msPerHour = int64(time.Hour / time.Millisecond)
+	// maxZoneOffset bounds every UTC offset in the tz database (±14 h), so an
+	// instant this far before a local time precedes all its possible readings.
+	maxZoneOffset = 14 * msPerHour
+)
+
+// zone converts between instants (epoch ms, UTC) and local wall-clock millis
+// ("shifted" timestamps: the local date-time read as if it were UTC) of the
+// session time zone. A nil location means no shift. It caches the zone period
+// of the last lookup, so converting rows of nearby times costs two compares.
+type zone struct {
+	loc    *time.Location
+	lo, hi int64 // [lo, hi) epoch ms where off applies
+	off    int64
+}
+
+func newZone(loc *time.Location) zone {
+	return zone{loc: loc, lo: 1, hi: 0} // empty period: the first lookup fills it
+}
+
+// offsetAt returns the UTC offset in ms in effect at the instant utc.
+func (z *zone) offsetAt(utc int64) int64 {
+	if z.loc == nil {
+		return 0
+	}
+	if utc >= z.lo && utc < z.hi {
+		return z.off
+	}
+	t := time.UnixMilli(utc).In(z.loc)
+	_, offSec := t.Zone()
+	start, end := t.ZoneBounds()
+	z.off = int64(offSec) * 1000
+	z.lo, z.hi = math.MinInt64, math.MaxInt64
+	if !start.IsZero() {
+		z.lo = start.UnixMilli()
+	}
+	if !end.IsZero() {
+		z.hi = end.UnixMilli()
+	}
+	return z.off
+}
+
+// toLocal shifts an instant to local wall-clock millis.
+func (z *zone) toLocal(utc int64) int64 {
+	if z.loc == nil {
+		return utc
+	}
+	return utc + z.offsetAt(utc)
+}
+
+// toUTC returns the instant of a local wall-clock time. Like Java's
+// LocalDateTime.atZone, a time in a DST gap is moved forward by the length of
+// the gap and a time in an overlap takes the earlier offset; both amount to
+// using the offset in effect before the transition.
+func (z *zone) toUTC(local int64) int64 {
+	if z.loc == nil || local == math.MaxInt64 {
+		return local
+	}
+	before := z.offsetAt(local - maxZoneOffset)
+	after := z.offsetAt(local + maxZoneOffset)
+	if before == after {
+		return local - before
+	}
+	switch {
+	case z.offsetAt(local-before) == before:
+		return local - before
+	case z.offsetAt(local-after) == after:
+		return local - after
+	default: // in a gap
+		return local - before
+	}
+}
+
+// timerTime is the instant at which a window whose last local millisecond is
+// local fires. Around DST transitions it follows Flink's rule: a local time
+// skipped by a gap fires at the first instant after the gap, and a local time
+// that occurs twice fires at its later occurrence, so both hours of data are
+// in the window when it fires.
+func (z *zone) timerTime(local int64) int64 {
+	if z.loc == nil || local == math.MaxInt64 {
+		return local
+	}
+	t1 := z.toUTC(local)
+	t2 := z.toUTC(local + msPerHour)
+	switch {
+	case t1 == t2:
+		return t1 - t1%msPerHour
+	case t2-t1 > msPerHour:
+		return t1 + msPerHour
+	default:
+		return t1
+	}
+}

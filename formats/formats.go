@@ -1,0 +1,83 @@
+// Package formats owns the contract for serialization formats (json, csv,
+// raw, …): factories found by the 'format' option, schema-driven decoders
+// that write straight into row slots, encoders that append to a caller's
+// buffer, and the registry. Each format lives in a subpackage.
+package formats
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// ErrSkipRecord is returned (wrapped or not) by a decoder that was told to
+// ignore parse errors and dropped the record; the caller counts it.
+var ErrSkipRecord = errors.New("record skipped")
+
+// Context is what a format factory is given.
+type Context struct {
+	// Options are the format's own options with the prefix removed: for
+	// 'json.fail-on-missing-field' the key is 'fail-on-missing-field'.
+	Options map[string]string
+	// Prefix is the option prefix the options were given under ("json.",
+	// "key.json.", "value.csv."), for error messages.
+	Prefix string
+	// Schema lists the fields the decoder fills / the encoder writes, in order.
+	Schema types.Schema
+	// Loc is the session time zone (for TIMESTAMP_LTZ text forms).
+	Loc *time.Location
+}
+
+// Decoder turns one record into one row. row has len(Schema) slots, all
+// NULL on entry. Strings it stores must not alias data.
+type Decoder interface {
+	Decode(data []byte, row types.Row) error
+}
+
+// Encoder appends the serialized form of row to dst.
+type Encoder interface {
+	Encode(dst []byte, row types.Row) ([]byte, error)
+}
+
+// Factory creates decoders and encoders for one format identifier.
+type Factory interface {
+	Identifier() string
+	// OptionalOptions lists the format's option keys, without prefix.
+	OptionalOptions() []string
+	CreateDecoder(c *Context) (Decoder, error)
+	CreateEncoder(c *Context) (Encoder, error)
+}
+
+// Registry maps format identifiers to factories. Built once, then read-only.
+type Registry struct {
+	factories map[string]Factory
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{factories: map[string]Factory{}} }
+
+// Register adds a factory; a duplicate identifier is a programming error.
+func (r *Registry) Register(f Factory) {
+	if _, dup := r.factories[f.Identifier()]; dup {
+		panic("formats: duplicate factory " + f.Identifier())
+	}
+	r.factories[f.Identifier()] = f
+}
+
+// Lookup returns the factory for identifier or an error naming the available ones.
+func (r *Registry) Lookup(identifier string) (Factory, error) {
+	if f, ok := r.factories[identifier]; ok {
+		return f, nil
+	}
+	ids := make([]string, 0, len(r.factories))
+	for id := range r.factories {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return nil, fmt.Errorf("Could not find any format factory for identifier '%s' in the classpath.\n\nAvailable factory identifiers are:\n\n%s",
+		identifier, strings.Join(ids, "\n"))
+}

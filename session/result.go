@@ -1,0 +1,70 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// Result is what one statement produced. Exactly one of Message, Table, Text,
+// Query and Job is set.
+type Result struct {
+	// Message is a one-line outcome such as "Execute statement succeeded.".
+	Message string
+	// Table is a small static result (SHOW …, DESCRIBE, SET).
+	Table *StaticTable
+	// Text is preformatted output (EXPLAIN, SHOW CREATE TABLE).
+	Text string
+	// Query streams the changes of a SELECT.
+	Query *QueryResult
+	// Job is a submitted INSERT or STATEMENT SET.
+	Job *Job
+}
+
+// StaticTable is a fully materialized tabular result.
+type StaticTable struct {
+	Columns []string
+	Rows    [][]string
+}
+
+// Change is one row of a query's changelog.
+type Change struct {
+	Kind types.RowKind
+	Row  types.Row
+}
+
+// QueryResult is the running result of a SELECT. Its rows are produced by a
+// job that runs until the input ends or Cancel is called.
+type QueryResult struct {
+	Schema types.Schema
+	// Loc is the session time zone, for rendering TIMESTAMP_LTZ values.
+	Loc *time.Location
+	// ChangelogMode is what the query produces ([I] for append-only queries).
+	ChangelogMode types.ChangelogMode
+	next          func(ctx context.Context) ([]Change, error)
+	cancel        func()
+}
+
+// Next blocks until more changes arrive and returns them. It returns io.EOF
+// after the last change of a query that ended, the job's error if it failed,
+// and ctx's error when ctx is done.
+func (q *QueryResult) Next(ctx context.Context) ([]Change, error) { return q.next(ctx) }
+
+// Cancel stops the query's job and releases it. It is safe to call more than once.
+func (q *QueryResult) Cancel() { q.cancel() }
+
+// Job is a running INSERT job.
+type Job struct {
+	ID   string
+	Name string
+	wait func(ctx context.Context) error
+	stop func()
+}
+
+// Wait blocks until the job ends (bounded input) or ctx is done, and returns
+// the job's error.
+func (j *Job) Wait(ctx context.Context) error { return j.wait(ctx) }
+
+// Stop cancels the job and waits for it to end.
+func (j *Job) Stop() { j.stop() }

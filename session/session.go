@@ -1,0 +1,638 @@
+// Package session owns one SQL session: its configuration (SET/RESET), its
+// catalog, the execution of statements, and the registry of the jobs it
+// started (SHOW JOBS, STOP JOB). The shell talks only to this package.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/connectors/builtin"
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/catalog"
+	"github.com/flinksql/flinksql/sql/expr"
+	"github.com/flinksql/flinksql/sql/expr/agg"
+	"github.com/flinksql/flinksql/sql/parser"
+	"github.com/flinksql/flinksql/sql/planner"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// Options configure a new session.
+type Options struct {
+	// Stdout and Stderr receive what the print connector writes.
+	Stdout, Stderr io.Writer
+	// Config holds initial option values, as if SET.
+	Config map[string]string
+	// Registry overrides the built-in connectors (tests).
+	Registry *connectors.Registry
+	// Now overrides the processing clock (tests).
+	Now func() time.Time
+}
+
+// Session is one SQL session. Its methods may be called from one goroutine at
+// a time; jobs it starts run in the background until they end or are stopped.
+type Session struct {
+	cat    *catalog.Catalog
+	reg    *connectors.Registry
+	conf   config
+	now    func() time.Time
+	mu     sync.Mutex // guards jobs
+	jobs   map[string]*runningJob
+	order  []string // job ids in start order
+	jobsWG sync.WaitGroup
+	// pendingSet collects INSERTs between BEGIN STATEMENT SET and END.
+	pendingSet []*parser.Insert
+	inSet      bool
+}
+
+type runningJob struct {
+	id, name string
+	start    time.Time
+	job      *exec.Job
+	status   string // RUNNING, FINISHED, FAILED, CANCELED
+	err      error
+	done     chan struct{}
+}
+
+// New creates a session.
+func New(opts Options) (*Session, error) {
+	if opts.Stdout == nil {
+		opts.Stdout = io.Discard
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = io.Discard
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = builtin.NewRegistry(opts.Stdout, opts.Stderr)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &Session{cat: catalog.New(), reg: reg, conf: config{set: map[string]string{}}, now: now, jobs: map[string]*runningJob{}}
+	for k, v := range opts.Config {
+		if err := checkOption(k, v); err != nil {
+			return nil, err
+		}
+		s.conf.set[k] = v
+	}
+	return s, nil
+}
+
+// Close stops every running job and waits for them.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	for _, j := range s.jobs {
+		j.job.Cancel()
+	}
+	s.mu.Unlock()
+	s.jobsWG.Wait()
+	return nil
+}
+
+// Get returns the current value of an option.
+func (s *Session) Get(key string) string { return s.conf.get(key) }
+
+// Completions returns table and view names and SQL keywords for the REPL.
+func (s *Session) Completions() []string {
+	words := append([]string{}, s.cat.TableNames()...)
+	words = append(words, "SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "INSERT INTO",
+		"CREATE TABLE", "CREATE VIEW", "DROP TABLE", "DROP VIEW", "SHOW TABLES", "SHOW VIEWS", "SHOW FUNCTIONS",
+		"SHOW JOBS", "SHOW CREATE TABLE", "DESCRIBE", "EXPLAIN", "SET", "RESET", "STOP JOB", "TUMBLE", "HOP",
+		"CUMULATE", "SESSION", "DESCRIPTOR", "WATERMARK FOR", "INTERVAL", "EXECUTE STATEMENT SET")
+	return words
+}
+
+func (s *Session) planner() (*planner.Planner, error) {
+	loc, err := resolveZone(s.conf.get("table.local-time-zone"))
+	if err != nil {
+		return nil, err
+	}
+	if mode := strings.ToLower(s.conf.get("execution.runtime-mode")); mode != "streaming" {
+		return nil, &planner.UnsupportedError{Msg: fmt.Sprintf("execution.runtime-mode '%s' is not supported yet; flinksql runs queries in streaming mode", mode)}
+	}
+	return planner.New(s.cat, s.reg, planner.Config{
+		Parallelism:    s.conf.intValue("parallelism.default"),
+		MaxParallelism: s.conf.intValue("pipeline.max-parallelism"),
+		Loc:            loc,
+		Now:            s.now,
+	}), nil
+}
+
+func (s *Session) execConfig() exec.Config {
+	return exec.Config{
+		MaxParallelism:        s.conf.intValue("pipeline.max-parallelism"),
+		BufferTimeout:         s.conf.duration("execution.buffer-timeout"),
+		AutoWatermarkInterval: s.conf.duration("pipeline.auto-watermark-interval"),
+		IdleTimeout:           s.conf.duration("table.exec.source.idle-timeout"),
+		Now:                   func() int64 { return s.now().UnixMilli() },
+	}
+}
+
+// Execute parses a script and runs its statements in order, stopping at the
+// first error. INSERT jobs are waited for (bounded input) before the next
+// statement; SELECT results are drained into the returned results' rows.
+func (s *Session) Execute(ctx context.Context, text string) ([]*Result, error) {
+	stmts, err := parser.ParseScript(text)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Result
+	for _, st := range stmts {
+		r, err := s.ExecuteStatement(ctx, st)
+		if err != nil {
+			return out, err
+		}
+		if r.Job != nil {
+			if err := r.Job.Wait(ctx); err != nil {
+				return out, err
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+var okResult = &Result{Message: "Execute statement succeeded."}
+
+// ExecuteStatement runs one statement. A SELECT or INSERT returns with its
+// job running.
+func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*Result, error) {
+	if s.inSet {
+		switch x := st.(type) {
+		case *parser.Insert:
+			s.pendingSet = append(s.pendingSet, x)
+			return &Result{Message: "Add SQL update statement to the statement set."}, nil
+		case *parser.End:
+			inserts := s.pendingSet
+			s.inSet, s.pendingSet = false, nil
+			return s.executeStatementSet(ctx, &parser.StatementSet{StmtBase: x.StmtBase, Inserts: inserts})
+		default:
+			return nil, fmt.Errorf("Only INSERT statements can be added to a statement set; end it with END")
+		}
+	}
+	switch x := st.(type) {
+	case *parser.CreateTable:
+		p, err := s.planner()
+		if err != nil {
+			return nil, err
+		}
+		t, err := p.CreateTable(x)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.cat.CreateTable(t, x.IfNotExists); err != nil {
+			return nil, err
+		}
+		return okResult, nil
+	case *parser.CreateView:
+		p, err := s.planner()
+		if err != nil {
+			return nil, err
+		}
+		v, err := p.CreateView(x)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.cat.CreateView(v, x.IfNotExists); err != nil {
+			return nil, err
+		}
+		return okResult, nil
+	case *parser.Drop:
+		id, err := s.cat.Qualify(x.Name)
+		if err != nil {
+			return nil, err
+		}
+		if x.Object == "VIEW" {
+			err = s.cat.DropView(id, x.IfExists)
+		} else {
+			err = s.cat.DropTable(id, x.IfExists)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return okResult, nil
+	case *parser.Set:
+		if x.Key == "" {
+			return &Result{Table: &StaticTable{Columns: []string{"key", "value"}, Rows: s.conf.list()}}, nil
+		}
+		if err := checkOption(x.Key, x.Value); err != nil {
+			return nil, err
+		}
+		s.conf.set[x.Key] = x.Value
+		return okResult, nil
+	case *parser.Reset:
+		if x.Key == "" {
+			s.conf.set = map[string]string{}
+		} else {
+			delete(s.conf.set, x.Key)
+		}
+		return okResult, nil
+	case *parser.Show:
+		return s.show(x)
+	case *parser.ShowCreate:
+		return s.showCreate(x)
+	case *parser.Describe:
+		return s.describe(x)
+	case *parser.Explain:
+		p, err := s.planner()
+		if err != nil {
+			return nil, err
+		}
+		text, err := p.Explain(x)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Text: text}, nil
+	case *parser.QueryStmt:
+		return s.executeQuery(ctx, x)
+	case *parser.Insert:
+		p, err := s.planner()
+		if err != nil {
+			return nil, err
+		}
+		plan, err := p.PlanInsert(x)
+		if err != nil {
+			return nil, err
+		}
+		return s.submit(plan)
+	case *parser.StatementSet:
+		return s.executeStatementSet(ctx, x)
+	case *parser.BeginStatementSet:
+		s.inSet = true
+		return &Result{Message: "Begin a statement set."}, nil
+	case *parser.End:
+		return nil, fmt.Errorf("No statement set to END; start one with BEGIN STATEMENT SET")
+	case *parser.StopJob:
+		return s.stopJob(x)
+	case *parser.Use:
+		if x.Catalog && (len(x.Name) != 1 || x.Name[0] != catalog.DefaultCatalog) {
+			return nil, fmt.Errorf("A catalog with name [%s] does not exist.", strings.Join(x.Name, "."))
+		}
+		if !x.Catalog && strings.Join(x.Name, ".") != catalog.DefaultDatabase && strings.Join(x.Name, ".") != catalog.DefaultCatalog+"."+catalog.DefaultDatabase {
+			return nil, fmt.Errorf("A database with name [%s] does not exist in the catalog: [%s].", strings.Join(x.Name, "."), catalog.DefaultCatalog)
+		}
+		return okResult, nil
+	}
+	return nil, &planner.UnsupportedError{Msg: fmt.Sprintf("Unsupported statement: %s", firstLine(st.Text()))}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " ..."
+	}
+	return s
+}
+
+func (s *Session) executeStatementSet(ctx context.Context, x *parser.StatementSet) (*Result, error) {
+	p, err := s.planner()
+	if err != nil {
+		return nil, err
+	}
+	plan, err := p.PlanStatementSet(x)
+	if err != nil {
+		return nil, err
+	}
+	return s.submit(plan)
+}
+
+func newJobID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Session) jobName(plan *planner.Plan) string {
+	if n := s.conf.get("pipeline.name"); n != "" {
+		return n
+	}
+	return plan.Name
+}
+
+// start builds and starts the job of a plan and registers it.
+func (s *Session) start(plan *planner.Plan) (*runningJob, error) {
+	name := s.jobName(plan)
+	g, err := plan.JobGraph(name)
+	if err != nil {
+		return nil, err
+	}
+	j, err := exec.Start(context.Background(), g, s.execConfig())
+	if err != nil {
+		return nil, err
+	}
+	rj := &runningJob{id: newJobID(), name: name, start: s.now(), job: j, status: "RUNNING", done: make(chan struct{})}
+	s.mu.Lock()
+	s.jobs[rj.id] = rj
+	s.order = append(s.order, rj.id)
+	s.mu.Unlock()
+	s.jobsWG.Add(1)
+	go func() {
+		defer s.jobsWG.Done()
+		err := j.Wait()
+		s.mu.Lock()
+		switch {
+		case rj.status == "CANCELED":
+		case err != nil && !errors.Is(err, context.Canceled):
+			rj.status, rj.err = "FAILED", err
+		default:
+			rj.status = "FINISHED"
+		}
+		s.mu.Unlock()
+		close(rj.done)
+	}()
+	return rj, nil
+}
+
+func (s *Session) stop(rj *runningJob) {
+	s.mu.Lock()
+	if rj.status == "RUNNING" {
+		rj.status = "CANCELED"
+	}
+	s.mu.Unlock()
+	rj.job.Cancel()
+	<-rj.done
+}
+
+func (s *Session) submit(plan *planner.Plan) (*Result, error) {
+	rj, err := s.start(plan)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Job: &Job{
+		ID:   rj.id,
+		Name: rj.name,
+		wait: func(ctx context.Context) error {
+			select {
+			case <-rj.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return rj.err
+		},
+		stop: func() { s.stop(rj) },
+	}}, nil
+}
+
+// executeQuery runs a SELECT into a collect sink read by QueryResult.Next.
+func (s *Session) executeQuery(ctx context.Context, q *parser.QueryStmt) (*Result, error) {
+	p, err := s.planner()
+	if err != nil {
+		return nil, err
+	}
+	rows := make(chan []Change, 16)
+	plan, err := p.PlanQuery(q.Query, func(subtask, parallelism int) (exec.SinkWriter, error) {
+		return &collectWriter{out: rows}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rj, err := s.start(plan)
+	if err != nil {
+		return nil, err
+	}
+	loc, _ := resolveZone(s.conf.get("table.local-time-zone"))
+	qr := &QueryResult{Schema: plan.Schema, Loc: loc, ChangelogMode: plan.Mode}
+	qr.next = func(ctx context.Context) ([]Change, error) {
+		select {
+		case c := <-rows:
+			return c, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-rj.done:
+		}
+		// The job ended: everything it wrote is already in the channel.
+		select {
+		case c := <-rows:
+			return c, nil
+		default:
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if rj.err != nil {
+			return nil, rj.err
+		}
+		return nil, io.EOF
+	}
+	var once sync.Once
+	qr.cancel = func() { once.Do(func() { s.stop(rj) }) }
+	return &Result{Query: qr}, nil
+}
+
+// collectWriter hands a SELECT's rows to the client.
+type collectWriter struct {
+	out chan<- []Change
+}
+
+func (w *collectWriter) Open(context.Context) error { return nil }
+func (w *collectWriter) Finish(context.Context) error {
+	return nil
+}
+func (w *collectWriter) Close() error { return nil }
+func (w *collectWriter) Write(ctx context.Context, b *types.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	changes := make([]Change, b.Len())
+	for i, r := range b.Rows {
+		changes[i] = Change{Kind: b.Kinds[i], Row: r.Clone()}
+	}
+	select {
+	case w.out <- changes:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Session) stopJob(x *parser.StopJob) (*Result, error) {
+	if x.WithSavepoint {
+		return nil, &planner.UnsupportedError{Msg: "STOP JOB ... WITH SAVEPOINT is not supported yet"}
+	}
+	s.mu.Lock()
+	rj, ok := s.jobs[x.JobID]
+	s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("Could not stop job %s: no such job in this session", x.JobID)
+	}
+	s.stop(rj)
+	return okResult, nil
+}
+
+func (s *Session) show(x *parser.Show) (*Result, error) {
+	switch x.What {
+	case "TABLES":
+		return listTable("table name", filterLike(s.cat.TableNames(), x)), nil
+	case "VIEWS":
+		return listTable("view name", filterLike(s.cat.ViewNames(), x)), nil
+	case "FUNCTIONS", "USER FUNCTIONS":
+		var names []string
+		if x.What == "FUNCTIONS" {
+			names = append(expr.Functions(), agg.Names()...)
+			sort.Strings(names)
+		}
+		return listTable("function name", filterLike(names, x)), nil
+	case "CATALOGS":
+		return listTable("catalog name", []string{catalog.DefaultCatalog}), nil
+	case "DATABASES":
+		return listTable("database name", []string{catalog.DefaultDatabase}), nil
+	case "CURRENT CATALOG":
+		return listTable("current catalog name", []string{s.cat.CurrentCatalog()}), nil
+	case "CURRENT DATABASE":
+		return listTable("current database name", []string{s.cat.CurrentDatabase()}), nil
+	case "JOBS":
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		t := &StaticTable{Columns: []string{"job id", "job name", "status", "start time"}}
+		for _, id := range s.order {
+			j := s.jobs[id]
+			t.Rows = append(t.Rows, []string{j.id, j.name, j.status, j.start.UTC().Format("2006-01-02T15:04:05.000Z")})
+		}
+		return &Result{Table: t}, nil
+	case "COLUMNS":
+		return s.describe(&parser.Describe{StmtBase: x.StmtBase, Name: x.From})
+	}
+	return nil, &planner.UnsupportedError{Msg: "SHOW " + x.What + " is not supported yet"}
+}
+
+func filterLike(names []string, x *parser.Show) []string {
+	if !x.HasLike {
+		return names
+	}
+	var out []string
+	for _, n := range names {
+		m := likeMatch(n, x.Like, x.ILike)
+		if m != x.NotLike {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// likeMatch implements SQL LIKE with % and _ (no escape) for SHOW ... LIKE.
+func likeMatch(s, pattern string, fold bool) bool {
+	if fold {
+		s, pattern = strings.ToLower(s), strings.ToLower(pattern)
+	}
+	sr, pr := []rune(s), []rune(pattern)
+	var match func(i, j int) bool
+	match = func(i, j int) bool {
+		for j < len(pr) {
+			switch pr[j] {
+			case '%':
+				for k := i; k <= len(sr); k++ {
+					if match(k, j+1) {
+						return true
+					}
+				}
+				return false
+			case '_':
+				if i >= len(sr) {
+					return false
+				}
+			default:
+				if i >= len(sr) || sr[i] != pr[j] {
+					return false
+				}
+			}
+			i++
+			j++
+		}
+		return i == len(sr)
+	}
+	return match(0, 0)
+}
+
+func listTable(col string, names []string) *Result {
+	t := &StaticTable{Columns: []string{col}}
+	for _, n := range names {
+		t.Rows = append(t.Rows, []string{n})
+	}
+	return &Result{Table: t}
+}
+
+func (s *Session) showCreate(x *parser.ShowCreate) (*Result, error) {
+	id, err := s.cat.Qualify(x.Name)
+	if err != nil {
+		return nil, err
+	}
+	if x.Object == "VIEW" {
+		v, ok := s.cat.View(id)
+		if !ok {
+			return nil, fmt.Errorf("Could not execute SHOW CREATE VIEW. View with identifier %s does not exist.", id)
+		}
+		return &Result{Text: fmt.Sprintf("CREATE VIEW %s.%s.%s AS\n%s\n", types.QuoteIdent(id.Catalog), types.QuoteIdent(id.Database), types.QuoteIdent(id.Object), v.QueryText)}, nil
+	}
+	t, ok := s.cat.Table(id)
+	if !ok {
+		if _, isView := s.cat.View(id); isView {
+			return nil, fmt.Errorf("SHOW CREATE TABLE is only supported for tables, but %s is a view. Please use SHOW CREATE VIEW instead.", id)
+		}
+		return nil, fmt.Errorf("Could not execute SHOW CREATE TABLE. Table with identifier %s does not exist.", id)
+	}
+	return &Result{Text: planner.ShowCreateTable(t)}, nil
+}
+
+// describe renders DESCRIBE as Flink 1.20 does: name, type, null, key, extras, watermark.
+func (s *Session) describe(x *parser.Describe) (*Result, error) {
+	id, err := s.cat.Qualify(x.Name)
+	if err != nil {
+		return nil, err
+	}
+	tbl := &StaticTable{Columns: []string{"name", "type", "null", "key", "extras", "watermark"}}
+	nullStr := func(t types.Type) string {
+		if t.Nullable() {
+			return "TRUE"
+		}
+		return "FALSE"
+	}
+	if v, ok := s.cat.View(id); ok {
+		for _, c := range v.Schema {
+			tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.String(), nullStr(c.Type), "", "", ""})
+		}
+		return &Result{Table: tbl}, nil
+	}
+	t, ok := s.cat.Table(id)
+	if !ok {
+		return nil, fmt.Errorf("Tables or views with the identifier '%s' doesn't exist.", id)
+	}
+	for _, c := range t.Columns {
+		key, extras, wm := "", "", ""
+		if t.PrimaryKey != nil {
+			for _, k := range t.PrimaryKey.Columns {
+				if k == c.Name {
+					key = "PRI(" + strings.Join(t.PrimaryKey.Columns, ", ") + ")"
+				}
+			}
+		}
+		switch c.Kind {
+		case parser.ComputedColumn:
+			extras = "AS " + parser.FormatExpr(c.Expr)
+		case parser.MetadataColumn:
+			extras = "METADATA"
+			if c.MetadataKey != c.Name {
+				extras += " FROM '" + c.MetadataKey + "'"
+			}
+			if c.Virtual {
+				extras += " VIRTUAL"
+			}
+		}
+		if t.Watermark != nil && t.Watermark.Column == c.Name {
+			wm = parser.FormatExpr(t.Watermark.Expr)
+		}
+		tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.String(), nullStr(c.Type), key, extras, wm})
+	}
+	return &Result{Table: tbl}, nil
+}

@@ -1,0 +1,248 @@
+package expr
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"time"
+
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// Config is the session context evaluation depends on.
+type Config struct {
+	// Loc is table.local-time-zone, already resolved by the planner.
+	Loc *time.Location
+	// Now is the processing-time clock read by CURRENT_TIMESTAMP, NOW(),
+	// PROCTIME(), LOCALTIMESTAMP …; Flink reads it per record in streaming mode.
+	Now func() time.Time
+}
+
+// evalCtx is the per-evaluator-instance state shared by all nodes of one
+// compiled tree.
+type evalCtx struct {
+	loc  *time.Location
+	now  func() time.Time
+	rnd  *rand.Rand
+	buf  []byte
+	regs map[string]*regexp.Regexp // patterns that are not constants
+}
+
+func newEvalCtx(cfg *Config) *evalCtx {
+	c := &evalCtx{loc: time.Local, now: time.Now}
+	if cfg != nil {
+		if cfg.Loc != nil {
+			c.loc = cfg.Loc
+		}
+		if cfg.Now != nil {
+			c.now = cfg.Now
+		}
+	}
+	return c
+}
+
+func (c *evalCtx) random() *rand.Rand {
+	if c.rnd == nil {
+		c.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x9e3779b97f4a7c15))
+	}
+	return c.rnd
+}
+
+// evaluator is a compiled expression node.
+type evaluator interface {
+	eval(row types.Row) (types.Value, error)
+}
+
+type compiler struct {
+	ctx *evalCtx
+}
+
+func (c *compiler) compileAll(es []Expr) []evaluator {
+	out := make([]evaluator, len(es))
+	for i, e := range es {
+		out[i] = e.compile(c)
+	}
+	return out
+}
+
+type columnEval struct{ idx int }
+
+func (e *columnEval) eval(row types.Row) (types.Value, error) {
+	if e.idx >= len(row) {
+		return types.Value{}, fmt.Errorf("column index %d out of range for row of %d fields", e.idx, len(row))
+	}
+	return row[e.idx], nil
+}
+
+func (c *ColumnRef) compile(*compiler) evaluator { return &columnEval{idx: c.Index} }
+
+type constEval struct{ v types.Value }
+
+func (e *constEval) eval(types.Row) (types.Value, error) { return e.v, nil }
+
+func (l *literal) compile(*compiler) evaluator { return &constEval{v: l.v} }
+
+// impl is a resolved function implementation.
+type impl struct {
+	// fn computes the result from evaluated arguments.
+	fn func(c *evalCtx, args []types.Value) (types.Value, error)
+	// strict means any NULL argument makes the result NULL without calling fn.
+	strict bool
+	// build, when set, compiles the call itself (lazy evaluation of
+	// arguments: AND, OR, COALESCE, IF …).
+	build func(c *compiler, args []evaluator) evaluator
+}
+
+type callEval struct {
+	ctx    *evalCtx
+	args   []evaluator
+	vals   []types.Value
+	fn     func(c *evalCtx, args []types.Value) (types.Value, error)
+	strict bool
+}
+
+func (e *callEval) eval(row types.Row) (types.Value, error) {
+	for i, a := range e.args {
+		v, err := a.eval(row)
+		if err != nil {
+			return v, err
+		}
+		if e.strict && v.K == types.KindNull {
+			return types.Value{}, nil
+		}
+		e.vals[i] = v
+	}
+	return e.fn(e.ctx, e.vals)
+}
+
+// binaryEval is callEval specialised for two strict arguments, the common
+// shape of arithmetic and comparisons.
+type binaryEval struct {
+	ctx  *evalCtx
+	a, b evaluator
+	vals [2]types.Value
+	fn   func(c *evalCtx, args []types.Value) (types.Value, error)
+}
+
+func (e *binaryEval) eval(row types.Row) (types.Value, error) {
+	v, err := e.a.eval(row)
+	if err != nil || v.K == types.KindNull {
+		return types.Value{}, err
+	}
+	w, err := e.b.eval(row)
+	if err != nil || w.K == types.KindNull {
+		return types.Value{}, err
+	}
+	e.vals[0], e.vals[1] = v, w
+	return e.fn(e.ctx, e.vals[:])
+}
+
+func (c *callExpr) compile(cc *compiler) evaluator {
+	args := cc.compileAll(c.args)
+	if c.impl.build != nil {
+		return c.impl.build(cc, args)
+	}
+	if c.impl.strict && len(args) == 2 {
+		return &binaryEval{ctx: cc.ctx, a: args[0], b: args[1], fn: c.impl.fn}
+	}
+	return &callEval{ctx: cc.ctx, args: args, vals: make([]types.Value, len(args)), fn: c.impl.fn, strict: c.impl.strict}
+}
+
+type castEval struct {
+	ctx *evalCtx
+	e   evaluator
+	fn  castFn
+	try bool
+}
+
+func (e *castEval) eval(row types.Row) (types.Value, error) {
+	v, err := e.e.eval(row)
+	if err != nil || v.K == types.KindNull {
+		return types.Value{}, err
+	}
+	r, err := e.fn(e.ctx, v)
+	if err != nil && e.try {
+		return types.Value{}, nil
+	}
+	return r, err
+}
+
+func (c *castExpr) compile(cc *compiler) evaluator {
+	return &castEval{ctx: cc.ctx, e: c.e.compile(cc), fn: c.fn, try: c.try}
+}
+
+type caseEval struct {
+	whens, thens []evaluator
+	els          evaluator
+}
+
+func (e *caseEval) eval(row types.Row) (types.Value, error) {
+	for i, w := range e.whens {
+		v, err := w.eval(row)
+		if err != nil {
+			return v, err
+		}
+		if v.K == types.KindBool && v.N != 0 {
+			return e.thens[i].eval(row)
+		}
+	}
+	return e.els.eval(row)
+}
+
+func (c *caseExpr) compile(cc *compiler) evaluator {
+	return &caseEval{whens: cc.compileAll(c.whens), thens: cc.compileAll(c.thens), els: c.els.compile(cc)}
+}
+
+// Projector computes output columns from an input row. One instance per
+// subtask; not safe for concurrent use.
+type Projector struct {
+	evals []evaluator
+}
+
+// NewProjector compiles exprs; out[i] of Project is exprs[i] evaluated on the input row.
+func NewProjector(exprs []Expr, cfg *Config) *Projector {
+	c := &compiler{ctx: newEvalCtx(cfg)}
+	return &Projector{evals: c.compileAll(exprs)}
+}
+
+// Project writes the projected values of in into out, which must have
+// len(exprs) slots.
+func (p *Projector) Project(in, out types.Row) error {
+	for i, e := range p.evals {
+		v, err := e.eval(in)
+		if err != nil {
+			return err
+		}
+		out[i] = v
+	}
+	return nil
+}
+
+// Predicate evaluates a boolean condition; NULL counts as false.
+type Predicate struct {
+	e evaluator
+}
+
+// NewPredicate compiles a BOOLEAN expression.
+func NewPredicate(e Expr, cfg *Config) *Predicate {
+	c := &compiler{ctx: newEvalCtx(cfg)}
+	return &Predicate{e: e.compile(c)}
+}
+
+// Test reports whether the condition is TRUE for in.
+func (p *Predicate) Test(in types.Row) (bool, error) {
+	v, err := p.e.eval(in)
+	if err != nil {
+		return false, err
+	}
+	return v.K == types.KindBool && v.N != 0, nil
+}
+
+// EvalConstant evaluates an expression without input columns.
+func EvalConstant(e Expr, cfg *Config) (types.Value, error) {
+	if len(UsesColumns(e)) > 0 {
+		return types.Value{}, fmt.Errorf("expression %s is not constant", e)
+	}
+	c := &compiler{ctx: newEvalCtx(cfg)}
+	return e.compile(c).eval(nil)
+}

@@ -1,0 +1,784 @@
+package parser
+
+import (
+	"strconv"
+	"strings"
+)
+
+// QuoteIdent returns name as it must be written in Flink SQL: unchanged when
+// it is a plain non-reserved identifier, otherwise back-quoted (with
+// back-quotes doubled).
+func QuoteIdent(name string) string {
+	if name != "" && !reservedWords[strings.ToUpper(name)] {
+		plain := true
+		for i, r := range name {
+			if (i == 0 && !isIdentStart(r)) || !isIdentPart(r) {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return name
+		}
+	}
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// QuoteString renders s as a SQL string literal.
+func QuoteString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+func quoteParts(parts []string) string {
+	q := make([]string, len(parts))
+	for i, s := range parts {
+		q[i] = QuoteIdent(s)
+	}
+	return strings.Join(q, ".")
+}
+
+// FormatExpr prints an expression as canonical Flink SQL: keywords
+// upper-case, identifiers back-quoted only when needed, and parentheses
+// only where precedence requires them.
+func FormatExpr(e Expr) string {
+	var sb strings.Builder
+	writeExpr(&sb, e)
+	return sb.String()
+}
+
+// FormatDataType prints a data type as Flink SQL, e.g. TIMESTAMP(3) NOT NULL.
+func FormatDataType(t *DataType) string {
+	var sb strings.Builder
+	writeType(&sb, t)
+	return sb.String()
+}
+
+// FormatQuery prints a query as single-line Flink SQL.
+func FormatQuery(q *Query) string {
+	var sb strings.Builder
+	writeQuery(&sb, q)
+	return sb.String()
+}
+
+// exprPrec returns the binding power of the operator at the root of e.
+func exprPrec(e Expr) int {
+	switch x := e.(type) {
+	case *BinaryExpr:
+		switch x.Op {
+		case "OR":
+			return precOr
+		case "AND":
+			return precAnd
+		case "||":
+			return precConcat
+		case "+", "-":
+			return precAdd
+		case "*", "/", "%":
+			return precMul
+		}
+		return precCompare
+	case *UnaryExpr:
+		if x.Op == "NOT" {
+			return precNot
+		}
+		return precUnary
+	case *IsExpr, *IsDistinctFrom:
+		return precIs
+	case *BetweenExpr, *InExpr, *LikeExpr:
+		return precPred
+	}
+	return precAtom
+}
+
+// writeOperand writes e, parenthesized when its precedence is below min.
+func writeOperand(sb *strings.Builder, e Expr, min int) {
+	if exprPrec(e) < min {
+		sb.WriteByte('(')
+		writeExpr(sb, e)
+		sb.WriteByte(')')
+		return
+	}
+	writeExpr(sb, e)
+}
+
+func writeExprList(sb *strings.Builder, list []Expr) {
+	for i, e := range list {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		writeExpr(sb, e)
+	}
+}
+
+func writeExpr(sb *strings.Builder, e Expr) {
+	switch x := e.(type) {
+	case nil:
+		sb.WriteString("NULL")
+	case *Ident:
+		sb.WriteString(quoteParts(x.Parts))
+	case *Star:
+		for _, q := range x.Qualifier {
+			sb.WriteString(QuoteIdent(q))
+			sb.WriteByte('.')
+		}
+		sb.WriteByte('*')
+	case *Literal:
+		switch x.Kind {
+		case NumberLit, BoolLit, NullLit, UnknownLit:
+			sb.WriteString(x.Value)
+		case StringLit:
+			sb.WriteString(QuoteString(x.Value))
+		case BinaryLit:
+			sb.WriteString("X'" + x.Value + "'")
+		case DateLit:
+			sb.WriteString("DATE " + QuoteString(x.Value))
+		case TimeLit:
+			sb.WriteString("TIME " + QuoteString(x.Value))
+		case TimestampLit:
+			sb.WriteString("TIMESTAMP " + QuoteString(x.Value))
+		}
+	case *IntervalLit:
+		sb.WriteString("INTERVAL ")
+		if x.Negative {
+			sb.WriteByte('-')
+		}
+		sb.WriteString(QuoteString(x.Value))
+		sb.WriteByte(' ')
+		writeQualifier(sb, &x.Qualifier)
+	case *UnaryExpr:
+		if x.Op == "NOT" {
+			sb.WriteString("NOT ")
+			writeOperand(sb, x.X, precIs)
+			return
+		}
+		sb.WriteString(x.Op)
+		if u, ok := x.X.(*UnaryExpr); ok && u.Op != "NOT" {
+			sb.WriteByte('(')
+			writeExpr(sb, x.X)
+			sb.WriteByte(')')
+			return
+		}
+		writeOperand(sb, x.X, precUnary)
+	case *BinaryExpr:
+		p := exprPrec(x)
+		writeOperand(sb, x.L, p)
+		sb.WriteString(" " + x.Op + " ")
+		writeOperand(sb, x.R, p+1)
+	case *IsExpr:
+		writeOperand(sb, x.X, precIs)
+		sb.WriteString(" IS ")
+		if x.Not {
+			sb.WriteString("NOT ")
+		}
+		sb.WriteString(x.What)
+	case *IsDistinctFrom:
+		writeOperand(sb, x.L, precIs)
+		sb.WriteString(" IS ")
+		if x.Not {
+			sb.WriteString("NOT ")
+		}
+		sb.WriteString("DISTINCT FROM ")
+		writeOperand(sb, x.R, precPred)
+	case *BetweenExpr:
+		writeOperand(sb, x.X, precPred)
+		if x.Not {
+			sb.WriteString(" NOT")
+		}
+		sb.WriteString(" BETWEEN ")
+		if x.Symmetric {
+			sb.WriteString("SYMMETRIC ")
+		}
+		writeOperand(sb, x.Lo, precConcat)
+		sb.WriteString(" AND ")
+		writeOperand(sb, x.Hi, precConcat)
+	case *InExpr:
+		writeOperand(sb, x.X, precPred)
+		if x.Not {
+			sb.WriteString(" NOT")
+		}
+		sb.WriteString(" IN (")
+		if x.Query != nil {
+			writeQuery(sb, x.Query)
+		} else {
+			writeExprList(sb, x.List)
+		}
+		sb.WriteByte(')')
+	case *LikeExpr:
+		writeOperand(sb, x.X, precPred)
+		if x.Not {
+			sb.WriteString(" NOT")
+		}
+		sb.WriteString(" " + x.Op + " ")
+		writeOperand(sb, x.Pattern, precConcat)
+		if x.Escape != nil {
+			sb.WriteString(" ESCAPE ")
+			writeOperand(sb, x.Escape, precConcat)
+		}
+	case *FuncCall:
+		writeFuncCall(sb, x)
+	case *TableArg:
+		sb.WriteString("TABLE ")
+		if x.Query != nil {
+			sb.WriteByte('(')
+			writeQuery(sb, x.Query)
+			sb.WriteByte(')')
+		} else {
+			sb.WriteString(quoteParts(x.Name))
+		}
+		if len(x.PartitionBy) > 0 {
+			sb.WriteString(" PARTITION BY ")
+			if len(x.PartitionBy) == 1 {
+				writeOperand(sb, x.PartitionBy[0], precConcat)
+			} else {
+				sb.WriteByte('(')
+				writeExprList(sb, x.PartitionBy)
+				sb.WriteByte(')')
+			}
+		}
+	case *Descriptor:
+		sb.WriteString("DESCRIPTOR(")
+		for i, c := range x.Columns {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(QuoteIdent(c))
+		}
+		sb.WriteByte(')')
+	case *TimeUnitExpr:
+		sb.WriteString(x.Unit)
+	case *CaseExpr:
+		sb.WriteString("CASE")
+		if x.Operand != nil {
+			sb.WriteByte(' ')
+			writeExpr(sb, x.Operand)
+		}
+		for _, w := range x.Whens {
+			sb.WriteString(" WHEN ")
+			writeExpr(sb, w.Cond)
+			sb.WriteString(" THEN ")
+			writeExpr(sb, w.Result)
+		}
+		if x.Else != nil {
+			sb.WriteString(" ELSE ")
+			writeExpr(sb, x.Else)
+		}
+		sb.WriteString(" END")
+	case *CastExpr:
+		if x.Try {
+			sb.WriteString("TRY_CAST(")
+		} else {
+			sb.WriteString("CAST(")
+		}
+		writeExpr(sb, x.X)
+		sb.WriteString(" AS ")
+		writeType(sb, x.Type)
+		sb.WriteByte(')')
+	case *ExtractExpr:
+		sb.WriteString("EXTRACT(" + x.Unit + " FROM ")
+		writeExpr(sb, x.X)
+		sb.WriteByte(')')
+	case *FloorCeilExpr:
+		if x.Ceil {
+			sb.WriteString("CEIL(")
+		} else {
+			sb.WriteString("FLOOR(")
+		}
+		writeExpr(sb, x.X)
+		sb.WriteString(" TO " + x.Unit + ")")
+	case *TrimExpr:
+		sb.WriteString("TRIM(" + x.Mode + " ")
+		if x.Chars != nil {
+			writeExpr(sb, x.Chars)
+			sb.WriteByte(' ')
+		}
+		sb.WriteString("FROM ")
+		writeExpr(sb, x.X)
+		sb.WriteByte(')')
+	case *SubstringExpr:
+		sb.WriteString("SUBSTRING(")
+		writeExpr(sb, x.X)
+		sb.WriteString(" FROM ")
+		writeExpr(sb, x.Start)
+		if x.Length != nil {
+			sb.WriteString(" FOR ")
+			writeExpr(sb, x.Length)
+		}
+		sb.WriteByte(')')
+	case *PositionExpr:
+		sb.WriteString("POSITION(")
+		writeOperand(sb, x.Sub, precConcat)
+		sb.WriteString(" IN ")
+		writeExpr(sb, x.X)
+		if x.From != nil {
+			sb.WriteString(" FROM ")
+			writeExpr(sb, x.From)
+		}
+		sb.WriteByte(')')
+	case *OverlayExpr:
+		sb.WriteString("OVERLAY(")
+		writeExpr(sb, x.X)
+		sb.WriteString(" PLACING ")
+		writeExpr(sb, x.Placing)
+		sb.WriteString(" FROM ")
+		writeExpr(sb, x.Start)
+		if x.Length != nil {
+			sb.WriteString(" FOR ")
+			writeExpr(sb, x.Length)
+		}
+		sb.WriteByte(')')
+	case *RowExpr:
+		if x.Explicit {
+			sb.WriteString("ROW")
+		}
+		sb.WriteByte('(')
+		writeExprList(sb, x.Fields)
+		sb.WriteByte(')')
+	case *ArrayExpr:
+		sb.WriteString("ARRAY[")
+		writeExprList(sb, x.Elems)
+		sb.WriteByte(']')
+	case *MapExpr:
+		sb.WriteString("MAP[")
+		writeExprList(sb, x.Elems)
+		sb.WriteByte(']')
+	case *SubqueryExpr:
+		sb.WriteByte('(')
+		writeQuery(sb, x.Query)
+		sb.WriteByte(')')
+	case *ExistsExpr:
+		sb.WriteString("EXISTS (")
+		writeQuery(sb, x.Query)
+		sb.WriteByte(')')
+	case *SubscriptExpr:
+		if id, ok := x.X.(*Ident); ok && len(id.Parts) == 1 && strings.EqualFold(id.Parts[0], "MAP") {
+			// MAP[...] would be read back as a map constructor.
+			sb.WriteString("`" + id.Parts[0] + "`")
+		} else {
+			writeOperand(sb, x.X, precAtom)
+		}
+		sb.WriteByte('[')
+		writeExpr(sb, x.Index)
+		sb.WriteByte(']')
+	case *FieldAccess:
+		switch x.X.(type) {
+		case *FuncCall, *SubscriptExpr, *FieldAccess:
+			writeExpr(sb, x.X)
+		default:
+			// (a).b must not be printed as a.b (a compound identifier),
+			// nor (0).b as 0.b (a number followed by b).
+			sb.WriteByte('(')
+			writeExpr(sb, x.X)
+			sb.WriteByte(')')
+		}
+		sb.WriteByte('.')
+		sb.WriteString(QuoteIdent(x.Field))
+	case *GroupingSet:
+		sb.WriteString(x.Kind + "(")
+		writeExprList(sb, x.Items)
+		sb.WriteByte(')')
+	default:
+		sb.WriteString("<?>")
+	}
+}
+
+func writeQualifier(sb *strings.Builder, q *IntervalQualifier) {
+	sb.WriteString(q.Start)
+	if q.Start == "SECOND" && q.End == "" && q.StartPrecision >= 0 && q.FracPrecision >= 0 {
+		sb.WriteString("(" + strconv.Itoa(q.StartPrecision) + ", " + strconv.Itoa(q.FracPrecision) + ")")
+		return
+	}
+	if q.StartPrecision >= 0 {
+		sb.WriteString("(" + strconv.Itoa(q.StartPrecision) + ")")
+	}
+	if q.End != "" {
+		sb.WriteString(" TO " + q.End)
+		if q.FracPrecision >= 0 {
+			sb.WriteString("(" + strconv.Itoa(q.FracPrecision) + ")")
+		}
+	}
+}
+
+// funcNameString prints a function name; keyword names stay bare. Names
+// that would be read back as special syntax (TRY_CAST(...), DESCRIPTOR(...),
+// TIMESTAMPADD(unit, ...)) are back-quoted unless the call really has that
+// form.
+func funcNameString(f *FuncCall) string {
+	name := f.Name
+	if len(name) == 1 {
+		if functionKeywords[name[0]] || niladicFunctions[name[0]] {
+			return name[0]
+		}
+		switch strings.ToUpper(name[0]) {
+		case "TIMESTAMPADD", "TIMESTAMPDIFF":
+			if len(f.Args) > 0 {
+				if _, ok := f.Args[0].Value.(*TimeUnitExpr); ok {
+					return name[0]
+				}
+			}
+			return "`" + name[0] + "`"
+		case "TRY_CAST", "DESCRIPTOR":
+			return "`" + name[0] + "`"
+		}
+	}
+	return quoteParts(name)
+}
+
+func writeFuncCall(sb *strings.Builder, f *FuncCall) {
+	sb.WriteString(funcNameString(f))
+	if f.NoParens {
+		return
+	}
+	sb.WriteByte('(')
+	if f.Distinct {
+		sb.WriteString("DISTINCT ")
+	} else if f.All {
+		sb.WriteString("ALL ")
+	}
+	for i, a := range f.Args {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		if a.Name != "" {
+			sb.WriteString(argName(a.Name) + " => ")
+		}
+		writeExpr(sb, a.Value)
+	}
+	sb.WriteByte(')')
+	if len(f.WithinGroup) > 0 {
+		sb.WriteString(" WITHIN GROUP (ORDER BY ")
+		writeOrderItems(sb, f.WithinGroup)
+		sb.WriteByte(')')
+	}
+	if f.Filter != nil {
+		sb.WriteString(" FILTER (WHERE ")
+		writeExpr(sb, f.Filter)
+		sb.WriteByte(')')
+	}
+	if f.Over != nil {
+		sb.WriteString(" OVER ")
+		if f.Over.Ref != "" && len(f.Over.PartitionBy) == 0 && len(f.Over.OrderBy) == 0 && f.Over.Frame == nil {
+			sb.WriteString(QuoteIdent(f.Over.Ref))
+			return
+		}
+		writeWindowSpec(sb, f.Over)
+	}
+}
+
+func writeWindowSpec(sb *strings.Builder, w *WindowSpec) {
+	sb.WriteByte('(')
+	sep := ""
+	if w.Ref != "" {
+		sb.WriteString(QuoteIdent(w.Ref))
+		sep = " "
+	}
+	if len(w.PartitionBy) > 0 {
+		sb.WriteString(sep + "PARTITION BY ")
+		writeExprList(sb, w.PartitionBy)
+		sep = " "
+	}
+	if len(w.OrderBy) > 0 {
+		sb.WriteString(sep + "ORDER BY ")
+		writeOrderItems(sb, w.OrderBy)
+		sep = " "
+	}
+	if w.Frame != nil {
+		sb.WriteString(sep + w.Frame.Unit + " ")
+		if w.Frame.End != nil {
+			sb.WriteString("BETWEEN ")
+			writeBound(sb, w.Frame.Start)
+			sb.WriteString(" AND ")
+			writeBound(sb, *w.Frame.End)
+		} else {
+			writeBound(sb, w.Frame.Start)
+		}
+	}
+	sb.WriteByte(')')
+}
+
+func writeBound(sb *strings.Builder, b FrameBound) {
+	if b.Offset != nil {
+		writeOperand(sb, b.Offset, precConcat)
+		sb.WriteByte(' ')
+	}
+	sb.WriteString(b.Kind)
+}
+
+func writeOrderItems(sb *strings.Builder, items []*OrderItem) {
+	for i, it := range items {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		writeExpr(sb, it.Expr)
+		if it.Desc {
+			sb.WriteString(" DESC")
+		}
+		if it.Nulls != "" {
+			sb.WriteString(" NULLS " + it.Nulls)
+		}
+	}
+}
+
+func writeType(sb *strings.Builder, t *DataType) {
+	if t == nil {
+		sb.WriteString("<?>")
+		return
+	}
+	switch t.Name {
+	case "ARRAY", "MULTISET":
+		sb.WriteString(t.Name + "<")
+		writeType(sb, t.Elem)
+		sb.WriteByte('>')
+	case "MAP":
+		sb.WriteString("MAP<")
+		writeType(sb, t.Key)
+		sb.WriteString(", ")
+		writeType(sb, t.Value)
+		sb.WriteByte('>')
+	case "ROW":
+		sb.WriteString("ROW<")
+		for i, f := range t.Fields {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(QuoteIdent(f.Name) + " ")
+			writeType(sb, f.Type)
+			if f.HasDescription {
+				sb.WriteString(" " + QuoteString(f.Description))
+			}
+		}
+		sb.WriteByte('>')
+	case "INTERVAL":
+		sb.WriteString("INTERVAL ")
+		if t.Interval != nil {
+			writeQualifier(sb, t.Interval)
+		}
+	default:
+		sb.WriteString(t.Name)
+		if len(t.Params) > 0 {
+			sb.WriteByte('(')
+			for i, n := range t.Params {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString(strconv.Itoa(n))
+			}
+			sb.WriteByte(')')
+		}
+		if t.Name == "TIME" && t.WithLocalTimeZone {
+			sb.WriteString(" WITH LOCAL TIME ZONE")
+		}
+	}
+	if t.NotNull {
+		sb.WriteString(" NOT NULL")
+	}
+}
+
+// ---------------------------------------------------------------- queries
+
+func writeQuery(sb *strings.Builder, q *Query) {
+	if q == nil {
+		return
+	}
+	if len(q.With) > 0 {
+		sb.WriteString("WITH ")
+		for i, c := range q.With {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(QuoteIdent(c.Name))
+			if len(c.Columns) > 0 {
+				sb.WriteString(" (" + identList(c.Columns) + ")")
+			}
+			sb.WriteString(" AS (")
+			writeQuery(sb, c.Query)
+			sb.WriteByte(')')
+		}
+		sb.WriteByte(' ')
+	}
+	writeQueryExpr(sb, q.Body, 0)
+	if len(q.OrderBy) > 0 {
+		sb.WriteString(" ORDER BY ")
+		writeOrderItems(sb, q.OrderBy)
+	}
+	if q.Limit != nil {
+		sb.WriteString(" LIMIT ")
+		writeExpr(sb, q.Limit)
+	}
+	if q.Offset != nil {
+		sb.WriteString(" OFFSET ")
+		writeExpr(sb, q.Offset)
+	}
+}
+
+func identList(cols []string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = QuoteIdent(c)
+	}
+	return strings.Join(q, ", ")
+}
+
+func writeQueryExpr(sb *strings.Builder, b QueryExpr, minPrec int) {
+	switch x := b.(type) {
+	case *Select:
+		writeSelect(sb, x)
+	case *Values:
+		sb.WriteString("VALUES ")
+		for i, row := range x.Rows {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteByte('(')
+			writeExprList(sb, row)
+			sb.WriteByte(')')
+		}
+	case *Query:
+		sb.WriteByte('(')
+		writeQuery(sb, x)
+		sb.WriteByte(')')
+	case *SetOp:
+		prec := 1
+		if x.Op == "INTERSECT" {
+			prec = 2
+		}
+		paren := prec < minPrec
+		if paren {
+			sb.WriteByte('(')
+		}
+		writeQueryExpr(sb, x.Left, prec)
+		sb.WriteString(" " + x.Op + " ")
+		if x.All {
+			sb.WriteString("ALL ")
+		}
+		writeQueryExpr(sb, x.Right, prec+1)
+		if paren {
+			sb.WriteByte(')')
+		}
+	}
+}
+
+func writeSelect(sb *strings.Builder, s *Select) {
+	sb.WriteString("SELECT ")
+	if s.Distinct {
+		sb.WriteString("DISTINCT ")
+	}
+	for i, it := range s.Items {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		writeExpr(sb, it.Expr)
+		if it.Alias != "" {
+			sb.WriteString(" AS " + QuoteIdent(it.Alias))
+		}
+	}
+	if s.From != nil {
+		sb.WriteString(" FROM ")
+		writeTableRef(sb, s.From)
+	}
+	if s.Where != nil {
+		sb.WriteString(" WHERE ")
+		writeExpr(sb, s.Where)
+	}
+	if len(s.GroupBy) > 0 {
+		sb.WriteString(" GROUP BY ")
+		writeExprList(sb, s.GroupBy)
+	}
+	if s.Having != nil {
+		sb.WriteString(" HAVING ")
+		writeExpr(sb, s.Having)
+	}
+	if len(s.Windows) > 0 {
+		sb.WriteString(" WINDOW ")
+		for i, w := range s.Windows {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(QuoteIdent(w.Name) + " AS ")
+			writeWindowSpec(sb, w.Spec)
+		}
+	}
+}
+
+func writeAlias(sb *strings.Builder, alias string, cols []string) {
+	if alias == "" {
+		return
+	}
+	sb.WriteString(" AS " + QuoteIdent(alias))
+	if len(cols) > 0 {
+		sb.WriteString(" (" + identList(cols) + ")")
+	}
+}
+
+func writeTableRef(sb *strings.Builder, r TableRef) {
+	switch x := r.(type) {
+	case *TableName:
+		sb.WriteString(quoteParts(x.Name))
+		if x.SystemTime != nil {
+			sb.WriteString(" FOR SYSTEM_TIME AS OF ")
+			writeOperand(sb, x.SystemTime, precConcat)
+		}
+		writeAlias(sb, x.Alias, x.ColumnAliases)
+	case *DerivedTable:
+		if x.Lateral {
+			sb.WriteString("LATERAL ")
+		}
+		sb.WriteByte('(')
+		writeQuery(sb, x.Query)
+		sb.WriteByte(')')
+		writeAlias(sb, x.Alias, x.ColumnAliases)
+	case *TableFunc:
+		if x.Lateral {
+			sb.WriteString("LATERAL ")
+		}
+		sb.WriteString("TABLE(")
+		writeFuncCall(sb, x.Call)
+		sb.WriteByte(')')
+		writeAlias(sb, x.Alias, x.ColumnAliases)
+	case *Unnest:
+		sb.WriteString("UNNEST(")
+		writeExprList(sb, x.Args)
+		sb.WriteByte(')')
+		if x.WithOrdinality {
+			sb.WriteString(" WITH ORDINALITY")
+		}
+		writeAlias(sb, x.Alias, x.ColumnAliases)
+	case *Join:
+		writeTableRef(sb, x.Left)
+		if x.Kind == JoinComma {
+			sb.WriteString(", ")
+		} else {
+			sb.WriteByte(' ')
+			if x.Natural {
+				sb.WriteString("NATURAL ")
+			}
+			sb.WriteString(x.Kind + " JOIN ")
+		}
+		if j, ok := x.Right.(*Join); ok {
+			sb.WriteByte('(')
+			writeTableRef(sb, j)
+			sb.WriteByte(')')
+		} else {
+			writeTableRef(sb, x.Right)
+		}
+		if x.On != nil {
+			sb.WriteString(" ON ")
+			writeExpr(sb, x.On)
+		}
+		if len(x.Using) > 0 {
+			sb.WriteString(" USING (" + identList(x.Using) + ")")
+		}
+	}
+}
+
+// argName prints a named-argument name; any plain word is allowed before =>.
+func argName(n string) string {
+	for i, r := range n {
+		if (i == 0 && !isIdentStart(r)) || !isIdentPart(r) {
+			return QuoteIdent(n)
+		}
+	}
+	if n == "" {
+		return QuoteIdent(n)
+	}
+	return n
+}

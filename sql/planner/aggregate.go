@@ -1,0 +1,480 @@
+package planner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/expr"
+	"github.com/flinksql/flinksql/sql/expr/agg"
+	"github.com/flinksql/flinksql/sql/parser"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// aggRecord is one distinct aggregate call found in a grouped query.
+type aggRecord struct {
+	text     string
+	name     string
+	args     []expr.Expr
+	consts   []types.Value
+	filter   expr.Expr
+	distinct bool
+	fn       string
+	result   types.Type
+}
+
+// planAggregate plans a grouped SELECT. Window aggregations (over a window
+// TVF grouped by window_start and window_end, or with a legacy
+// TUMBLE/HOP/SESSION group window) are insert-only; any other grouping
+// produces an updating changelog.
+func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relation, error) {
+	var keyASTs []parser.Expr
+	var legacy *parser.FuncCall
+	winCols := map[string]bool{}
+	tvf, isTVF := pc.tvfInfo(from.node)
+	inputWidth := len(from.scope.cols)
+	if isTVF {
+		inputWidth = len(tvf.node.Inputs()[0].Schema())
+	}
+	for _, g := range s.GroupBy {
+		switch x := g.(type) {
+		case *parser.GroupingSet:
+			return nil, unsupportedAt(x, "%s is not supported yet", x.Kind)
+		case *parser.RowExpr:
+			return nil, unsupportedAt(x, "grouping sets are not supported yet")
+		case *parser.FuncCall:
+			if isGroupWindowFunction(strings.ToUpper(x.FuncName())) {
+				if legacy != nil {
+					return nil, errAt(x, "Multiple group window functions in GROUP BY are not supported")
+				}
+				legacy = x
+				continue
+			}
+		case *parser.Ident:
+			if isTVF {
+				idx, used, msg := from.scope.resolve(x.Parts)
+				if msg == "" && used == len(x.Parts) && idx >= inputWidth {
+					winCols[from.scope.cols[idx].Name] = true
+					continue
+				}
+			}
+		}
+		keyASTs = append(keyASTs, g)
+	}
+
+	var input Node
+	var inScope *scope
+	var w windowInfo
+	switch {
+	case legacy != nil && isTVF:
+		return nil, errAt(legacy, "A group window function cannot be combined with a window table function")
+	case legacy != nil:
+		input, inScope = from.node, from.scope
+		var err error
+		if w, err = pc.legacyWindow(legacy, from.scope); err != nil {
+			return nil, err
+		}
+	case isTVF && winCols["window_start"] && winCols["window_end"]:
+		input = tvf.node.Inputs()[0]
+		inScope = &scope{cols: append([]scopeColumn(nil), from.scope.cols[:inputWidth]...)}
+		w = tvf.info
+	default:
+		keys := make([]string, len(s.GroupBy))
+		for i, g := range s.GroupBy {
+			keys[i] = parser.FormatExpr(g)
+		}
+		node := fmt.Sprintf("GroupAggregate(groupBy=[%s])", strings.Join(keys, ", "))
+		if len(s.GroupBy) == 0 {
+			node = "GroupAggregate(global aggregation without GROUP BY)"
+		}
+		hint := "Window the aggregation (GROUP BY window_start, window_end, ... over TABLE(TUMBLE(...)))"
+		if isTVF {
+			hint = "A window aggregation must GROUP BY both window_start and window_end"
+		}
+		return nil, &UnsupportedError{Msg: fmt.Sprintf(
+			"Updating queries are not supported yet: node %s produces an update changelog [I,UB,UA,D]. %s to get an insert-only result.", node, hint)}
+	}
+
+	// Group keys over the aggregation input.
+	keyBinder := &binder{scope: inScope, clause: "GROUP BY"}
+	keyExprs := make([]expr.Expr, len(keyASTs))
+	keyNames := make([]string, len(keyASTs))
+	for i, k := range keyASTs {
+		x, err := keyBinder.bind(k)
+		if err != nil {
+			return nil, err
+		}
+		keyExprs[i] = x
+		if id, ok := k.(*parser.Ident); ok {
+			keyNames[i] = id.Parts[len(id.Parts)-1]
+		} else {
+			keyNames[i] = "$f" + strconv.Itoa(i)
+		}
+	}
+	if w.spec.Kind == exec.Session && len(w.partitionBy) > 0 {
+		// Sessions are kept per PARTITION BY key, which must be grouped.
+		for _, pk := range w.partitionBy {
+			x, err := keyBinder.bind(pk)
+			if err != nil {
+				return nil, err
+			}
+			found := false
+			for _, k := range keyExprs {
+				found = found || k.String() == x.String()
+			}
+			if !found {
+				return nil, errAt(pk, "The SESSION window partition key %s must be in the GROUP BY clause", parser.FormatExpr(pk))
+			}
+		}
+	}
+
+	// Pass 1: find the aggregate calls of the select list and HAVING.
+	var aggs []*aggRecord
+	aggIndex := map[string]int{}
+	register := func(f *parser.FuncCall) (int, error) {
+		text := parser.FormatExpr(f)
+		if i, ok := aggIndex[text]; ok {
+			return i, nil
+		}
+		r, err := pc.bindAggregate(f, inScope)
+		if err != nil {
+			return 0, err
+		}
+		r.text = text
+		aggIndex[text] = len(aggs)
+		aggs = append(aggs, r)
+		return len(aggs) - 1, nil
+	}
+	collect := func(e parser.Expr) error {
+		var err error
+		walkExpr(e, func(x parser.Expr) {
+			if f, ok := x.(*parser.FuncCall); ok && err == nil && f.Over == nil && isAggregateName(f.FuncName()) {
+				for _, a := range f.ArgExprs() {
+					walkExpr(a, func(y parser.Expr) {
+						if g, ok := y.(*parser.FuncCall); ok && err == nil && g != f && isAggregateName(g.FuncName()) {
+							err = errAt(g, "Aggregate expressions cannot be nested")
+						}
+					})
+				}
+				if err == nil {
+					_, err = register(f)
+				}
+			}
+		})
+		return err
+	}
+	for _, it := range s.Items {
+		if err := collect(it.Expr); err != nil {
+			return nil, err
+		}
+	}
+	if s.Having != nil {
+		if err := collect(s.Having); err != nil {
+			return nil, err
+		}
+	}
+	// Name aggregates after the select item they are, when they are one.
+	for pos, it := range s.Items {
+		if f, ok := it.Expr.(*parser.FuncCall); ok {
+			if i, ok := aggIndex[parser.FormatExpr(f)]; ok && aggs[i].name == "" {
+				if it.Alias != "" {
+					aggs[i].name = it.Alias
+				} else {
+					aggs[i].name = "EXPR$" + strconv.Itoa(pos)
+				}
+			}
+		}
+	}
+	for i, a := range aggs {
+		if a.name == "" {
+			a.name = "$f" + strconv.Itoa(len(keyExprs)+i)
+		}
+	}
+
+	// The pre-aggregation projection: keys, aggregate arguments, filters, time.
+	pre := append([]expr.Expr(nil), keyExprs...)
+	preSchema := make(types.Schema, 0, len(pre))
+	for i, k := range keyExprs {
+		preSchema = append(preSchema, types.Column{Name: keyNames[i], Type: k.Type()})
+	}
+	add := func(x expr.Expr) int {
+		pre = append(pre, x)
+		preSchema = append(preSchema, types.Column{Name: "$f" + strconv.Itoa(len(pre)-1), Type: x.Type()})
+		return len(pre) - 1
+	}
+	calls := make([]AggCall, len(aggs))
+	for i, a := range aggs {
+		c := agg.Call{Name: a.fn, Distinct: a.distinct, FilterCol: -1, ResultType: a.result, ConstArgs: a.consts}
+		for _, arg := range a.args {
+			c.ArgCols = append(c.ArgCols, add(arg))
+			c.ArgTypes = append(c.ArgTypes, arg.Type())
+		}
+		if a.filter != nil {
+			c.FilterCol = add(a.filter)
+		}
+		calls[i] = AggCall{Call: c, Text: a.text, Name: a.name}
+	}
+	spec := w.spec
+	if spec.EventTime {
+		tc := inScope.cols[spec.TimeCol]
+		pre = append(pre, expr.Column(spec.TimeCol, tc.Name, tc.Type))
+		preSchema = append(preSchema, types.Column{Name: tc.Name, Type: tc.Type})
+		spec.TimeCol = len(pre) - 1
+	} else {
+		spec.TimeCol = -1
+	}
+	var cond expr.Expr
+	if s.Where != nil {
+		c, err := pc.bindCondition(inScope, s.Where)
+		if err != nil {
+			return nil, err
+		}
+		cond = c
+	}
+	preCalc := newCalc(input, pre, cond, preSchema)
+
+	keyCols := make([]int, len(keyExprs))
+	for i := range keyCols {
+		keyCols[i] = i
+	}
+	var ex Node
+	if len(keyCols) > 0 {
+		ex = pc.exchange(preCalc, exec.Partitioner{Kind: exec.Hash, KeyCols: keyCols})
+	} else {
+		ex = pc.exchange(preCalc, exec.Partitioner{Kind: exec.Global})
+	}
+	wagg := &WindowAggNode{Window: spec, WindowFn: w.fn, KeyCols: keyCols, Aggs: calls}
+	var aggSchema types.Schema
+	for i, k := range keyExprs {
+		aggSchema = append(aggSchema, types.Column{Name: keyNames[i], Type: k.Type().WithoutTimeAttr()})
+	}
+	for _, a := range aggs {
+		aggSchema = append(aggSchema, types.Column{Name: a.name, Type: a.result})
+	}
+	wcols := windowColumns(w)
+	aggSchema = append(aggSchema, wcols...)
+	wagg.inputs, wagg.schema, wagg.mode = []Node{ex}, aggSchema, types.InsertOnly
+	nk, na := len(keyExprs), len(aggs)
+
+	// Pass 2: bind the select list and HAVING over the aggregation's output.
+	legacyArgs := ""
+	if legacy != nil {
+		legacyArgs = argsText(legacy)
+	}
+	probe := &binder{scope: inScope, clause: "SELECT"}
+	hook := func(e parser.Expr) (expr.Expr, bool, error) {
+		switch x := e.(type) {
+		case *parser.FuncCall:
+			name := strings.ToUpper(x.FuncName())
+			if x.Over == nil && isAggregateName(name) {
+				i := aggIndex[parser.FormatExpr(x)]
+				return expr.Column(nk+i, aggs[i].name, aggs[i].result), true, nil
+			}
+			if legacy != nil && isWindowProperty(name) {
+				prefix, suffix, _ := strings.Cut(name, "_")
+				if prefix != strings.ToUpper(legacy.FuncName()) || argsText(x) != legacyArgs {
+					return nil, true, errAt(x, "%s must be called with the same arguments as the %s group window in GROUP BY", name, strings.ToUpper(legacy.FuncName()))
+				}
+				switch suffix {
+				case "START":
+					return expr.Column(nk+na, "window_start", wcols[0].Type), true, nil
+				case "END":
+					return expr.Column(nk+na+1, "window_end", wcols[1].Type), true, nil
+				case "ROWTIME":
+					if !w.spec.EventTime {
+						return nil, true, errAt(x, "%s requires an event-time (rowtime) window", name)
+					}
+					return expr.Column(nk+na+2, "window_time", wcols[2].Type), true, nil
+				case "PROCTIME":
+					if w.spec.EventTime {
+						return nil, true, errAt(x, "%s requires a processing-time window", name)
+					}
+					return expr.Column(nk+na+2, "window_time", wcols[2].Type), true, nil
+				}
+			}
+		case *parser.Ident:
+			if isTVF {
+				if idx, used, msg := from.scope.resolve(x.Parts); msg == "" && used == len(x.Parts) && idx >= inputWidth {
+					name := from.scope.cols[idx].Name
+					if name == "window_time" && !winCols["window_time"] {
+						return nil, true, errAt(x, "Expression 'window_time' is not being grouped; add window_time to the GROUP BY clause")
+					}
+					j := map[string]int{"window_start": 0, "window_end": 1, "window_time": 2}[name]
+					return expr.Column(nk+na+j, name, wcols[j].Type), true, nil
+				}
+			}
+		}
+		px, err := probe.bind(e)
+		if err != nil {
+			if _, isIdent := e.(*parser.Ident); isIdent {
+				return nil, true, err
+			}
+			return nil, false, nil
+		}
+		text := px.String()
+		for k, kx := range keyExprs {
+			if kx.String() == text {
+				return expr.Column(k, keyNames[k], aggSchema[k].Type), true, nil
+			}
+		}
+		if expr.IsConstant(px) {
+			return px, true, nil
+		}
+		if _, isIdent := e.(*parser.Ident); isIdent {
+			return nil, true, errAt(e, "Expression '%s' is not being grouped", parser.FormatExpr(e))
+		}
+		return nil, false, nil
+	}
+	post := &binder{scope: newScope("", aggSchema), clause: "SELECT", hook: hook}
+	proj, out, err := pc.bindSelectList(s, from.scope, post)
+	if err != nil {
+		return nil, err
+	}
+	var having expr.Expr
+	if s.Having != nil {
+		post.clause = "HAVING"
+		h, err := post.bind(s.Having)
+		if err != nil {
+			return nil, err
+		}
+		if t := h.Type(); t.Root != types.RootBoolean {
+			return nil, errAt(s.Having, "HAVING clause must be a condition")
+		}
+		having = h
+	}
+	calc := newCalc(wagg, proj, having, out)
+	return &relation{node: calc, scope: newScope("", out)}, nil
+}
+
+func argsText(f *parser.FuncCall) string {
+	parts := make([]string, len(f.Args))
+	for i, a := range f.Args {
+		parts[i] = parser.FormatExpr(a.Value)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// bindAggregate binds the arguments and FILTER of one aggregate call.
+func (pc *planContext) bindAggregate(f *parser.FuncCall, sc *scope) (*aggRecord, error) {
+	name := strings.ToUpper(f.FuncName())
+	r := &aggRecord{fn: name, distinct: f.Distinct}
+	b := &binder{scope: sc, clause: "aggregate argument"}
+	args := f.ArgExprs()
+	if len(args) == 1 {
+		if _, star := args[0].(*parser.Star); star {
+			if name != "COUNT" {
+				return nil, errAt(f, "Unknown identifier '*'")
+			}
+			args = nil
+		}
+	}
+	for i, a := range args {
+		if name == "LISTAGG" && i == 1 {
+			x, err := b.bind(a)
+			if err != nil {
+				return nil, err
+			}
+			if !expr.IsConstant(x) {
+				return nil, errAt(a, "The separator of LISTAGG must be a string literal")
+			}
+			v, err := expr.EvalConstant(x, pc.p.exprConfig())
+			if err != nil {
+				return nil, errAt(a, "%s", err.Error())
+			}
+			r.consts = append(r.consts, v)
+			continue
+		}
+		x, err := b.bind(a)
+		if err != nil {
+			return nil, err
+		}
+		r.args = append(r.args, x)
+	}
+	argTypes := make([]types.Type, len(r.args))
+	for i, a := range r.args {
+		argTypes[i] = a.Type()
+	}
+	t, err := agg.ResultTypeIn(name, argTypes, f.Distinct, agg.Context{Filtered: f.Filter != nil})
+	if err != nil {
+		return nil, errAt(f, "%s", err.Error())
+	}
+	r.result = t
+	if f.Filter != nil {
+		fb := &binder{scope: sc, clause: "FILTER"}
+		x, err := fb.bind(f.Filter)
+		if err != nil {
+			return nil, err
+		}
+		if x.Type().Root != types.RootBoolean {
+			return nil, errAt(f.Filter, "FILTER expression must be of type BOOLEAN")
+		}
+		r.filter = x
+	}
+	return r, nil
+}
+
+// legacyWindow resolves TUMBLE(ts, size), HOP(ts, slide, size) or SESSION(ts, gap) in GROUP BY.
+func (pc *planContext) legacyWindow(f *parser.FuncCall, sc *scope) (windowInfo, error) {
+	name := strings.ToUpper(f.FuncName())
+	args := f.ArgExprs()
+	want := map[string]int{"TUMBLE": 2, "HOP": 3, "SESSION": 2}[name]
+	if name == "CUMULATE" {
+		return windowInfo{}, errAt(f, "CUMULATE is only available as a window table function: TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), step, size))")
+	}
+	if len(args) != want && !(name == "TUMBLE" && len(args) == 3) {
+		return windowInfo{}, errAt(f, "Invalid number of arguments to function '%s'. Was expecting %d arguments", name, want)
+	}
+	id, ok := args[0].(*parser.Ident)
+	if !ok {
+		return windowInfo{}, errAt(args[0], "Window aggregate can only be defined over a time attribute column, but %s encountered.", parser.FormatExpr(args[0]))
+	}
+	idx, _, msg := sc.resolve(id.Parts)
+	if msg != "" {
+		return windowInfo{}, errAt(id, "%s", msg)
+	}
+	t := sc.cols[idx].Type
+	if t.TimeAttr == types.NoTimeAttr {
+		return windowInfo{}, errAt(id, "Window aggregate can only be defined over a time attribute column, but %s encountered.", t)
+	}
+	w := windowInfo{time: t}
+	w.spec.TimeCol = idx
+	w.spec.EventTime = t.TimeAttr == types.RowtimeAttr
+	if t.Root == types.RootTimestampLTZ {
+		w.spec.Loc = pc.p.cfg.Loc
+	}
+	var err error
+	col := id.Parts[len(id.Parts)-1]
+	switch name {
+	case "TUMBLE":
+		w.spec.Kind = exec.Tumble
+		if w.spec.Size, err = pc.intervalMillis(args[1], name); err != nil {
+			return w, err
+		}
+		if len(args) == 3 {
+			if w.spec.Offset, err = pc.intervalMillis(args[2], name); err != nil {
+				return w, err
+			}
+		}
+		w.fn = fmt.Sprintf("TumblingGroupWindow('w$, %s, %d)", col, w.spec.Size)
+	case "HOP":
+		w.spec.Kind = exec.Hop
+		if w.spec.Slide, err = pc.intervalMillis(args[1], name); err != nil {
+			return w, err
+		}
+		if w.spec.Size, err = pc.intervalMillis(args[2], name); err != nil {
+			return w, err
+		}
+		w.fn = fmt.Sprintf("SlidingGroupWindow('w$, %s, %d, %d)", col, w.spec.Size, w.spec.Slide)
+	case "SESSION":
+		w.spec.Kind = exec.Session
+		if w.spec.Gap, err = pc.intervalMillis(args[1], name); err != nil {
+			return w, err
+		}
+		w.fn = fmt.Sprintf("SessionGroupWindow('w$, %s, %d)", col, w.spec.Gap)
+	}
+	if err := validateWindow(f, name, w.spec); err != nil {
+		return w, err
+	}
+	return w, nil
+}

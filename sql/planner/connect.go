@@ -1,0 +1,330 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/catalog"
+	"github.com/flinksql/flinksql/sql/expr"
+	"github.com/flinksql/flinksql/sql/parser"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// tableContext describes a catalog table to a connector factory.
+func (pc *planContext) tableContext(t *catalog.Table) *connectors.TableContext {
+	tc := &connectors.TableContext{
+		Name:       t.ID.String(),
+		ObjectName: t.ID.Object,
+		Options:    t.OptionMap(),
+		Loc:        pc.p.cfg.Loc,
+		Formats:    pc.p.reg.Formats(),
+	}
+	for _, c := range t.Columns {
+		switch c.Kind {
+		case parser.PhysicalColumn:
+			tc.Physical = append(tc.Physical, types.Column{Name: c.Name, Type: c.Type.WithoutTimeAttr()})
+		case parser.MetadataColumn:
+			tc.Metadata = append(tc.Metadata, connectors.MetadataColumn{Name: c.Name, Key: c.MetadataKey, Type: c.Type.WithoutTimeAttr(), Virtual: c.Virtual})
+		}
+	}
+	if t.PrimaryKey != nil {
+		for _, name := range t.PrimaryKey.Columns {
+			tc.PrimaryKey = append(tc.PrimaryKey, tc.Physical.Index(name))
+		}
+	}
+	return tc
+}
+
+func (pc *planContext) factory(t *catalog.Table) (connectors.Factory, error) {
+	id, ok := t.OptionMap()["connector"]
+	if !ok {
+		return nil, fmt.Errorf("Table options do not contain an option key 'connector' for discovering a connector (table %s).", t.ID)
+	}
+	f, err := pc.p.reg.Lookup(id)
+	if err != nil {
+		return nil, fmt.Errorf("Unable to create a source for reading table '%s'.\n\n%w", t.ID, err)
+	}
+	return f, nil
+}
+
+// scanTable plans reading a catalog table.
+func (pc *planContext) scanTable(t *catalog.Table) (*ScanNode, error) {
+	f, err := pc.factory(t)
+	if err != nil {
+		return nil, err
+	}
+	sf, ok := f.(connectors.SourceFactory)
+	if !ok {
+		return nil, fmt.Errorf("Connector '%s' can only be used as a sink. It cannot be used as a source.", f.Identifier())
+	}
+	tc := pc.tableContext(t)
+	src, err := sf.CreateSource(tc)
+	if err != nil {
+		return nil, fmt.Errorf("Unable to create a source for reading table '%s'.\n\n%w", t.ID, err)
+	}
+	readable := src.ReadableMetadata()
+	for _, m := range tc.Metadata {
+		mt, ok := readable[m.Key]
+		if !ok {
+			return nil, fmt.Errorf("Invalid metadata key '%s' in column '%s' of table '%s'. The connector '%s' supports the following metadata keys for reading:\n%s",
+				m.Key, m.Name, t.ID, f.Identifier(), metadataKeys(readable))
+		}
+		if !castableImplicitly(mt, m.Type) && !mt.EqualIgnoringNull(m.Type) {
+			return nil, fmt.Errorf("Invalid data type for metadata column '%s' of table '%s': the connector '%s' provides %s for metadata key '%s', which cannot be converted to %s",
+				m.Name, t.ID, f.Identifier(), mt, m.Key, m.Type)
+		}
+	}
+
+	// Rows arrive as [physical..., metadata...]; the table row is the
+	// declared column order with computed columns evaluated.
+	readWidth := len(tc.Physical) + len(tc.Metadata)
+	readScope := &scope{}
+	readIndex := map[string]int{}
+	for _, c := range tc.Physical {
+		readIndex[c.Name] = len(readScope.cols)
+		readScope.cols = append(readScope.cols, scopeColumn{Qualifier: t.ID.Object, Name: c.Name, Type: c.Type})
+	}
+	for _, m := range tc.Metadata {
+		readIndex[m.Name] = len(readScope.cols)
+		readScope.cols = append(readScope.cols, scopeColumn{Qualifier: t.ID.Object, Name: m.Name, Type: readable[m.Key]})
+	}
+	schema := t.Schema()
+	prepare := make([]expr.Expr, len(t.Columns))
+	identity := len(t.Columns) == readWidth
+	for i, c := range t.Columns {
+		switch c.Kind {
+		case parser.ComputedColumn:
+			b := &binder{scope: readScope, clause: "computed column"}
+			x, err := b.bind(c.Expr)
+			if err != nil {
+				return nil, err
+			}
+			prepare[i] = x
+			identity = false
+		default:
+			ri := readIndex[c.Name]
+			rc := readScope.cols[ri]
+			x := expr.Column(ri, c.Name, rc.Type)
+			if !rc.Type.EqualIgnoringNull(c.Type.WithoutTimeAttr()) {
+				if x, err = expr.CastIfNeeded(x, c.Type.WithoutTimeAttr()); err != nil {
+					return nil, err
+				}
+				identity = false
+			}
+			if ri != i {
+				identity = false
+			}
+			prepare[i] = x
+		}
+	}
+	n := &ScanNode{Table: t, Source: src, ReadWidth: readWidth}
+	if !identity {
+		n.Prepare = prepare
+	}
+	if w := t.Watermark; w != nil {
+		b := &binder{scope: newScope(t.ID.Object, schema), clause: "WATERMARK"}
+		x, err := b.bind(w.Expr)
+		if err != nil {
+			return nil, err
+		}
+		n.Watermark = x
+		switch strategy := strings.ToLower(tc.Options["scan.watermark.emit.strategy"]); strategy {
+		case "", "on-periodic":
+		case "on-event":
+			n.EmitOnEvent = true
+		default:
+			return nil, fmt.Errorf("Invalid value for option 'scan.watermark.emit.strategy'. Expected one of [on-event, on-periodic], but was: %s", strategy)
+		}
+	}
+	n.schema, n.mode = schema, src.ChangelogMode()
+	return n, nil
+}
+
+func metadataKeys(m map[string]types.Type) string {
+	keys := make([]string, 0, len(m))
+	for k, t := range m {
+		keys = append(keys, k+": "+t.String())
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		return "(none)"
+	}
+	return strings.Join(keys, "\n")
+}
+
+// planInsert plans INSERT INTO t [(cols)] query.
+func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
+	if st.Overwrite {
+		return nil, &UnsupportedError{Msg: "INSERT OVERWRITE is not supported in streaming mode."}
+	}
+	if len(st.Partition) > 0 {
+		return nil, &UnsupportedError{Msg: "INSERT ... PARTITION is not supported yet"}
+	}
+	id, err := pc.p.qualify(st, st.Table)
+	if err != nil {
+		return nil, err
+	}
+	if _, isView := pc.p.cat.View(id); isView {
+		return nil, errAt(st, "Inserting into view '%s' is not allowed; views are read-only", id)
+	}
+	t, ok := pc.p.cat.Table(id)
+	if !ok {
+		return nil, errAt(st, "Object '%s' not found", strings.Join(st.Table, "."))
+	}
+	f, err := pc.factory(t)
+	if err != nil {
+		return nil, err
+	}
+	sf, ok := f.(connectors.SinkFactory)
+	if !ok {
+		return nil, fmt.Errorf("Connector '%s' can only be used as a source. It cannot be used as a sink.", f.Identifier())
+	}
+	tc := pc.tableContext(t)
+	sink, err := sf.CreateSink(tc)
+	if err != nil {
+		return nil, fmt.Errorf("Unable to create a sink for writing table '%s'.\n\n%w", t.ID, err)
+	}
+	// The persisted columns: physical, then non-virtual metadata.
+	var target types.Schema
+	writable := sink.WritableMetadata()
+	target = append(target, tc.Physical...)
+	for _, m := range tc.Metadata {
+		if m.Virtual {
+			continue
+		}
+		if _, ok := writable[m.Key]; !ok {
+			return nil, fmt.Errorf("Invalid metadata key '%s' in column '%s' of table '%s'. The connector '%s' supports the following metadata keys for writing:\n%s",
+				m.Key, m.Name, t.ID, f.Identifier(), metadataKeys(writable))
+		}
+		target = append(target, types.Column{Name: m.Name, Type: m.Type})
+	}
+
+	rel, err := pc.planQuery(st.Query, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSupportedModes(rel.node); err != nil {
+		return nil, err
+	}
+	q := rel.node.Schema()
+	// Map the query's columns onto the target's, by the column list if given.
+	pos := make([]int, len(target)) // target column -> query column, -1 for NULL
+	if len(st.Columns) == 0 {
+		if len(q) != len(target) {
+			return nil, schemaMismatch(t.ID, "Different number of columns.", q, target)
+		}
+		for i := range pos {
+			pos[i] = i
+		}
+	} else {
+		if len(st.Columns) != len(q) {
+			return nil, errAt(st, "Column count of the INSERT column list (%d) does not match the query (%d)", len(st.Columns), len(q))
+		}
+		for i := range pos {
+			pos[i] = -1
+		}
+		for qi, name := range st.Columns {
+			ti := target.Index(name)
+			if ti < 0 {
+				return nil, errAt(st, "Unknown target column '%s'", name)
+			}
+			if pos[ti] >= 0 {
+				return nil, errAt(st, "Target column '%s' is assigned more than once", name)
+			}
+			pos[ti] = qi
+		}
+	}
+	proj := make([]expr.Expr, len(target))
+	out := make(types.Schema, len(target))
+	identity := len(q) == len(target)
+	for ti, tcol := range target {
+		qi := pos[ti]
+		if qi < 0 {
+			if tcol.Type.NotNull {
+				return nil, errAt(st, "Column '%s' has no default value and does not allow NULLs", tcol.Name)
+			}
+			proj[ti] = expr.NullLiteral(tcol.Type)
+			out[ti] = tcol
+			identity = false
+			continue
+		}
+		qt := q[qi].Type.WithoutTimeAttr()
+		if !castableImplicitly(qt, tcol.Type) {
+			return nil, schemaMismatch(t.ID, fmt.Sprintf("Incompatible types for sink column '%s' at position %d.", tcol.Name, ti), q, target)
+		}
+		x, err := expr.CastIfNeeded(expr.Column(qi, q[qi].Name, q[qi].Type), tcol.Type)
+		if err != nil {
+			return nil, schemaMismatch(t.ID, fmt.Sprintf("Incompatible types for sink column '%s' at position %d.", tcol.Name, ti), q, target)
+		}
+		proj[ti] = x
+		out[ti] = types.Column{Name: tcol.Name, Type: x.Type()}
+		if qi != ti || x.String() != q[qi].Name {
+			identity = false
+		}
+	}
+	in := rel.node
+	if !identity {
+		in = newCalc(in, proj, nil, out)
+	}
+	accepted := sink.AcceptedChangelogMode(in.Mode())
+	if !accepted.Contains(in.Mode()) {
+		return nil, sinkModeError(t.ID.String(), in)
+	}
+	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names()}
+	s.inputs, s.schema, s.mode = []Node{in}, target, in.Mode()
+	return s, nil
+}
+
+func schemaMismatch(id catalog.Identifier, cause string, q, sink types.Schema) error {
+	return fmt.Errorf("Column types of query result and sink for '%s' do not match.\nCause: %s\n\nQuery schema: %s\nSink schema:  %s",
+		id, cause, schemaList(q), schemaList(sink))
+}
+
+func schemaList(s types.Schema) string {
+	parts := make([]string, len(s))
+	for i, c := range s {
+		parts[i] = c.Name + ": " + c.Type.String()
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// sinkModeError is Flink's message for an append-only sink fed an updating
+// stream, plus what would work.
+func sinkModeError(name string, in Node) error {
+	producer := in
+	for {
+		found := false
+		for _, c := range producer.Inputs() {
+			if !c.Mode().IsInsertOnly() {
+				producer, found = c, true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return fmt.Errorf("Table sink '%s' doesn't support consuming update and delete changes which is produced by node %s\n"+
+		"Window the aggregation so it produces an insert-only result, or write to a sink that accepts updates (e.g. 'upsert-kafka' with a PRIMARY KEY).",
+		name, producer.Describe())
+}
+
+// checkSupportedModes rejects plans with updating nodes until the changelog
+// operators exist.
+func checkSupportedModes(n Node) error {
+	if w, ok := n.(*WindowTVFNode); ok && w.Window.Kind == exec.Session {
+		return &UnsupportedError{Msg: "The SESSION window table function is supported in window aggregations (GROUP BY window_start, window_end, ...); on its own it is not supported yet"}
+	}
+	if !n.Mode().IsInsertOnly() {
+		return &UnsupportedError{Msg: fmt.Sprintf("Updating queries are not supported yet: node %s produces changelog mode %s", n.Describe(), n.Mode())}
+	}
+	for _, in := range n.Inputs() {
+		if err := checkSupportedModes(in); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/flinksql/flinksql/sql/parser"
+)
+
+// Explain renders the plan of an EXPLAIN statement: the optimized physical
+// plan (with the changelog mode of every node when CHANGELOG_MODE is asked
+// for) and the execution plan.
+func (p *Planner) Explain(st *parser.Explain) (string, error) {
+	changelog := false
+	for _, d := range st.Details {
+		switch d {
+		case "CHANGELOG_MODE":
+			changelog = true
+		case "ESTIMATED_COST", "JSON_EXECUTION_PLAN", "PLAN_ADVICE":
+			return "", &UnsupportedError{Msg: "EXPLAIN " + d + " is not supported yet; EXPLAIN and EXPLAIN CHANGELOG_MODE are"}
+		}
+	}
+	var roots []Node
+	switch s := st.Statement.(type) {
+	case *parser.QueryStmt:
+		pc := p.newPlanContext()
+		rel, err := pc.planQuery(s.Query, nil)
+		if err != nil {
+			return "", err
+		}
+		roots = []Node{rel.node}
+	case *parser.Insert:
+		plan, err := p.PlanInsert(s)
+		if err != nil {
+			return "", err
+		}
+		roots = sinkRoots(plan)
+	case *parser.StatementSet:
+		plan, err := p.PlanStatementSet(s)
+		if err != nil {
+			return "", err
+		}
+		roots = sinkRoots(plan)
+	default:
+		return "", errAt(st.Statement, "EXPLAIN supports queries, INSERT statements and STATEMENT SETs")
+	}
+	var b strings.Builder
+	b.WriteString("== Optimized Physical Plan ==\n")
+	for _, r := range roots {
+		writeTree(&b, r, "", "", changelog)
+	}
+	b.WriteString("\n== Optimized Execution Plan ==\n")
+	for _, r := range roots {
+		writeTree(&b, r, "", "", false)
+	}
+	return b.String(), nil
+}
+
+func sinkRoots(pl *Plan) []Node {
+	roots := make([]Node, len(pl.Sinks))
+	for i, s := range pl.Sinks {
+		roots[i] = s
+	}
+	return roots
+}
+
+// writeTree prints a node and its inputs with Flink's "+- " / ":- " layout.
+func writeTree(b *strings.Builder, n Node, first, rest string, changelog bool) {
+	b.WriteString(first)
+	line := n.Describe()
+	if changelog {
+		mode := n.Mode().String()
+		if _, isSink := n.(*SinkNode); isSink {
+			mode = "[NONE]"
+		}
+		line = strings.TrimSuffix(line, ")") + ", changelogMode=" + mode + ")"
+	}
+	b.WriteString(line)
+	b.WriteString("\n")
+	ins := n.Inputs()
+	for i, in := range ins {
+		if i == len(ins)-1 {
+			writeTree(b, in, rest+"+- ", rest+"   ", changelog)
+		} else {
+			writeTree(b, in, rest+":- ", rest+":  ", changelog)
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/window"
+	"github.com/flinksql/flinksql/sql/expr"
+	"github.com/flinksql/flinksql/sql/expr/agg"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// JobGraph builds the runtime graph of the plan. Operators chain while the
+// parallelism stays the same; every ExchangeNode starts a new vertex.
+func (pl *Plan) JobGraph(name string) (*exec.JobGraph, error) {
+	gb := &graphBuilder{p: pl.planner, cfg: pl.planner.exprConfig(), g: &exec.JobGraph{Name: name}}
+	for _, s := range pl.Sinks {
+		if _, err := gb.build(s); err != nil {
+			return nil, err
+		}
+	}
+	return gb.g, nil
+}
+
+type graphBuilder struct {
+	p   *Planner
+	cfg *expr.Config
+	g   *exec.JobGraph
+}
+
+func (gb *graphBuilder) newVertex(name string, parallelism int) *exec.Vertex {
+	v := &exec.Vertex{ID: len(gb.g.Vertices), Name: name, Parallelism: parallelism}
+	gb.g.Vertices = append(gb.g.Vertices, v)
+	return v
+}
+
+func appendOp(v *exec.Vertex, name string, f func() (exec.Operator, error)) *exec.Vertex {
+	v.Chain = append(v.Chain, f)
+	v.ChainNames = append(v.ChainNames, name)
+	if len(v.ChainNames) == 1 && v.Source == nil {
+		v.Name = name
+	} else {
+		v.Name += " -> " + name
+	}
+	return v
+}
+
+// build returns the vertex whose chain ends with n's operator.
+func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
+	switch x := n.(type) {
+	case *ScanNode:
+		return gb.scan(x), nil
+	case *ValuesNode:
+		return gb.values(x)
+	case *CalcNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		proj, filter, width := x.Project, x.Filter, len(x.schema)
+		cfg := gb.cfg
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
+			var pred exec.Predicate
+			var p exec.Projector
+			if filter != nil {
+				pred = expr.NewPredicate(filter, cfg)
+			}
+			if proj != nil {
+				p = expr.NewProjector(proj, cfg)
+			}
+			return exec.NewCalc(pred, p, width), nil
+		}), nil
+	case *ExchangeNode:
+		in, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		par := gb.p.cfg.Parallelism
+		if x.Partitioner.Kind == exec.Global {
+			par = 1
+		}
+		v := gb.newVertex(x.Describe(), par)
+		v.Inputs = []exec.Input{{From: in.ID, Partitioner: x.Partitioner}}
+		return v, nil
+	case *WindowAggNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		calls := make([]agg.Call, len(x.Aggs))
+		for i, a := range x.Aggs {
+			calls[i] = a.Call
+		}
+		spec, keys := x.Window, x.KeyCols
+		opts := agg.Options{NeedsMerge: spec.Kind != exec.Tumble}
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
+			h, err := agg.NewHandle(calls, opts)
+			if err != nil {
+				return nil, err
+			}
+			return window.NewAggregate(window.AggregateSpec{Window: spec, KeyCols: keys, Aggs: h})
+		}), nil
+	case *WindowTVFNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		spec, width := x.Window, len(x.inputs[0].Schema())
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
+			return window.NewTableFunction(spec, width)
+		}), nil
+	case *UnionNode:
+		par := gb.p.cfg.Parallelism
+		v := gb.newVertex(x.Describe(), par)
+		for _, in := range x.inputs {
+			iv, err := gb.build(in)
+			if err != nil {
+				return nil, err
+			}
+			part := exec.Partitioner{Kind: exec.Forward}
+			if iv.Parallelism != par {
+				part.Kind = exec.Rebalance
+			}
+			v.Inputs = append(v.Inputs, exec.Input{From: iv.ID, Partitioner: part})
+		}
+		v.Name = ""
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewIdentity(), nil }), nil
+	case *SortNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		keys, off, lim := x.Keys, x.Offset, x.Limit
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewSort(keys, off, lim), nil }), nil
+	case *LimitNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		off, lim := x.Offset, x.Limit
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewLimit(off, lim), nil }), nil
+	case *SinkNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		par := x.Sink.Parallelism(gb.p.cfg.Parallelism)
+		if par <= 0 {
+			par = gb.p.cfg.Parallelism
+		}
+		if par != v.Parallelism {
+			kind := exec.Rebalance
+			if par == 1 {
+				kind = exec.Global
+			}
+			nv := gb.newVertex("", par)
+			nv.Inputs = []exec.Input{{From: v.ID, Partitioner: exec.Partitioner{Kind: kind}}}
+			v = nv
+		}
+		sink := x.Sink
+		// Writers are created per subtask when the operator is built; the
+		// subtask index is known only then, so count them here.
+		var next int
+		subtaskOf := func() int { i := next; next++; return i }
+		p := par
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
+			w, err := sink.NewWriter(subtaskOf(), p)
+			if err != nil {
+				return nil, err
+			}
+			return exec.NewSinkOperator(w), nil
+		}), nil
+	}
+	return nil, fmt.Errorf("internal error: no runtime operator for plan node %T", n)
+}
+
+func (gb *graphBuilder) scan(x *ScanNode) *exec.Vertex {
+	par := x.Source.Parallelism(gb.p.cfg.Parallelism)
+	if par <= 0 {
+		par = gb.p.cfg.Parallelism
+	}
+	v := gb.newVertex(x.Describe(), par)
+	src := x.Source
+	cfg := gb.cfg
+	spec := &exec.SourceSpec{
+		NewReader:     func(subtask, parallelism int) (exec.SourceReader, error) { return src.NewReader(subtask, parallelism) },
+		Width:         x.ReadWidth,
+		PreparedWidth: len(x.schema),
+	}
+	if x.Prepare != nil {
+		prep := x.Prepare
+		spec.Prepare = func() (exec.Projector, error) { return expr.NewProjector(prep, cfg), nil }
+	} else {
+		spec.PreparedWidth = x.ReadWidth
+	}
+	if x.Watermark != nil {
+		wm := x.Watermark
+		spec.Watermark = &exec.WatermarkSpec{
+			Expr:        func() (exec.Projector, error) { return expr.NewProjector([]expr.Expr{wm}, cfg), nil },
+			EmitOnEvent: x.EmitOnEvent,
+		}
+	}
+	v.Source = spec
+	return v
+}
+
+func (gb *graphBuilder) values(x *ValuesNode) (*exec.Vertex, error) {
+	rows := make([]types.Row, len(x.Rows))
+	for i, r := range x.Rows {
+		row := make(types.Row, len(r))
+		for j, e := range r {
+			v, err := expr.EvalConstant(e, gb.cfg)
+			if err != nil {
+				return nil, err
+			}
+			row[j] = v
+		}
+		rows[i] = row
+	}
+	v := gb.newVertex(x.Describe(), 1)
+	width := len(x.schema)
+	v.Source = &exec.SourceSpec{
+		NewReader: func(subtask, parallelism int) (exec.SourceReader, error) {
+			return &valuesReader{rows: rows}, nil
+		},
+		Width:         width,
+		PreparedWidth: width,
+	}
+	return v, nil
+}
+
+// valuesReader emits the rows of a VALUES clause once.
+type valuesReader struct {
+	rows []types.Row
+	next int
+}
+
+func (r *valuesReader) Open(context.Context) error { return nil }
+func (r *valuesReader) NumSplits() int             { return 1 }
+func (r *valuesReader) Close() error               { return nil }
+func (r *valuesReader) Read(_ context.Context, b *types.Batch) (exec.ReadResult, error) {
+	for r.next < len(r.rows) && !b.Full() {
+		b.AppendRow(types.Insert, r.rows[r.next])
+		r.next++
+	}
+	done := r.next >= len(r.rows)
+	return exec.ReadResult{Split: 0, SplitDone: done, End: done}, nil
+}

@@ -1,0 +1,168 @@
+// Package planner owns the translation of SQL statements into running
+// plans: it binds names against the catalog, infers types and changelog
+// modes, validates sources and sinks through the connector registry, builds
+// the physical plan (with exchanges and parallelism) that EXPLAIN prints, and
+// turns it into an exec.JobGraph.
+package planner
+
+import (
+	"time"
+
+	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/catalog"
+	"github.com/flinksql/flinksql/sql/expr"
+	"github.com/flinksql/flinksql/sql/parser"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// Config holds the session options the planner reads.
+type Config struct {
+	Parallelism    int            // parallelism.default
+	MaxParallelism int            // pipeline.max-parallelism
+	Loc            *time.Location // table.local-time-zone, resolved
+	Now            func() time.Time
+}
+
+// Planner plans statements against one session's catalog.
+type Planner struct {
+	cat *catalog.Catalog
+	reg *connectors.Registry
+	cfg Config
+}
+
+// New returns a planner.
+func New(cat *catalog.Catalog, reg *connectors.Registry, cfg Config) *Planner {
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = 1
+	}
+	if cfg.MaxParallelism <= 0 {
+		cfg.MaxParallelism = 128
+	}
+	if cfg.Loc == nil {
+		cfg.Loc = time.Local
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Planner{cat: cat, reg: reg, cfg: cfg}
+}
+
+func (p *Planner) exprConfig() *expr.Config {
+	return &expr.Config{Loc: p.cfg.Loc, Now: p.cfg.Now}
+}
+
+// CreateTable validates a CREATE TABLE statement and returns the table to
+// store in the catalog.
+func (p *Planner) CreateTable(st *parser.CreateTable) (*catalog.Table, error) {
+	return p.buildTable(st)
+}
+
+// CreateView validates a CREATE VIEW statement and returns the view.
+func (p *Planner) CreateView(st *parser.CreateView) (*catalog.View, error) {
+	id, err := p.qualify(st, st.Name)
+	if err != nil {
+		return nil, err
+	}
+	pc := p.newPlanContext()
+	rel, err := pc.planQuery(st.Query, nil)
+	if err != nil {
+		return nil, err
+	}
+	schema := rel.scope.schema()
+	if len(st.Columns) > 0 {
+		if len(st.Columns) != len(schema) {
+			return nil, errAt(st, "List of column aliases must have same degree as table; table has %d columns %s, whereas alias list has %d columns",
+				len(schema), schema, len(st.Columns))
+		}
+		for i := range schema {
+			schema[i].Name = st.Columns[i]
+		}
+	}
+	return &catalog.View{ID: id, Query: st.Query, QueryText: st.QueryText, Columns: st.Columns, Schema: schema,
+		Comment: st.Comment, Temporary: st.Temporary}, nil
+}
+
+// Plan is a planned job: one sink per INSERT (or the collect sink of a
+// SELECT).
+type Plan struct {
+	Sinks []*SinkNode
+	// Schema and Mode describe the result of a SELECT.
+	Schema types.Schema
+	Mode   types.ChangelogMode
+	// Name is the default job name (insert-into_<sink>, or collect).
+	Name string
+
+	planner *Planner
+}
+
+// CollectFactory creates the writer of the client-side sink of a SELECT.
+type CollectFactory func(subtask, parallelism int) (exec.SinkWriter, error)
+
+// PlanQuery plans a SELECT whose rows go to the collect sink.
+func (p *Planner) PlanQuery(q *parser.Query, collect CollectFactory) (*Plan, error) {
+	pc := p.newPlanContext()
+	rel, err := pc.planQuery(q, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSupportedModes(rel.node); err != nil {
+		return nil, err
+	}
+	schema := rel.scope.schema()
+	sink := &SinkNode{Name: "collect", Sink: &collectSink{newWriter: collect}, Fields: schema.Names()}
+	sink.inputs = []Node{rel.node}
+	sink.schema = schema
+	sink.mode = rel.node.Mode()
+	out := make(types.Schema, len(schema))
+	for i, c := range schema {
+		out[i] = types.Column{Name: c.Name, Type: c.Type.WithoutTimeAttr()}
+	}
+	return &Plan{Sinks: []*SinkNode{sink}, Schema: out, Mode: rel.node.Mode(), Name: "collect", planner: p}, nil
+}
+
+// PlanInsert plans an INSERT INTO.
+func (p *Planner) PlanInsert(st *parser.Insert) (*Plan, error) {
+	pc := p.newPlanContext()
+	sink, err := pc.planInsert(st)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Sinks: []*SinkNode{sink}, Name: "insert-into_" + sink.Name, planner: p}, nil
+}
+
+// PlanStatementSet plans the INSERTs of a statement set as one job.
+func (p *Planner) PlanStatementSet(st *parser.StatementSet) (*Plan, error) {
+	if len(st.Inserts) == 0 {
+		return nil, errAt(st, "A statement set must contain at least one INSERT statement")
+	}
+	pc := p.newPlanContext()
+	plan := &Plan{planner: p}
+	var names []string
+	for _, ins := range st.Inserts {
+		sink, err := pc.planInsert(ins)
+		if err != nil {
+			return nil, err
+		}
+		plan.Sinks = append(plan.Sinks, sink)
+		names = append(names, sink.Name)
+	}
+	plan.Name = "insert-into_" + names[0]
+	for _, n := range names[1:] {
+		plan.Name += "," + n
+	}
+	return plan, nil
+}
+
+// collectSink adapts the session's collect writer to the connector Sink
+// interface so the plan treats it like any other sink.
+type collectSink struct {
+	newWriter CollectFactory
+}
+
+func (c *collectSink) AcceptedChangelogMode(req types.ChangelogMode) types.ChangelogMode { return req }
+func (c *collectSink) Parallelism(int) int                                            { return 1 }
+func (c *collectSink) WritableMetadata() map[string]types.Type                         { return nil }
+func (c *collectSink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
+	return c.newWriter(subtask, parallelism)
+}
