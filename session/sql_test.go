@@ -46,6 +46,7 @@ func (b *syncBuffer) take() string {
 //	                        agree; prints one line per change: +I[v1, v2, …] in SQL text form
 //	insert [par=1,4] [sorted] run statements (INSERTs wait for their jobs) and print what
 //	                        the print connector wrote
+//	show                    run statements; prints each result (tables as "a | b" lines, text as is)
 //	explain                 run EXPLAIN …; prints the plan
 //	error                   run statements; the last must fail; prints its message
 func TestSQL(t *testing.T) {
@@ -73,6 +74,26 @@ func TestSQL(t *testing.T) {
 					return "error: " + err.Error()
 				}
 				return "ok"
+			case "show":
+				rs, err := sess.Execute(ctx, d.Input)
+				if err != nil {
+					return "error: " + err.Error()
+				}
+				var b strings.Builder
+				for _, r := range rs {
+					switch {
+					case r.Table != nil:
+						b.WriteString(strings.Join(r.Table.Columns, " | ") + "\n")
+						for _, row := range r.Table.Rows {
+							b.WriteString(strings.Join(row, " | ") + "\n")
+						}
+					case r.Text != "":
+						b.WriteString(r.Text)
+					case r.Message != "":
+						b.WriteString(r.Message + "\n")
+					}
+				}
+				return b.String()
 			case "explain":
 				rs, err := sess.Execute(ctx, d.Input)
 				if err != nil {

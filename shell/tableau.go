@@ -122,9 +122,9 @@ func (p *TableauPrinter) Start() error {
 	if !p.streaming {
 		return nil
 	}
-	p.buf = p.appendBorder(p.buf[:0], p.widths)
+	p.buf = appendBorder(p.buf[:0], p.widths)
 	p.buf = p.appendHeader(p.buf, p.widths, true)
-	p.buf = p.appendBorder(p.buf, p.widths)
+	p.buf = appendBorder(p.buf, p.widths)
 	return p.flush()
 }
 
@@ -171,7 +171,7 @@ func (p *TableauPrinter) Finish() error {
 	if p.streaming {
 		p.buf = p.buf[:0]
 		if p.rows > 0 {
-			p.buf = p.appendBorder(p.buf, p.widths)
+			p.buf = appendBorder(p.buf, p.widths)
 		}
 		p.buf = fmt.Appendf(p.buf, "Received a total of %d %s\n", p.rows, rowWord(p.rows))
 		return p.flush()
@@ -181,13 +181,13 @@ func (p *TableauPrinter) Finish() error {
 		return err
 	}
 	widths := contentWidths(p.names, p.cells, p.maxWidth)
-	p.buf = p.appendBorder(p.buf[:0], widths)
+	p.buf = appendBorder(p.buf[:0], widths)
 	p.buf = p.appendHeader(p.buf, widths, false)
-	p.buf = p.appendBorder(p.buf, widths)
+	p.buf = appendBorder(p.buf, widths)
 	for _, row := range p.cells {
 		p.buf = appendRow(p.buf, row, widths)
 	}
-	p.buf = p.appendBorder(p.buf, widths)
+	p.buf = appendBorder(p.buf, widths)
 	p.buf = fmt.Appendf(p.buf, "%d %s in set\n", p.rows, rowWord(p.rows))
 	return p.flush()
 }
@@ -221,10 +221,6 @@ func (p *TableauPrinter) appendHeader(dst []byte, widths []int, withKind bool) [
 		col++
 	}
 	return append(dst, '\n')
-}
-
-func (p *TableauPrinter) appendBorder(dst []byte, widths []int) []byte {
-	return appendBorder(dst, widths)
 }
 
 // WriteStaticTable renders a materialized result (SHOW, DESCRIBE, SET) the

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -76,6 +77,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			err = shell.RunString(ctx, sess, *sqlText, stdout, stderr)
 		}
 		if err != nil {
+			// Statement errors were printed by the shell with their position;
+			// anything else (an unreadable file) is printed here.
+			var se *shell.StatementError
+			if !errors.As(err, &se) {
+				fmt.Fprintf(stderr, "flinksql: %v\n", err)
+			}
 			return 1
 		}
 		return 0
@@ -90,7 +97,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		err = shell.RunREPL(ctx, sess, shell.Options{In: stdin, Out: stdout, Err: stderr, HistoryFile: hist, Interactive: isTerminal(stdin)})
 		if err != nil {
-			fmt.Fprintf(stderr, "flinksql: %v\n", err)
+			var se *shell.StatementError
+			if !errors.As(err, &se) {
+				fmt.Fprintf(stderr, "flinksql: %v\n", err)
+			}
 			return 1
 		}
 		return 0

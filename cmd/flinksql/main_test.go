@@ -68,3 +68,13 @@ func TestFileErrorExitCode(t *testing.T) {
 		t.Errorf("error should point at line 3, column 15:\n%s", errOut.String())
 	}
 }
+
+func TestMissingFile(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-f", filepath.Join(t.TempDir(), "missing.sql")}, strings.NewReader(""), &out, &errOut); code != 1 {
+		t.Fatalf("exit code %d, want 1", code)
+	}
+	if !strings.Contains(errOut.String(), "missing.sql") {
+		t.Errorf("the error should name the file: %q", errOut.String())
+	}
+}

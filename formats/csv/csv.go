@@ -52,6 +52,8 @@ type Factory struct{}
 // NewFactory returns the 'csv' format factory.
 func NewFactory() *Factory { return &Factory{} }
 
+var _ formats.Factory = (*Factory)(nil)
+
 // Identifier implements formats.Factory.
 func (*Factory) Identifier() string { return "csv" }
 

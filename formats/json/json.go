@@ -48,6 +48,8 @@ type Factory struct{}
 // NewFactory returns the 'json' format factory.
 func NewFactory() *Factory { return &Factory{} }
 
+var _ formats.Factory = (*Factory)(nil)
+
 // Identifier implements formats.Factory.
 func (*Factory) Identifier() string { return "json" }
 

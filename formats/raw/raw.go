@@ -29,6 +29,8 @@ type Factory struct{}
 // NewFactory returns the 'raw' format factory.
 func NewFactory() *Factory { return &Factory{} }
 
+var _ formats.Factory = (*Factory)(nil)
+
 // Identifier implements formats.Factory.
 func (*Factory) Identifier() string { return "raw" }
 

@@ -91,6 +91,11 @@ type impl struct {
 	// build, when set, compiles the call itself (lazy evaluation of
 	// arguments: AND, OR, COALESCE, IF …).
 	build func(c *compiler, args []evaluator) evaluator
+	// intCmp / intArith name an operator on two integer-represented
+	// operands; compile then uses specialised nodes without argument slices.
+	intCmp   string
+	intArith string
+	intRoot  types.Root
 }
 
 type callEval struct {
@@ -141,6 +146,12 @@ func (c *callExpr) compile(cc *compiler) evaluator {
 	args := cc.compileAll(c.args)
 	if c.impl.build != nil {
 		return c.impl.build(cc, args)
+	}
+	if c.impl.intCmp != "" {
+		return newIntCmpEval(c.impl.intCmp, args[0], args[1])
+	}
+	if c.impl.intArith != "" {
+		return &intArithEval{a: args[0], b: args[1], op: c.impl.intArith[0], root: c.impl.intRoot}
 	}
 	if c.impl.strict && len(args) == 2 {
 		return &binaryEval{ctx: cc.ctx, a: args[0], b: args[1], fn: c.impl.fn}
@@ -197,18 +208,32 @@ func (c *caseExpr) compile(cc *compiler) evaluator {
 // subtask; not safe for concurrent use.
 type Projector struct {
 	evals []evaluator
+	// cols[i] >= 0 when output i copies input column cols[i], which
+	// Project does without a call.
+	cols []int
 }
 
 // NewProjector compiles exprs; out[i] of Project is exprs[i] evaluated on the input row.
 func NewProjector(exprs []Expr, cfg *Config) *Projector {
 	c := &compiler{ctx: newEvalCtx(cfg)}
-	return &Projector{evals: c.compileAll(exprs)}
+	p := &Projector{evals: c.compileAll(exprs), cols: make([]int, len(exprs))}
+	for i, e := range p.evals {
+		p.cols[i] = -1
+		if col, ok := e.(*columnEval); ok {
+			p.cols[i] = col.idx
+		}
+	}
+	return p
 }
 
 // Project writes the projected values of in into out, which must have
 // len(exprs) slots.
 func (p *Projector) Project(in, out types.Row) error {
 	for i, e := range p.evals {
+		if c := p.cols[i]; c >= 0 && c < len(in) {
+			out[i] = in[c]
+			continue
+		}
 		v, err := e.eval(in)
 		if err != nil {
 			return err

@@ -243,7 +243,12 @@ func numericArith(op, name string, args []Expr, a, b types.Type) (Expr, error) {
 			return types.Int(v[0].N % v[1].N), nil
 		}
 	}
-	return newCall(name, []Expr{x, y}, rt, strictImpl(fn)), nil
+	im := strictImpl(fn)
+	if op == "+" || op == "-" || op == "*" {
+		im.intArith, im.intRoot = op, r
+	}
+	rt.NotNull = true
+	return newCall(name, []Expr{x, y}, rt, im), nil
 }
 
 func buildMod(_ string, args []Expr) (Expr, error) {
@@ -373,6 +378,9 @@ func buildCompare(op string, args []Expr) (Expr, error) {
 	switch {
 	case isIntLike(xt) && isIntLike(yt):
 		fn = intCompareFn(op)
+		im := strictImpl(fn)
+		im.intCmp = op
+		return &callExpr{name: op, args: []Expr{x, y}, t: t, impl: im}, nil
 	case xt.IsApprox() && yt.IsApprox():
 		fn = floatCompareFn(op)
 	default:

@@ -420,7 +420,13 @@ func (b *binder) funcCall(n *parser.FuncCall) (expr.Expr, error) {
 		}
 		args = append(args, x)
 	}
-	return b.call(n, name, args...)
+	x, err := expr.Call(name, args...)
+	if err != nil {
+		// Calcite names the function as it was written.
+		msg := strings.Replace(err.Error(), "signature "+name+"(", "signature "+n.FuncName()+"(", 1)
+		return nil, errAt(n, "%s", msg)
+	}
+	return x, nil
 }
 
 func (b *binder) clauseName() string {

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/flinksql/flinksql/sql/parser"
 )
@@ -44,6 +45,8 @@ func span(n parser.Node) (parser.Pos, parser.Pos) {
 	switch x := n.(type) {
 	case parser.Expr:
 		text = parser.FormatExpr(x)
+	case *parser.TableName:
+		text = strings.Join(x.Name, ".")
 	}
 	if l := len([]rune(text)); l > 0 {
 		to.Col += l - 1

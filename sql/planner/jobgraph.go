@@ -112,7 +112,7 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		}), nil
 	case *UnionNode:
 		par := gb.p.cfg.Parallelism
-		v := gb.newVertex(x.Describe(), par)
+		var inputs []exec.Input
 		for _, in := range x.inputs {
 			iv, err := gb.build(in)
 			if err != nil {
@@ -122,9 +122,10 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			if iv.Parallelism != par {
 				part.Kind = exec.Rebalance
 			}
-			v.Inputs = append(v.Inputs, exec.Input{From: iv.ID, Partitioner: part})
+			inputs = append(inputs, exec.Input{From: iv.ID, Partitioner: part})
 		}
-		v.Name = ""
+		v := gb.newVertex("", par)
+		v.Inputs = inputs
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewIdentity(), nil }), nil
 	case *SortNode:
 		v, err := gb.build(x.inputs[0])

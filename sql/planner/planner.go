@@ -161,8 +161,8 @@ type collectSink struct {
 }
 
 func (c *collectSink) AcceptedChangelogMode(req types.ChangelogMode) types.ChangelogMode { return req }
-func (c *collectSink) Parallelism(int) int                                            { return 1 }
-func (c *collectSink) WritableMetadata() map[string]types.Type                         { return nil }
+func (c *collectSink) Parallelism(int) int                                               { return 1 }
+func (c *collectSink) WritableMetadata() map[string]types.Type                           { return nil }
 func (c *collectSink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
 	return c.newWriter(subtask, parallelism)
 }

@@ -24,7 +24,9 @@ func TestAppendJavaDecimal(t *testing.T) {
 		{types.DecimalFromUnscaled(1, 6), "0.000001", "0.000001"}, // adjusted exponent -6 stays plain
 		{types.DecimalFromUnscaled(1, 7), "1E-7", "0.0000001"},
 		{types.DecimalFromUnscaled(math.MinInt64, 0), "-9223372036854775808", "-9223372036854775808"},
-		{types.DecimalFromBig(big38, 2), "1.234567890123456789012345678901234567E+35", "123456789012345678901234567890123456.7"},
+		// A positive scale after stripping keeps plain notation however large.
+		{types.DecimalFromBig(big38, 2), "123456789012345678901234567890123456.7", "123456789012345678901234567890123456.7"},
+		{types.DecimalFromBig(big38, 0), "1.234567890123456789012345678901234567E+37", "12345678901234567890123456789012345670"},
 	}
 	for _, c := range cases {
 		if got := string(AppendJavaDecimal(nil, c.v, false)); got != c.sci {
