@@ -49,6 +49,8 @@ func (b *syncBuffer) take() string {
 //	show                    run statements; prints each result (tables as "a | b" lines, text as is)
 //	explain                 run EXPLAIN …; prints the plan
 //	error                   run statements; the last must fail; prints its message
+//
+// ${TMPDIR} in a statement is replaced by a temporary directory of the test file.
 func TestSQL(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		out := &syncBuffer{}
@@ -61,7 +63,9 @@ func TestSQL(t *testing.T) {
 		}
 		sess := newSession()
 		defer func() { sess.Close() }()
+		tmp := t.TempDir()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			d.Input = strings.ReplaceAll(d.Input, "${TMPDIR}", tmp)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			switch d.Cmd {

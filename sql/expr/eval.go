@@ -60,9 +60,27 @@ type compiler struct {
 func (c *compiler) compileAll(es []Expr) []evaluator {
 	out := make([]evaluator, len(es))
 	for i, e := range es {
-		out[i] = e.compile(c)
+		out[i] = c.compileExpr(e)
 	}
 	return out
+}
+
+// compileExpr compiles e, folding a constant call or cast into its value
+// (so that e.g. the implicit CAST of a string literal compared with a DATE
+// column is parsed once, not per row). A constant that fails to evaluate
+// is left to fail at run time, per record, as Flink reports it.
+func (c *compiler) compileExpr(e Expr) evaluator {
+	switch e.(type) {
+	case *callExpr, *castExpr, *caseExpr:
+		if IsConstant(e) {
+			ev := e.compile(c)
+			if v, err := ev.eval(nil); err == nil {
+				return &constEval{v: v}
+			}
+			return ev
+		}
+	}
+	return e.compile(c)
 }
 
 type columnEval struct{ idx int }
@@ -251,7 +269,7 @@ type Predicate struct {
 // NewPredicate compiles a BOOLEAN expression.
 func NewPredicate(e Expr, cfg *Config) *Predicate {
 	c := &compiler{ctx: newEvalCtx(cfg)}
-	return &Predicate{e: e.compile(c)}
+	return &Predicate{e: c.compileExpr(e)}
 }
 
 // Test reports whether the condition is TRUE for in.
@@ -269,5 +287,5 @@ func EvalConstant(e Expr, cfg *Config) (types.Value, error) {
 		return types.Value{}, fmt.Errorf("expression %s is not constant", e)
 	}
 	c := &compiler{ctx: newEvalCtx(cfg)}
-	return e.compile(c).eval(nil)
+	return c.compileExpr(e).eval(nil)
 }

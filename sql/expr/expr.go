@@ -114,7 +114,7 @@ func (l *literal) String() string {
 	return types.FormatSQL(l.v, l.t, nil)
 }
 
-// Value returns the value of a literal expression and whether e is one.
+// LiteralValue returns the value of a literal expression and whether e is one.
 func LiteralValue(e Expr) (types.Value, bool) {
 	if l, ok := e.(*literal); ok {
 		return l.v, true
@@ -125,11 +125,10 @@ func LiteralValue(e Expr) (types.Value, bool) {
 // callExpr is an operator or function call whose implementation was resolved
 // when it was built.
 type callExpr struct {
-	name  string
-	args  []Expr
-	t     types.Type
-	impl  impl
-	infix bool // printed "a op b" style? No: Flink prints op(a, b); kept for signatures only
+	name string
+	args []Expr
+	t    types.Type
+	impl impl
 }
 
 func (c *callExpr) Type() types.Type { return c.t }
@@ -158,7 +157,7 @@ func (c *callExpr) walk(fn func(Expr) bool) bool {
 	return true
 }
 
-// Name returns the function name of a call expression, or "".
+// CallName returns the function name of a call expression, or "".
 func CallName(e Expr) string {
 	if c, ok := e.(*callExpr); ok {
 		return c.name
@@ -166,7 +165,7 @@ func CallName(e Expr) string {
 	return ""
 }
 
-// Args returns the arguments of a call expression.
+// CallArgs returns the arguments of a call expression.
 func CallArgs(e Expr) []Expr {
 	if c, ok := e.(*callExpr); ok {
 		return c.args

@@ -221,18 +221,8 @@ func IntervalLiteral(text string, from, to string, negative bool) (Expr, error) 
 	}
 	units := []string{fu}
 	if tu != "" {
-		for u, o := range intervalUnitsOrder {
-			_ = u
-			_ = o
-		}
 		order := []string{"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"}
-		units = nil
-		for _, u := range order[fo : intervalUnitsOrder[tu]+1] {
-			units = append(units, u)
-		}
-		if qual == "DAY TO HOUR" {
-			units = []string{"DAY", "HOUR"}
-		}
+		units = order[fo : intervalUnitsOrder[tu]+1]
 	}
 	if len(fields) != len(units) {
 		return nil, bad()
@@ -297,20 +287,17 @@ func IntervalLiteral(text string, from, to string, negative bool) (Expr, error) 
 
 // dayTimeUnitName renders a day-time resolution as Flink's DayTimeIntervalType does.
 func dayTimeUnitName(from, to string, startPrec int) string {
-	part := func(u string, leading bool) string {
+	part := func(u string) string {
 		switch u {
 		case "DAY":
 			return fmt.Sprintf("DAY(%d)", startPrec)
 		case "SECOND":
-			if leading {
-				return "SECOND(3)"
-			}
 			return "SECOND(3)"
 		}
 		return u
 	}
 	if to == "" {
-		return part(from, true)
+		return part(from)
 	}
-	return part(from, true) + " TO " + part(to, false)
+	return part(from) + " TO " + part(to)
 }

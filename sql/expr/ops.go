@@ -216,12 +216,18 @@ func numericArith(op, name string, args []Expr, a, b types.Type) (Expr, error) {
 		if r == types.RootBigInt {
 			fn = func(_ *evalCtx, v []types.Value) (types.Value, error) { return types.Int(v[0].N + v[1].N), nil }
 		} else {
-			fn = func(_ *evalCtx, v []types.Value) (types.Value, error) { return types.Int(wrapInt(v[0].N+v[1].N, r)), nil }
+			fn = func(_ *evalCtx, v []types.Value) (types.Value, error) {
+				return types.Int(wrapInt(v[0].N+v[1].N, r)), nil
+			}
 		}
 	case "-":
-		fn = func(_ *evalCtx, v []types.Value) (types.Value, error) { return types.Int(wrapInt(v[0].N-v[1].N, r)), nil }
+		fn = func(_ *evalCtx, v []types.Value) (types.Value, error) {
+			return types.Int(wrapInt(v[0].N-v[1].N, r)), nil
+		}
 	case "*":
-		fn = func(_ *evalCtx, v []types.Value) (types.Value, error) { return types.Int(wrapInt(v[0].N*v[1].N, r)), nil }
+		fn = func(_ *evalCtx, v []types.Value) (types.Value, error) {
+			return types.Int(wrapInt(v[0].N*v[1].N, r)), nil
+		}
 	case "/":
 		fn = func(_ *evalCtx, v []types.Value) (types.Value, error) {
 			if v[1].N == 0 {
@@ -453,17 +459,29 @@ func intCompareFn(op string) func(_ *evalCtx, v []types.Value) (types.Value, err
 func floatCompareFn(op string) func(_ *evalCtx, v []types.Value) (types.Value, error) {
 	switch op {
 	case "=":
-		return func(_ *evalCtx, v []types.Value) (types.Value, error) { return types.Bool(v[0].Float() == v[1].Float()), nil }
+		return func(_ *evalCtx, v []types.Value) (types.Value, error) {
+			return types.Bool(v[0].Float() == v[1].Float()), nil
+		}
 	case "<>":
-		return func(_ *evalCtx, v []types.Value) (types.Value, error) { return types.Bool(v[0].Float() != v[1].Float()), nil }
+		return func(_ *evalCtx, v []types.Value) (types.Value, error) {
+			return types.Bool(v[0].Float() != v[1].Float()), nil
+		}
 	case "<":
-		return func(_ *evalCtx, v []types.Value) (types.Value, error) { return types.Bool(v[0].Float() < v[1].Float()), nil }
+		return func(_ *evalCtx, v []types.Value) (types.Value, error) {
+			return types.Bool(v[0].Float() < v[1].Float()), nil
+		}
 	case "<=":
-		return func(_ *evalCtx, v []types.Value) (types.Value, error) { return types.Bool(v[0].Float() <= v[1].Float()), nil }
+		return func(_ *evalCtx, v []types.Value) (types.Value, error) {
+			return types.Bool(v[0].Float() <= v[1].Float()), nil
+		}
 	case ">":
-		return func(_ *evalCtx, v []types.Value) (types.Value, error) { return types.Bool(v[0].Float() > v[1].Float()), nil }
+		return func(_ *evalCtx, v []types.Value) (types.Value, error) {
+			return types.Bool(v[0].Float() > v[1].Float()), nil
+		}
 	}
-	return func(_ *evalCtx, v []types.Value) (types.Value, error) { return types.Bool(v[0].Float() >= v[1].Float()), nil }
+	return func(_ *evalCtx, v []types.Value) (types.Value, error) {
+		return types.Bool(v[0].Float() >= v[1].Float()), nil
+	}
 }
 
 func genericCompareFn(op string, cmp func(x, y types.Value) int) func(_ *evalCtx, v []types.Value) (types.Value, error) {
