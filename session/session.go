@@ -480,7 +480,14 @@ func (s *Session) show(x *parser.Show) (*Result, error) {
 	case "FUNCTIONS", "USER FUNCTIONS":
 		var names []string
 		if x.What == "FUNCTIONS" {
-			names = append(expr.Functions(), agg.Names()...)
+			seen := map[string]bool{}
+			for _, n := range append(expr.Functions(), agg.Names()...) {
+				n = strings.ToLower(n)
+				if !seen[n] {
+					seen[n] = true
+					names = append(names, n)
+				}
+			}
 			sort.Strings(names)
 		}
 		return listTable("function name", filterLike(names, x)), nil
