@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -16,7 +17,8 @@ import (
 // tumbling windows [0 s, 10 s) … [40 s, 50 s) hold exactly 40 orders each,
 // split over users 1..3.
 func TestQuickstart(t *testing.T) {
-	var out, errOut bytes.Buffer
+	// The print connector (job goroutines) and the shell both write to stdout.
+	var out, errOut lockedBuffer
 	code := run([]string{"-f", filepath.Join("..", "..", "examples", "sql", "quickstart.sql")}, strings.NewReader(""), &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
@@ -77,4 +79,22 @@ func TestMissingFile(t *testing.T) {
 	if !strings.Contains(errOut.String(), "missing.sql") {
 		t.Errorf("the error should name the file: %q", errOut.String())
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers, as os.Stdout is.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
