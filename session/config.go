@@ -23,6 +23,10 @@ var defaults = map[string]string{
 	"table.local-time-zone":               "default",
 	"sql-client.execution.result-mode":    "tableau",
 	"sql-client.display.max-column-width": "30",
+	"table.exec.state.ttl":                "0 ms",
+	"table.exec.mini-batch.enabled":       "false",
+	"table.exec.mini-batch.allow-latency": "0 ms",
+	"table.exec.mini-batch.size":          "-1",
 }
 
 // optionCheck validates a value of a known option.
@@ -64,6 +68,10 @@ var checks = map[string]optionCheck{
 	"table.local-time-zone":               func(v string) error { _, err := resolveZone(v); return err },
 	"sql-client.execution.result-mode":    enumOption("table", "changelog", "tableau"),
 	"sql-client.display.max-column-width": intOption(1),
+	"table.exec.state.ttl":                durationOption,
+	"table.exec.mini-batch.enabled":       enumOption("true", "false"),
+	"table.exec.mini-batch.allow-latency": durationOption,
+	"table.exec.mini-batch.size":          intOption(-1),
 }
 
 func checkOption(key, value string) error {

@@ -18,6 +18,7 @@ import (
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/connectors/builtin"
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/groupagg"
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/expr/agg"
@@ -121,11 +122,22 @@ func (s *Session) planner() (*planner.Planner, error) {
 	if mode := strings.ToLower(s.conf.get("execution.runtime-mode")); mode != "streaming" {
 		return nil, &planner.UnsupportedError{Msg: fmt.Sprintf("execution.runtime-mode '%s' is not supported yet; flinksql runs queries in streaming mode", mode)}
 	}
+	mb := groupagg.MiniBatch{
+		Enabled:      strings.EqualFold(s.conf.get("table.exec.mini-batch.enabled"), "true"),
+		AllowLatency: s.conf.duration("table.exec.mini-batch.allow-latency"),
+		Size:         s.conf.intValue("table.exec.mini-batch.size"),
+	}
+	if mb.Enabled && (mb.AllowLatency <= 0 || mb.Size <= 0) {
+		return nil, fmt.Errorf("With 'table.exec.mini-batch.enabled' = 'true', 'table.exec.mini-batch.allow-latency' must be greater than 0 (is '%s') and 'table.exec.mini-batch.size' must be greater than 0 (is '%s').",
+			s.conf.get("table.exec.mini-batch.allow-latency"), s.conf.get("table.exec.mini-batch.size"))
+	}
 	return planner.New(s.cat, s.reg, planner.Config{
 		Parallelism:    s.conf.intValue("parallelism.default"),
 		MaxParallelism: s.conf.intValue("pipeline.max-parallelism"),
 		Loc:            loc,
 		Now:            s.now,
+		StateTTL:       s.conf.duration("table.exec.state.ttl"),
+		MiniBatch:      mb,
 	}), nil
 }
 

@@ -47,6 +47,7 @@ func (b *syncBuffer) take() string {
 //	insert [par=1,4] [sorted] run statements (INSERTs wait for their jobs) and print what
 //	                        the print connector wrote
 //	show                    run statements; prints each result (tables as "a | b" lines, text as is)
+//	sink                    the input names a values sink table; prints its materialized rows, sorted
 //	explain                 run EXPLAIN …; prints the plan
 //	error                   run statements; the last must fail; prints its message
 //
@@ -98,6 +99,27 @@ func TestSQL(t *testing.T) {
 					}
 				}
 				return b.String()
+			case "sink":
+				// The rows a values sink table holds now, sorted.
+				f, err := sess.reg.Lookup("values")
+				if err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+				rs, ok := f.(interface {
+					Results(string) ([]types.Row, bool)
+				}).Results("default_catalog.default_database." + strings.TrimSpace(d.Input))
+				if !ok {
+					return "no such values sink table"
+				}
+				var b strings.Builder
+				for _, r := range rs {
+					parts := make([]string, len(r))
+					for i, v := range r {
+						parts[i] = types.FormatJava(v, javaType(v))
+					}
+					b.WriteString("[" + strings.Join(parts, ", ") + "]\n")
+				}
+				return sortLines(b.String())
 			case "explain":
 				rs, err := sess.Execute(ctx, d.Input)
 				if err != nil {
@@ -212,4 +234,22 @@ func sortLines(s string) string {
 		return ""
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// javaType picks a type to render a value without its column's type, enough
+// for the values-sink listings of tests (numbers, strings, booleans).
+func javaType(v types.Value) types.Type {
+	switch v.K {
+	case types.KindBool:
+		return types.BooleanType
+	case types.KindInt:
+		return types.BigIntType
+	case types.KindFloat:
+		return types.DoubleType
+	case types.KindDecimal:
+		return types.DecimalType(38, int(v.Aux))
+	case types.KindTimestamp:
+		return types.TimestampType(3)
+	}
+	return types.StringType
 }

@@ -2,7 +2,34 @@
 // (readline prompt, multi-line statements, history, completion, Ctrl-C
 // handling), batch execution of a script file (-f) or string (-e), and the
 // rendering of statement results in the layout of Flink's SQL client
-// ("tableau" result mode, [INFO]/[ERROR] messages).
+// ([INFO]/[ERROR] messages, and the result modes of
+// 'sql-client.execution.result-mode').
+//
+// Result modes, read from the session for every SELECT:
+//
+//   - 'tableau' (flinksql's default; Flink's SQL client defaults to 'table')
+//     prints every change as it arrives with its op column (+I, -U, +U, -D)
+//     and ends with "Received a total of N rows"; in batch runtime mode it
+//     prints the collected rows at the end instead, without op column.
+//   - 'changelog' lists every change with its op column. In an interactive
+//     terminal it is a scrolling listing in the streaming layout (always with
+//     the op column, also in batch runtime mode), where Flink opens a
+//     full-screen paged view; elsewhere it prints exactly as 'tableau' does.
+//   - 'table' materializes the result: +I and +U add a row, -U and -D remove
+//     one equal row. A retraction of a row that is not in the result is
+//     reported on the error writer and skipped. Rows keep the order in
+//     which they were first inserted; a +U that directly follows a -U takes
+//     the retracted row's place (Flink's table view appends it at the end).
+//     Non-interactive runs print only the final table, in the static layout
+//     of batch results ("N rows in set" or "Empty set"), when the query ends
+//     or is cancelled. In an interactive terminal the last rows that fit are
+//     shown on the alternate screen, redrawn at most every 200 ms, with the
+//     row count; when the query ends or Ctrl-C stops it, the normal screen
+//     returns and the final table is printed once in the static layout.
+//     Flink's view stays open, paged, until the user presses Q; ours closes
+//     by itself. A stopped query's table is followed by
+//     "[INFO] Result retrieval cancelled.", Flink's message when a result
+//     view is left.
 //
 // The package talks to a session through the narrow Executor interface and
 // splits and parses statements with sql/parser. It never runs jobs itself:

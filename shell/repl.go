@@ -83,6 +83,15 @@ func runREPL(ctx context.Context, be backend, opts Options) error {
 	if !opts.Interactive {
 		return r.pipeLoop(ctx, opts.In)
 	}
+	if f, ok := opts.Out.(*os.File); ok {
+		r.terminalSize = func() (int, int) {
+			w, h, err := readline.GetSize(int(f.Fd()))
+			if err != nil {
+				return 0, 0
+			}
+			return w, h
+		}
+	}
 
 	history := opts.HistoryFile
 	if history == "" {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/flinksql/flinksql/sql/parser"
 )
@@ -59,6 +60,12 @@ type runner struct {
 	interrupts func() (<-chan os.Signal, func())
 	// jobs watches INSERT jobs left running in the background (REPL only).
 	jobs *jobWatcher
+	// terminalSize reports the terminal's width and height for the
+	// interactive table view; nil or zeros mean 80x24.
+	terminalSize func() (width, height int)
+	// refresh, when set, replaces the ticker that paces the redraws of the
+	// interactive table view (for tests).
+	refresh func() (<-chan time.Time, func())
 
 	set *openSet // BEGIN STATEMENT SET seen, END not yet
 }
@@ -201,11 +208,27 @@ func (r *runner) render(ctx context.Context, o *outcome) (stopped bool, err erro
 	return false, r.info(msg)
 }
 
-// renderQuery prints a query's changes as they arrive, until the query ends
-// or ctx is cancelled. The query is released in every case.
+// renderQuery shows a query's result in the session's result mode until the
+// query ends or ctx is cancelled. The query is released in every case.
+//
+// 'tableau' prints the changes as they arrive. 'changelog' does the same,
+// except that in an interactive terminal it always uses the streaming layout
+// with its op column, even in batch runtime mode. 'table' shows the
+// materialized result (see renderTable).
 func (r *runner) renderQuery(ctx context.Context, q *queryHandle) (stopped bool, err error) {
 	defer q.stream.Cancel()
-	p := NewTableauPrinter(r.out, q.schema, q.loc, r.streaming(), r.columnWidth())
+	mode, err := parseResultMode(r.be.get(resultModeKey))
+	if err != nil {
+		return false, err
+	}
+	streaming := r.streaming()
+	switch mode {
+	case modeTable:
+		return r.renderTable(ctx, q)
+	case modeChangelog:
+		streaming = streaming || r.interactive
+	}
+	p := NewTableauPrinter(r.out, q.schema, q.loc, streaming, r.columnWidth())
 	if err := p.Start(); err != nil {
 		return false, err
 	}

@@ -177,4 +177,8 @@ Queries and jobs:
 Session options:
   SET 'key' = 'value';                 Set an option; SET; lists them.
   RESET 'key';                         Restore an option's default; RESET; restores all.
+  SET 'sql-client.execution.result-mode' = 'tableau' | 'changelog' | 'table';
+                                       How SELECT results are shown: every change as it arrives
+                                       (tableau, the default), every change with its op column
+                                       (changelog), or the materialized result (table).
 `

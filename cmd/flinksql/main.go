@@ -15,6 +15,7 @@ import (
 	"syscall"
 	_ "time/tzdata" // time zones work without the machine's zoneinfo
 
+	"github.com/flinksql/flinksql/broker"
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/shell"
 )
@@ -37,6 +38,13 @@ func (s setFlags) Set(v string) error {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		// Subcommands; each has its own flags.
+		switch args[0] {
+		case "broker":
+			return runBroker(args[1:], stdout, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("flinksql", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "run the statements of a .sql `file` and exit")
@@ -44,8 +52,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	history := fs.String("history", "", "REPL history `file` (default ~/.flinksql_history)")
 	conf := setFlags{}
 	fs.Var(conf, "D", "set a session option, as SET 'key' = 'value' (repeatable): -D parallelism.default=4")
+	var embedded embeddedBrokerFlag
+	fs.Var(&embedded, "embedded-broker", "start a Kafka-protocol broker in this process for the session, on "+broker.DefaultListen+
+		"\nor on the address given as --embedded-broker=host:port (port 0 picks a free one); it stops at exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  flinksql [-D key=value]... [-f file.sql | -e 'statements;']\n\nWithout -f or -e, flinksql opens an interactive SQL shell.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage:\n  flinksql [-D key=value]... [--embedded-broker[=host:port]] [-f file.sql | -e 'statements;']\n"+
+			"  flinksql broker [--listen host:port] [--partitions N] [--data-dir DIR]\n\n"+
+			"Without -f or -e, flinksql opens an interactive SQL shell. 'flinksql broker' runs a\n"+
+			"standalone Kafka-protocol broker (see 'flinksql broker -h').\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -58,6 +72,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flinksql: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
 		return 2
+	}
+	if embedded.enabled {
+		b, err := broker.Start(broker.Config{Listen: embedded.addr})
+		if err != nil {
+			fmt.Fprintf(stderr, "flinksql: --embedded-broker: %v\n", err)
+			return 1
+		}
+		// Deferred before the session's Close, so it runs after it: jobs
+		// still writing to Kafka finish before the broker goes away.
+		defer b.Close()
+		fmt.Fprintf(stderr, "Kafka broker listening on %s\n", b.Addr())
 	}
 	sess, err := session.New(session.Options{Stdout: stdout, Stderr: stderr, Config: conf})
 	if err != nil {
@@ -106,6 +131,35 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 }
+
+// embeddedBrokerFlag is --embedded-broker with an optional address: as a
+// boolean flag it may stand alone, or carry the address after '='.
+type embeddedBrokerFlag struct {
+	enabled bool
+	addr    string
+}
+
+func (f *embeddedBrokerFlag) String() string {
+	if f == nil || !f.enabled {
+		return ""
+	}
+	return f.addr
+}
+
+func (f *embeddedBrokerFlag) Set(v string) error {
+	switch v {
+	case "true":
+		f.enabled, f.addr = true, broker.DefaultListen
+	case "false":
+		f.enabled, f.addr = false, ""
+	default:
+		f.enabled, f.addr = true, v
+	}
+	return nil
+}
+
+// IsBoolFlag lets the flag package accept --embedded-broker without a value.
+func (*embeddedBrokerFlag) IsBoolFlag() bool { return true }
 
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)

@@ -37,20 +37,24 @@ const (
 	OptBounded       = "bounded"
 )
 
-// Factory creates values sources.
-type Factory struct{}
+// Factory creates values sources and sinks. A factory keeps what its sinks
+// wrote, by table, for the session that owns it.
+type Factory struct {
+	results *results
+}
 
 // NewFactory returns the values factory.
-func NewFactory() *Factory { return &Factory{} }
+func NewFactory() *Factory { return &Factory{results: &results{tables: map[string]*table{}}} }
 
 // Identifier implements connectors.Factory.
 func (*Factory) Identifier() string { return Identifier }
 
 // RequiredOptions implements connectors.Factory.
-func (*Factory) RequiredOptions() []string { return []string{OptData} }
+// 'data' is required for reading only; a sink table needs no options.
+func (*Factory) RequiredOptions() []string { return nil }
 
 // OptionalOptions implements connectors.Factory.
-func (*Factory) OptionalOptions() []string { return []string{OptChangelogMode, OptBounded} }
+func (*Factory) OptionalOptions() []string { return []string{OptData, OptChangelogMode, OptBounded} }
 
 // Source is a configured values table.
 type Source struct {
@@ -87,6 +91,9 @@ func (f *Factory) CreateSource(tc *connectors.TableContext) (connectors.ScanSour
 		if !supported(c.Type) {
 			return nil, fmt.Errorf("values table %s, column %s: type %s is not supported by the values connector", name, c.Name, c.Type)
 		}
+	}
+	if _, ok := tc.Options[OptData]; !ok {
+		return nil, fmt.Errorf("One or more required options are missing.\n\nMissing required options are:\n\n%s", OptData)
 	}
 	p := &parser{table: name, schema: tc.Physical, loc: tc.Loc, mode: s.mode, modeText: opts.String(OptChangelogMode, "I")}
 	if s.rows, s.kinds, err = p.parseData(tc.Options[OptData]); err != nil {

@@ -66,6 +66,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	var input Node
 	var inScope *scope
 	var w windowInfo
+	grouped := false // an unwindowed, updating aggregation
 	switch {
 	case legacy != nil && isTVF:
 		return nil, errAt(legacy, "A group window function cannot be combined with a window table function")
@@ -80,20 +81,16 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		inScope = &scope{cols: append([]scopeColumn(nil), from.scope.cols[:inputWidth]...)}
 		w = tvf.info
 	default:
-		keys := make([]string, len(s.GroupBy))
-		for i, g := range s.GroupBy {
-			keys[i] = parser.FormatExpr(g)
+		// No window: an updating GROUP BY over the FROM relation (a window
+		// TVF grouped without both window_start and window_end is read as a
+		// plain table with window columns, as in Flink).
+		input, inScope, grouped = from.node, from.scope, true
+		isTVF = false
+	}
+	if !grouped {
+		if err := requireInsertOnly("WindowAggregate", input); err != nil {
+			return nil, err
 		}
-		node := fmt.Sprintf("GroupAggregate(groupBy=[%s])", strings.Join(keys, ", "))
-		if len(s.GroupBy) == 0 {
-			node = "GroupAggregate(global aggregation without GROUP BY)"
-		}
-		hint := "Window the aggregation (GROUP BY window_start, window_end, ... over TABLE(TUMBLE(...)))"
-		if isTVF {
-			hint = "A window aggregation must GROUP BY both window_start and window_end"
-		}
-		return nil, &UnsupportedError{Msg: fmt.Sprintf(
-			"Updating queries are not supported yet: node %s produces an update changelog [I,UB,UA,D]. %s to get an insert-only result.", node, hint)}
 	}
 
 	// Group keys over the aggregation input.
@@ -216,7 +213,9 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		calls[i] = AggCall{Call: c, Text: a.text, Name: a.name}
 	}
 	spec := w.spec
-	if spec.EventTime {
+	if grouped {
+		spec.TimeCol = -1
+	} else if spec.EventTime {
 		tc := inScope.cols[spec.TimeCol]
 		pre = append(pre, expr.Column(spec.TimeCol, tc.Name, tc.Type))
 		preSchema = append(preSchema, types.Column{Name: tc.Name, Type: tc.Type})
@@ -238,13 +237,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	for i := range keyCols {
 		keyCols[i] = i
 	}
-	var ex Node
-	if len(keyCols) > 0 {
-		ex = pc.exchange(preCalc, exec.Partitioner{Kind: exec.Hash, KeyCols: keyCols})
-	} else {
-		ex = pc.exchange(preCalc, exec.Partitioner{Kind: exec.Global})
-	}
-	wagg := &WindowAggNode{Window: spec, WindowFn: w.fn, KeyCols: keyCols, Aggs: calls}
+	ex := pc.keyedExchange(preCalc, keyCols)
 	var aggSchema types.Schema
 	for i, k := range keyExprs {
 		aggSchema = append(aggSchema, types.Column{Name: keyNames[i], Type: k.Type().WithoutTimeAttr()})
@@ -252,9 +245,20 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	for _, a := range aggs {
 		aggSchema = append(aggSchema, types.Column{Name: a.name, Type: a.result})
 	}
-	wcols := windowColumns(w)
-	aggSchema = append(aggSchema, wcols...)
-	wagg.inputs, wagg.schema, wagg.mode = []Node{ex}, aggSchema, types.InsertOnly
+	var aggNode Node
+	var wcols types.Schema
+	if grouped {
+		g := &GroupAggNode{KeyCols: keyCols, Aggs: calls}
+		g.inputs, g.schema = []Node{ex}, aggSchema
+		g.mode = types.ChangelogMode{Insert: true, UpdateBefore: true, UpdateAfter: true, Delete: updating(input.Mode())}
+		aggNode = g
+	} else {
+		wagg := &WindowAggNode{Window: spec, WindowFn: w.fn, KeyCols: keyCols, Aggs: calls}
+		wcols = windowColumns(w)
+		aggSchema = append(aggSchema, wcols...)
+		wagg.inputs, wagg.schema, wagg.mode = []Node{ex}, aggSchema, types.InsertOnly
+		aggNode = wagg
+	}
 	nk, na := len(keyExprs), len(aggs)
 
 	// Pass 2: bind the select list and HAVING over the aggregation's output.
@@ -343,7 +347,10 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		}
 		having = h
 	}
-	calc := newCalc(wagg, proj, having, out)
+	if having == nil && isIdentity(proj, aggSchema, out) {
+		return &relation{node: aggNode, scope: newScope("", out)}, nil
+	}
+	calc := newCalc(aggNode, proj, having, out)
 	return &relation{node: calc, scope: newScope("", out)}, nil
 }
 

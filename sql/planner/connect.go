@@ -143,6 +143,25 @@ func (pc *planContext) scanTable(t *catalog.Table) (*ScanNode, error) {
 	return n, nil
 }
 
+// normalizeUpsert puts a ChangelogNormalize after a source that produces an
+// upsert stream (updates without -U, deletes that may carry only the key),
+// keyed by the table's primary key, as Flink does.
+func (pc *planContext) normalizeUpsert(scan *ScanNode) (Node, error) {
+	m := scan.Mode()
+	if !updating(m) || m.UpdateBefore {
+		return scan, nil
+	}
+	key, ok := upsertKey(scan)
+	if !ok {
+		return nil, fmt.Errorf("Table '%s' produces an upsert changelog, which needs a PRIMARY KEY ... NOT ENFORCED to say which rows the changes replace", scan.Table.ID)
+	}
+	ex := pc.exchange(scan, exec.Partitioner{Kind: exec.Hash, KeyCols: key})
+	n := &ChangelogNormalizeNode{KeyCols: key, GenerateUpdateBefore: true}
+	n.inputs, n.schema = []Node{ex}, scan.schema
+	n.mode = types.ChangelogMode{Insert: true, UpdateBefore: true, UpdateAfter: true, Delete: m.Delete}
+	return n, nil
+}
+
 func metadataKeys(m map[string]types.Type) string {
 	keys := make([]string, 0, len(m))
 	for k, t := range m {
@@ -206,7 +225,7 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSupportedModes(rel.node); err != nil {
+	if err := checkSupported(rel.node); err != nil {
 		return nil, err
 	}
 	q := rel.node.Schema()
@@ -270,12 +289,27 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 		in = newCalc(in, proj, nil, out)
 	}
 	accepted := sink.AcceptedChangelogMode(in.Mode())
-	if !accepted.Contains(in.Mode()) {
-		return nil, sinkModeError(t.ID.String(), in)
+	if updating(in.Mode()) && !accepted.Contains(withoutUB(in.Mode())) {
+		return nil, sinkModeError(t.ID.String(), in, accepted)
 	}
+	var pk []int
+	if t.PrimaryKey != nil {
+		for _, name := range t.PrimaryKey.Columns {
+			pk = append(pk, target.Index(name))
+		}
+	}
+	in = pc.addSinkMaterializer(in, pk)
+	resolveChangelog(in, accepted.UpdateBefore)
 	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names()}
 	s.inputs, s.schema, s.mode = []Node{in}, target, in.Mode()
 	return s, nil
+}
+
+// withoutUB drops update-before from a mode: whether a stream carries -U is
+// decided afterwards, from what its consumer accepts.
+func withoutUB(m types.ChangelogMode) types.ChangelogMode {
+	m.UpdateBefore = false
+	return m
 }
 
 func schemaMismatch(id catalog.Identifier, cause string, q, sink types.Schema) error {
@@ -291,38 +325,25 @@ func schemaList(s types.Schema) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// sinkModeError is Flink's message for an append-only sink fed an updating
-// stream, plus what would work.
-func sinkModeError(name string, in Node) error {
-	producer := in
-	for {
-		found := false
-		for _, c := range producer.Inputs() {
-			if !c.Mode().IsInsertOnly() {
-				producer, found = c, true
-				break
-			}
-		}
-		if !found {
-			break
-		}
-	}
-	return fmt.Errorf("Table sink '%s' doesn't support consuming update and delete changes which is produced by node %s\n"+
-		"Window the aggregation so it produces an insert-only result, or write to a sink that accepts updates (e.g. 'upsert-kafka' with a PRIMARY KEY).",
-		name, producer.Describe())
+// sinkModeError is Flink's message for a sink fed changes it cannot take,
+// plus one line saying what would work.
+func sinkModeError(name string, in Node, accepted types.ChangelogMode) error {
+	return fmt.Errorf("Table sink '%s' doesn't support consuming %s changes which is produced by node %s\n"+
+		"Use a window aggregation (GROUP BY window_start, window_end, ... over a window table function) to produce an insert-only result, "+
+		"or write to a sink that accepts updates, such as 'upsert-kafka' with a PRIMARY KEY.",
+		name, changeKinds(in.Mode(), accepted), producer(in).Describe())
 }
 
-// checkSupportedModes rejects plans with updating nodes until the changelog
-// operators exist.
-func checkSupportedModes(n Node) error {
+// checkSupported rejects plan shapes the runtime cannot run yet.
+func checkSupported(n Node) error {
 	if w, ok := n.(*WindowTVFNode); ok && w.Window.Kind == exec.Session {
 		return &UnsupportedError{Msg: "The SESSION window table function is supported in window aggregations (GROUP BY window_start, window_end, ...); on its own it is not supported yet"}
 	}
-	if !n.Mode().IsInsertOnly() {
-		return &UnsupportedError{Msg: fmt.Sprintf("Updating queries are not supported yet: node %s produces changelog mode %s", n.Describe(), n.Mode())}
+	if m, ok := n.(*overRankMarker); ok {
+		return m.err
 	}
 	for _, in := range n.Inputs() {
-		if err := checkSupportedModes(in); err != nil {
+		if err := checkSupported(in); err != nil {
 			return err
 		}
 	}

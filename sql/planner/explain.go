@@ -27,6 +27,10 @@ func (p *Planner) Explain(st *parser.Explain) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if err := checkSupported(rel.node); err != nil {
+			return "", err
+		}
+		resolveChangelog(rel.node, true)
 		roots = []Node{rel.node}
 	case *parser.Insert:
 		plan, err := p.PlanInsert(s)
@@ -71,6 +75,11 @@ func writeTree(b *strings.Builder, n Node, first, rest string, changelog bool) {
 		mode := n.Mode().String()
 		if _, isSink := n.(*SinkNode); isSink {
 			mode = "[NONE]"
+		}
+		if updating(n.Mode()) {
+			if key, ok := upsertKey(n); ok {
+				mode += ", upsertKey=[" + colNames(n.Schema(), key) + "]"
+			}
 		}
 		line = strings.TrimSuffix(line, ")") + ", changelogMode=" + mode + ")"
 	}

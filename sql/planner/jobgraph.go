@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/groupagg"
+	"github.com/flinksql/flinksql/exec/rank"
 	"github.com/flinksql/flinksql/exec/window"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/expr/agg"
@@ -101,6 +103,72 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			}
 			return window.NewAggregate(window.AggregateSpec{Window: spec, KeyCols: keys, Aggs: h})
 		}), nil
+	case *GroupAggNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		calls := make([]agg.Call, len(x.Aggs))
+		for i, a := range x.Aggs {
+			calls[i] = a.Call
+		}
+		spec := groupagg.GroupAggSpec{
+			KeyCols:              x.KeyCols,
+			GenerateUpdateBefore: x.GenerateUpdateBefore,
+			StateTTL:             gb.p.cfg.StateTTL,
+			MiniBatch:            gb.p.cfg.MiniBatch,
+		}
+		retracts := x.InputRetracts
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
+			sp := spec
+			if len(calls) > 0 {
+				h, err := agg.NewHandle(calls, agg.Options{NeedsRetraction: retracts})
+				if err != nil {
+					return nil, err
+				}
+				sp.Aggs = h
+			}
+			return groupagg.NewGroupAggregate(sp)
+		}), nil
+	case *ChangelogNormalizeNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		spec := groupagg.NormalizeSpec{KeyCols: x.KeyCols, GenerateUpdateBefore: x.GenerateUpdateBefore, StateTTL: gb.p.cfg.StateTTL}
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return groupagg.NewChangelogNormalize(spec) }), nil
+	case *SinkMaterializerNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		spec := groupagg.MaterializerSpec{KeyCols: x.KeyCols, StateTTL: gb.p.cfg.StateTTL}
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return groupagg.NewSinkUpsertMaterializer(spec) }), nil
+	case *DedupNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		spec := rank.DedupSpec{KeyCols: x.KeyCols, RowtimeCol: x.RowtimeCol, KeepLast: x.KeepLast,
+			GenerateUpdateBefore: x.GenerateUpdateBefore, StateTTL: gb.p.cfg.StateTTL}
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return rank.NewDeduplicate(spec) }), nil
+	case *RankNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		spec := rank.RankSpec{PartitionCols: x.PartitionCols, SortKeys: x.SortKeys, RankStart: x.RankStart, RankEnd: x.RankEnd,
+			OutputRankNumber: x.OutputRankNumber, InputIsUpdating: x.InputRetracts,
+			GenerateUpdateBefore: x.GenerateUpdateBefore, StateTTL: gb.p.cfg.StateTTL}
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return rank.NewRank(spec) }), nil
+	case *WindowRankNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		spec := rank.WindowRankSpec{PartitionCols: x.PartitionCols, WindowStartCol: x.WindowStartCol, WindowEndCol: x.WindowEnd,
+			SortKeys: x.SortKeys, RankStart: x.RankStart, RankEnd: x.RankEnd, OutputRankNumber: x.OutputRankNumber}
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return rank.NewWindowRank(spec) }), nil
 	case *WindowTVFNode:
 		v, err := gb.build(x.inputs[0])
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/groupagg"
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
@@ -22,6 +23,8 @@ type Config struct {
 	MaxParallelism int            // pipeline.max-parallelism
 	Loc            *time.Location // table.local-time-zone, resolved
 	Now            func() time.Time
+	StateTTL       time.Duration      // table.exec.state.ttl
+	MiniBatch      groupagg.MiniBatch // table.exec.mini-batch.*
 }
 
 // Planner plans statements against one session's catalog.
@@ -106,9 +109,10 @@ func (p *Planner) PlanQuery(q *parser.Query, collect CollectFactory) (*Plan, err
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSupportedModes(rel.node); err != nil {
+	if err := checkSupported(rel.node); err != nil {
 		return nil, err
 	}
+	resolveChangelog(rel.node, true)
 	schema := rel.scope.schema()
 	sink := &SinkNode{Name: "collect", Sink: &collectSink{newWriter: collect}, Fields: schema.Names()}
 	sink.inputs = []Node{rel.node}

@@ -336,7 +336,11 @@ func (pc *planContext) planTableName(n parser.Node, name []string, env *cteEnv) 
 	if err != nil {
 		return nil, err
 	}
-	return &relation{node: scan, scope: newScope(id.Object, scan.schema)}, nil
+	node, err := pc.normalizeUpsert(scan)
+	if err != nil {
+		return nil, err
+	}
+	return &relation{node: node, scope: newScope(id.Object, scan.schema)}, nil
 }
 
 // planSelect plans one SELECT block.
@@ -354,13 +358,28 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 		}
 		from = r
 	}
-	if s.Distinct {
-		return nil, &UnsupportedError{Msg: "SELECT DISTINCT produces an updating result and is not supported yet"}
-	}
 	if len(s.Windows) > 0 {
 		return nil, unsupportedAt(s.Windows[0], "the WINDOW clause is not supported yet")
 	}
+	if m, ok := from.node.(*overRankMarker); ok && s.Where != nil {
+		// WHERE rn <= N over a ROW_NUMBER() subquery: Top-N or deduplication.
+		rel, rest, err := pc.planRankFilter(s, from, m)
+		if err != nil {
+			return nil, err
+		}
+		where := *s
+		where.Where = rest
+		s, from = &where, rel
+	}
+	if pos, call, err := rowNumberItem(s); err != nil {
+		return nil, err
+	} else if call != nil {
+		return pc.planRowNumber(s, from, pos, call)
+	}
 	if len(s.GroupBy) > 0 || hasAggregate(s) {
+		if s.Distinct {
+			return nil, unsupportedAt(s, "SELECT DISTINCT together with GROUP BY is not supported yet; use a subquery")
+		}
 		return pc.planAggregate(s, from)
 	}
 	if s.Having != nil {
@@ -379,7 +398,30 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 	if err != nil {
 		return nil, err
 	}
-	return pc.project(node, proj, out), nil
+	rel := pc.project(node, proj, out)
+	if s.Distinct {
+		return pc.distinct(rel), nil
+	}
+	return rel, nil
+}
+
+// distinct plans SELECT DISTINCT as a grouping on every column without
+// aggregates, as Flink does.
+func (pc *planContext) distinct(rel *relation) *relation {
+	schema := rel.node.Schema()
+	keys := make([]int, len(schema))
+	for i := range keys {
+		keys[i] = i
+	}
+	g := &GroupAggNode{KeyCols: keys}
+	g.inputs = []Node{pc.exchange(rel.node, exec.Partitioner{Kind: exec.Hash, KeyCols: keys})}
+	out := make(types.Schema, len(schema))
+	for i, c := range schema {
+		out[i] = types.Column{Name: c.Name, Type: c.Type.WithoutTimeAttr()}
+	}
+	g.schema = out
+	g.mode = types.ChangelogMode{Insert: true, UpdateBefore: true, UpdateAfter: true, Delete: updating(rel.node.Mode())}
+	return &relation{node: g, scope: newScope("", out)}
 }
 
 // project adds a projection unless it is the identity.

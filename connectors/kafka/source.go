@@ -1,0 +1,745 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/formats"
+	"github.com/flinksql/flinksql/sql/types"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Source is a configured kafka or upsert-kafka table being read.
+type Source struct {
+	cfg           *tableConfig
+	metaKeys      []string
+	startup       offsetsSpec
+	bounded       offsetsSpec
+	discovery     time.Duration // 0: off
+	parallelism   int
+	consumerOpts  []kgo.Opt
+	readCommitted bool
+	autoReset     string // properties.auto.offset.reset: earliest, latest or none
+	skipped       exec.Counter
+}
+
+var _ connectors.ScanSource = (*Source)(nil)
+
+func newSource(c *tableConfig) (*Source, error) {
+	opts := connectors.Options(c.tc.Options)
+	s := &Source{cfg: c}
+	var err error
+	if s.metaKeys, err = c.resolveMetadata(true); err != nil {
+		return nil, err
+	}
+	if c.upsert {
+		s.startup = offsetsSpec{mode: StartEarliest} // always, to see every key's latest value
+	} else if s.startup, err = c.parseOffsetsSpec(OptStartupMode, OptStartupTimestamp, OptStartupSpecificOffsets, startupModes, StartGroupOffsets, "startup"); err != nil {
+		return nil, err
+	}
+	if s.bounded, err = c.parseOffsetsSpec(OptBoundedMode, OptBoundedTimestamp, OptBoundedSpecificOffsets, boundedModes, BoundedUnbounded, "bounded"); err != nil {
+		return nil, err
+	}
+	if s.discovery, err = opts.Duration(OptPartitionDiscovery, defaultDiscoveryInterval); err != nil {
+		return nil, err
+	}
+	if s.bounded.mode != BoundedUnbounded {
+		s.discovery = 0 // as Flink: bounded reads do not discover partitions
+	}
+	if s.parallelism, err = opts.Int(OptScanParallelism, 0); err != nil {
+		return nil, err
+	}
+	if opts.Has(OptScanParallelism) && s.parallelism <= 0 {
+		return nil, fmt.Errorf("Invalid value for option '%s'. Expected a positive number, but was: %d", OptScanParallelism, s.parallelism)
+	}
+	s.autoReset = "none"
+	if v, ok := c.props["auto.offset.reset"]; ok {
+		s.autoReset = strings.ToLower(strings.TrimSpace(v))
+		if s.autoReset != "earliest" && s.autoReset != "latest" && s.autoReset != "none" {
+			return nil, fmt.Errorf("auto.offset.reset can not be set to %s. Valid values: [latest,earliest,none]", v)
+		}
+	}
+	if (s.startup.mode == StartGroupOffsets || s.bounded.mode == StartGroupOffsets) && c.groupID == "" {
+		return nil, errors.New("Property group.id is required when using committed offset for offsets initializer")
+	}
+	if s.consumerOpts, s.readCommitted, err = c.consumerOpts(); err != nil {
+		return nil, err
+	}
+	// Create the decoders once so that bad format options fail before the job starts.
+	if _, _, err := s.decoders(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Source) decoders() (key, value formats.Decoder, err error) {
+	c := s.cfg
+	if c.keyFormatKey != "" {
+		if key, err = connectors.CreateDecoder(c.tc, c.keyFormatKey, c.keySchema); err != nil {
+			return nil, nil, err
+		}
+	}
+	if value, err = connectors.CreateDecoder(c.tc, c.valueFormatKey, c.valueSchema); err != nil {
+		return nil, nil, err
+	}
+	return key, value, nil
+}
+
+// Bounded implements connectors.ScanSource.
+func (s *Source) Bounded() bool { return s.bounded.mode != BoundedUnbounded }
+
+// ChangelogMode implements connectors.ScanSource: upsert-kafka produces an
+// upsert stream, kafka inserts.
+func (s *Source) ChangelogMode() types.ChangelogMode {
+	if s.cfg.upsert {
+		return types.Upsert
+	}
+	return types.InsertOnly
+}
+
+// Parallelism implements connectors.ScanSource: 'scan.parallelism' or the
+// job's default. Subtasks beyond the number of partitions own no split, as
+// in Flink.
+func (s *Source) Parallelism(defaultParallelism int) int {
+	if s.parallelism > 0 {
+		return s.parallelism
+	}
+	return max(defaultParallelism, 1)
+}
+
+// ReadableMetadata implements connectors.ScanSource.
+func (s *Source) ReadableMetadata() map[string]types.Type { return readableMetadata }
+
+// SkippedRecords counts the records dropped over all readers of the source:
+// those the format skipped under ignore-parse-errors, and records whose key
+// or value decodes to no row (a null JSON record).
+func (s *Source) SkippedRecords() *exec.Counter { return &s.skipped }
+
+// NewReader implements connectors.ScanSource.
+func (s *Source) NewReader(subtask, parallelism int) (exec.SourceReader, error) {
+	return s.NewKafkaReader(subtask, parallelism)
+}
+
+// NewKafkaReader is NewReader with the concrete type, for callers that use
+// Offsets and RestoreOffsets.
+func (s *Source) NewKafkaReader(subtask, parallelism int) (*Reader, error) {
+	if parallelism <= 0 || subtask < 0 || subtask >= parallelism {
+		return nil, fmt.Errorf("kafka table %s: invalid subtask %d of %d", s.cfg.name, subtask, parallelism)
+	}
+	keyDec, valueDec, err := s.decoders()
+	if err != nil {
+		return nil, err
+	}
+	c := s.cfg
+	r := &Reader{
+		src: s, subtask: subtask, parallelism: parallelism,
+		keyDec: keyDec, valueDec: valueDec,
+		nphys: len(c.tc.Physical), index: map[TopicPartition]int{},
+	}
+	r.valueDirect = keyDec == nil && len(c.valueIdx) == r.nphys
+	if keyDec != nil {
+		r.keyRow = make(types.Row, len(c.keyIdx))
+	}
+	if !r.valueDirect {
+		r.valueRow = make(types.Row, len(c.valueIdx))
+	}
+	return r, nil
+}
+
+// split is one partition a reader owns.
+type split struct {
+	tp       TopicPartition
+	topicVal types.Value
+	next     int64 // next offset to read
+	stop     int64 // offset at which a bounded read of the partition ends; < 0: never
+	recs     []*kgo.Record
+	pos      int
+	done     bool // reached stop
+	reported bool // done was reported to the runtime
+}
+
+// Reader reads the partitions one subtask owns; partition i of the ones it
+// owns (in the order they were found) is split i. It is used by one
+// goroutine, except Offsets which may be called from another.
+type Reader struct {
+	src                  *Source
+	subtask, parallelism int
+	keyDec, valueDec     formats.Decoder
+	nphys                int
+	valueDirect          bool // the value format fills row[:nphys] directly
+	keyRow, valueRow     types.Row
+
+	cl            *kgo.Client
+	adm           *kadm.Client
+	restore       map[TopicPartition]int64
+	nextDiscovery time.Time
+	rr            int // next split to look at
+
+	mu     sync.Mutex // guards splits' next offsets and the split list for Offsets
+	splits []*split
+	index  map[TopicPartition]int
+}
+
+var _ exec.SourceReader = (*Reader)(nil)
+
+// RestoreOffsets makes the reader start the given partitions at the given
+// offsets (the next offset to read) instead of the startup mode, as on
+// restore from a checkpoint. It must be called before Open.
+func (r *Reader) RestoreOffsets(offsets map[TopicPartition]int64) {
+	r.restore = offsets
+}
+
+// Offsets returns the next offset to read of every partition the reader
+// owns: the source's operator state.
+func (r *Reader) Offsets() map[TopicPartition]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[TopicPartition]int64, len(r.splits))
+	for _, s := range r.splits {
+		out[s.tp] = s.next
+	}
+	return out
+}
+
+// Partitions returns the partitions the reader owns, split i at index i.
+func (r *Reader) Partitions() []TopicPartition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]TopicPartition, len(r.splits))
+	for i, s := range r.splits {
+		out[i] = s.tp
+	}
+	return out
+}
+
+// Open implements exec.SourceReader: it connects, lists the partitions,
+// keeps those the subtask owns and resolves their start and stop offsets.
+func (r *Reader) Open(ctx context.Context) error {
+	c := r.src.cfg
+	cl, err := kgo.NewClient(r.src.consumerOpts...)
+	if err != nil {
+		return fmt.Errorf("kafka table %s: creating the Kafka client: %w", c.name, err)
+	}
+	r.cl, r.adm = cl, kadm.NewClient(cl)
+	tps, err := r.listPartitions(ctx, true)
+	if err != nil {
+		return err
+	}
+	if err := r.addSplits(ctx, tps, r.src.startup); err != nil {
+		return err
+	}
+	if r.src.discovery > 0 {
+		r.nextDiscovery = time.Now().Add(r.src.discovery)
+	}
+	return nil
+}
+
+// Close implements exec.SourceReader.
+func (r *Reader) Close() error {
+	if r.cl != nil {
+		r.cl.Close()
+		r.cl = nil
+	}
+	return nil
+}
+
+// NumSplits implements exec.SourceReader.
+func (r *Reader) NumSplits() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.splits)
+}
+
+// listPartitions returns the partitions of the subscribed topics that this
+// subtask owns and does not read yet, sorted. At the start a topic of
+// 'topic' that does not exist is an error.
+func (r *Reader) listPartitions(ctx context.Context, initial bool) ([]TopicPartition, error) {
+	c := r.src.cfg
+	mctx, cancel := c.contextWithTimeout(ctx)
+	defer cancel()
+	md, err := r.adm.Metadata(mctx, c.topics...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("kafka table %s: could not fetch metadata from the Kafka cluster at %s within %s: %w",
+			c.name, c.serversText(), c.requestTimeout, err)
+	}
+	var out []TopicPartition
+	add := func(td kadm.TopicDetail) {
+		for p := range td.Partitions {
+			tp := TopicPartition{td.Topic, p}
+			if _, known := r.index[tp]; !known && splitOwner(tp, r.parallelism) == r.subtask {
+				out = append(out, tp)
+			}
+		}
+	}
+	if c.pattern != nil {
+		for name, td := range md.Topics {
+			if td.Err == nil && !td.IsInternal && c.pattern.MatchString(name) {
+				add(td)
+			}
+		}
+	} else {
+		for _, t := range c.topics {
+			td, ok := md.Topics[t]
+			switch {
+			case ok && td.Err == nil:
+				add(td)
+			case !initial:
+				// A topic deleted while reading: keep what we have.
+			case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition):
+				return nil, fmt.Errorf("kafka table %s: Topic '%s' does not exist in the Kafka cluster at %s", c.name, t, c.serversText())
+			default:
+				return nil, fmt.Errorf("kafka table %s: metadata of topic '%s' from the Kafka cluster at %s: %w", c.name, t, c.serversText(), td.Err)
+			}
+		}
+	}
+	sortTopicPartitions(out)
+	return out, nil
+}
+
+// addSplits resolves the offsets of new partitions and starts consuming them.
+func (r *Reader) addSplits(ctx context.Context, tps []TopicPartition, start offsetsSpec) error {
+	if len(tps) == 0 {
+		return nil
+	}
+	starts, err := r.resolve(ctx, tps, start, false)
+	if err != nil {
+		return err
+	}
+	var stops map[TopicPartition]int64
+	if r.src.bounded.mode != BoundedUnbounded {
+		if stops, err = r.resolve(ctx, tps, r.src.bounded, true); err != nil {
+			return err
+		}
+	}
+	consume := map[string]map[int32]kgo.Offset{}
+	r.mu.Lock()
+	for _, tp := range tps {
+		s := &split{tp: tp, topicVal: types.String(tp.Topic), next: starts[tp], stop: -1}
+		if o, ok := r.restore[tp]; ok {
+			s.next = o
+		}
+		if stops != nil {
+			s.stop = stops[tp]
+			s.done = s.next >= s.stop
+		}
+		r.index[tp] = len(r.splits)
+		r.splits = append(r.splits, s)
+		if !s.done {
+			if consume[tp.Topic] == nil {
+				consume[tp.Topic] = map[int32]kgo.Offset{}
+			}
+			consume[tp.Topic][tp.Partition] = kgo.NewOffset().At(s.next)
+		}
+	}
+	r.mu.Unlock()
+	if len(consume) > 0 {
+		r.cl.AddConsumePartitions(consume)
+	}
+	return nil
+}
+
+// resolve turns a startup or bounded spec into an offset per partition.
+func (r *Reader) resolve(ctx context.Context, tps []TopicPartition, spec offsetsSpec, stop bool) (map[TopicPartition]int64, error) {
+	c := r.src.cfg
+	actx, cancel := c.contextWithTimeout(ctx)
+	defer cancel()
+	topicSet := map[string]bool{}
+	var topics []string
+	for _, tp := range tps {
+		if !topicSet[tp.Topic] {
+			topicSet[tp.Topic] = true
+			topics = append(topics, tp.Topic)
+		}
+	}
+	wrap := func(what string, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("kafka table %s: listing %s offsets at the Kafka cluster at %s: %w", c.name, what, c.serversText(), err)
+	}
+	listed := func(what string, lo kadm.ListedOffsets, err error) (map[TopicPartition]int64, error) {
+		if err != nil {
+			return nil, wrap(what, err)
+		}
+		out := make(map[TopicPartition]int64, len(tps))
+		for _, tp := range tps {
+			o, ok := lo.Lookup(tp.Topic, tp.Partition)
+			if !ok {
+				return nil, wrap(what, fmt.Errorf("no offset for partition %s", tp))
+			}
+			if o.Err != nil {
+				return nil, wrap(what, fmt.Errorf("partition %s: %w", tp, o.Err))
+			}
+			out[tp] = o.Offset
+		}
+		return out, nil
+	}
+	earliest := func() (map[TopicPartition]int64, error) {
+		lo, err := r.adm.ListStartOffsets(actx, topics...)
+		return listed("earliest", lo, err)
+	}
+	latest := func() (map[TopicPartition]int64, error) {
+		var lo kadm.ListedOffsets
+		var err error
+		if r.src.readCommitted {
+			lo, err = r.adm.ListCommittedOffsets(actx, topics...) // the last stable offsets
+		} else {
+			lo, err = r.adm.ListEndOffsets(actx, topics...)
+		}
+		return listed("latest", lo, err)
+	}
+	// committed returns the group's offsets of the partitions that have one.
+	committed := func() (map[TopicPartition]int64, error) {
+		out := map[TopicPartition]int64{}
+		if c.groupID == "" {
+			return out, nil
+		}
+		resp, err := r.adm.FetchOffsetsForTopics(actx, c.groupID, topics...)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return out, nil // a group that never committed
+		}
+		if err != nil {
+			return nil, wrap("committed", err)
+		}
+		for _, tp := range tps {
+			if o, ok := resp.Lookup(tp.Topic, tp.Partition); ok && o.Err == nil && o.At >= 0 {
+				out[tp] = o.At
+			}
+		}
+		return out, nil
+	}
+	// fill completes offsets of partitions without one with fallback.
+	fill := func(out map[TopicPartition]int64, fallback func() (map[TopicPartition]int64, error)) (map[TopicPartition]int64, error) {
+		if len(out) == len(tps) {
+			return out, nil
+		}
+		fb, err := fallback()
+		if err != nil {
+			return nil, err
+		}
+		for _, tp := range tps {
+			if _, ok := out[tp]; !ok {
+				out[tp] = fb[tp]
+			}
+		}
+		return out, nil
+	}
+
+	switch spec.mode {
+	case StartEarliest:
+		return earliest()
+	case StartLatest:
+		return latest()
+	case StartTimestamp:
+		lo, err := r.adm.ListOffsetsAfterMilli(actx, spec.timestamp, topics...)
+		return listed("timestamp", lo, err)
+	case StartSpecificOffsets:
+		out := map[TopicPartition]int64{}
+		for _, tp := range tps {
+			if o, ok := spec.specific[tp.Partition]; ok && tp.Topic == c.topics[0] {
+				out[tp] = o
+			}
+		}
+		if len(out) == len(tps) {
+			return out, nil
+		}
+		// As Flink: partitions not listed use the group's committed
+		// offset, else the earliest.
+		com, err := committed()
+		if err != nil {
+			return nil, err
+		}
+		for tp, o := range com {
+			if _, ok := out[tp]; !ok {
+				out[tp] = o
+			}
+		}
+		return fill(out, earliest)
+	case StartGroupOffsets:
+		out, err := committed()
+		if err != nil {
+			return nil, err
+		}
+		reset := r.src.autoReset
+		if stop {
+			reset = "none"
+		}
+		switch reset {
+		case "earliest":
+			return fill(out, earliest)
+		case "latest":
+			return fill(out, latest)
+		}
+		for _, tp := range tps {
+			if _, ok := out[tp]; !ok {
+				return nil, fmt.Errorf("kafka table %s: partition %s has no committed offset for group '%s' and 'properties.auto.offset.reset' is 'none'; set it to 'earliest' or 'latest', or choose another '%s'",
+					c.name, tp, c.groupID, map[bool]string{false: OptStartupMode, true: OptBoundedMode}[stop])
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("kafka table %s: unknown offsets mode '%s'", c.name, spec.mode)
+}
+
+// maybeDiscover looks for new partitions when the discovery interval passed.
+func (r *Reader) maybeDiscover(ctx context.Context) error {
+	if r.src.discovery <= 0 || time.Now().Before(r.nextDiscovery) {
+		return nil
+	}
+	tps, err := r.listPartitions(ctx, false)
+	if err == nil {
+		err = r.addSplits(ctx, tps, offsetsSpec{mode: StartEarliest})
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted by the runtime's deadline: try again on the next Read
+		}
+		return err
+	}
+	r.nextDiscovery = time.Now().Add(r.src.discovery)
+	return nil
+}
+
+// Read implements exec.SourceReader. Fetched records are buffered per
+// partition and handed out one partition per call, round robin.
+func (r *Reader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, error) {
+	for {
+		if err := r.maybeDiscover(ctx); err != nil {
+			return exec.ReadResult{Split: -1}, err
+		}
+		if res, ok, err := r.drain(b); ok || err != nil {
+			return res, err
+		}
+		if r.src.Bounded() && r.allDone() {
+			return exec.ReadResult{Split: -1, End: true}, nil
+		}
+		if ctx.Err() != nil {
+			return exec.ReadResult{Split: -1}, nil
+		}
+		if err := r.poll(ctx); err != nil {
+			return exec.ReadResult{Split: -1}, err
+		}
+	}
+}
+
+func (r *Reader) allDone() bool {
+	for _, s := range r.splits {
+		if !s.reported {
+			return false
+		}
+	}
+	return true
+}
+
+// poll waits for fetched records and buffers them per partition.
+func (r *Reader) poll(ctx context.Context) error {
+	c := r.src.cfg
+	fetches := r.cl.PollFetches(ctx)
+	if fetches.IsClientClosed() {
+		return fmt.Errorf("kafka table %s: the Kafka client was closed", c.name)
+	}
+	for _, fe := range fetches.Errors() {
+		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
+			continue
+		}
+		return fmt.Errorf("kafka table %s: fetching topic '%s' partition %d from the Kafka cluster at %s: %w",
+			c.name, fe.Topic, fe.Partition, c.serversText(), fe.Err)
+	}
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		i, ok := r.index[TopicPartition{p.Topic, p.Partition}]
+		if !ok {
+			return
+		}
+		s := r.splits[i]
+		if s.done {
+			return
+		}
+		if s.pos >= len(s.recs) {
+			s.recs, s.pos = p.Records, 0
+		} else {
+			s.recs = append(s.recs, p.Records...)
+		}
+	})
+	return nil
+}
+
+// drain hands out buffered rows of one split; ok is false when no split had
+// anything to say.
+func (r *Reader) drain(b *types.Batch) (exec.ReadResult, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.splits)
+	for _, s := range r.splits {
+		if s.done && !s.reported {
+			s.reported = true
+			return exec.ReadResult{Split: r.index[s.tp], SplitDone: true}, true, nil
+		}
+	}
+	limit := b.Cap() - b.Len()
+	if limit <= 0 {
+		limit = 1
+	}
+	for k := 0; k < n; k++ {
+		i := (r.rr + k) % n
+		s := r.splits[i]
+		if s.done || s.pos >= len(s.recs) {
+			continue
+		}
+		start := b.Len()
+		err := r.decodeSplit(s, b, limit)
+		if s.pos >= len(s.recs) {
+			clear(s.recs) // let the records go
+			s.recs, s.pos = s.recs[:0], 0
+		}
+		if err != nil {
+			return exec.ReadResult{Split: i}, true, err
+		}
+		if s.done {
+			s.reported = true
+			r.finishSplit(s)
+		}
+		if b.Len() > start || s.done {
+			r.rr = (i + 1) % n
+			return exec.ReadResult{Split: i, SplitDone: s.done}, true, nil
+		}
+	}
+	return exec.ReadResult{Split: -1}, false, nil
+}
+
+// finishSplit stops fetching a partition that reached its stop offset.
+func (r *Reader) finishSplit(s *split) {
+	clear(s.recs)
+	s.recs, s.pos = nil, 0
+	r.cl.RemoveConsumePartitions(map[string][]int32{s.tp.Topic: {s.tp.Partition}})
+}
+
+// decodeSplit appends up to limit rows of s's buffered records to b.
+func (r *Reader) decodeSplit(s *split, b *types.Batch, limit int) error {
+	rows := 0
+	for s.pos < len(s.recs) && rows < limit {
+		rec := s.recs[s.pos]
+		if s.stop >= 0 && rec.Offset >= s.stop {
+			s.done = true
+			return nil
+		}
+		s.pos++
+		if rec.Offset < s.next {
+			continue
+		}
+		s.next = rec.Offset + 1
+		if rec.Attrs.IsControl() {
+			continue // transaction markers only move the position
+		}
+		added, err := r.decodeRecord(s, rec, b)
+		if err != nil {
+			return err
+		}
+		if added {
+			rows++
+		}
+	}
+	if s.stop >= 0 && s.next >= s.stop {
+		s.done = true
+	}
+	return nil
+}
+
+// decodeRecord appends the row of one record; added is false when the
+// record yields no row.
+func (r *Reader) decodeRecord(s *split, rec *kgo.Record, b *types.Batch) (bool, error) {
+	c := r.src.cfg
+	tombstone := c.upsert && rec.Value == nil
+	kind := types.Insert // the value format's kind, as Flink's deserializer keeps it
+	if tombstone {
+		kind = types.Delete
+	}
+	row := b.Append(kind)
+	drop := func(what string, data []byte, err error) (bool, error) {
+		b.Truncate(b.Len() - 1)
+		if errors.Is(err, formats.ErrSkipRecord) {
+			r.src.skipped.Add(1)
+			return false, nil
+		}
+		return false, fmt.Errorf("kafka table %s: failed to deserialize the %s of the record at topic '%s', partition %d, offset %d: %w\nRecord %s: %s",
+			c.name, what, rec.Topic, rec.Partition, rec.Offset, err, what, recordPrefix(data))
+	}
+	if r.keyDec != nil {
+		clear(r.keyRow)
+		if err := r.keyDec.Decode(rec.Key, r.keyRow); err != nil {
+			return drop("key", rec.Key, err)
+		}
+		for i, pos := range c.keyIdx {
+			row[pos] = r.keyRow[i]
+		}
+	}
+	if !tombstone {
+		if r.valueDirect {
+			if err := r.valueDec.Decode(rec.Value, row[:r.nphys]); err != nil {
+				return drop("value", rec.Value, err)
+			}
+		} else {
+			clear(r.valueRow)
+			if err := r.valueDec.Decode(rec.Value, r.valueRow); err != nil {
+				return drop("value", rec.Value, err)
+			}
+			for i, pos := range c.valueIdx {
+				row[pos] = r.valueRow[i]
+			}
+		}
+	}
+	for j, key := range r.src.metaKeys {
+		row[r.nphys+j] = metadataValue(key, s, rec)
+	}
+	return true, nil
+}
+
+func metadataValue(key string, s *split, rec *kgo.Record) types.Value {
+	switch key {
+	case MetaTopic:
+		return s.topicVal
+	case MetaPartition:
+		return types.Int(int64(rec.Partition))
+	case MetaOffset:
+		return types.Int(rec.Offset)
+	case MetaTimestamp:
+		return types.Timestamp(rec.Timestamp.UnixMilli(), 0)
+	case MetaTimestampType:
+		switch rec.Attrs.TimestampType() {
+		case 0:
+			return types.String("CreateTime")
+		case 1:
+			return types.String("LogAppendTime")
+		}
+		return types.String("NoTimestampType")
+	case MetaLeaderEpoch:
+		if rec.LeaderEpoch < 0 {
+			return types.Value{}
+		}
+		return types.Int(int64(rec.LeaderEpoch))
+	case MetaHeaders:
+		keys := make([]types.Value, len(rec.Headers))
+		values := make([]types.Value, len(rec.Headers))
+		for i, h := range rec.Headers {
+			keys[i] = types.String(h.Key)
+			if h.Value != nil {
+				values[i] = types.Bytes(h.Value)
+			}
+		}
+		return types.MapOf(keys, values)
+	}
+	return types.Value{}
+}

@@ -1,0 +1,143 @@
+package groupagg
+
+import (
+	"testing"
+	"time"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+type discard struct{ rows int }
+
+func (d *discard) Push(b *types.Batch) error { d.rows += b.Len(); return nil }
+func (d *discard) PushWatermark(int64) error { return nil }
+
+// sumInput fills b with rows (key BIGINT, amount BIGINT) whose keys are
+// spread over the given number of keys, continuing from row n.
+func sumInput(b *types.Batch, keys int64, n int64) int64 {
+	for _, row := range b.Rows {
+		row[0] = types.Int((n * 7919) % keys)
+		row[1] = types.Int(n % 13)
+		n++
+	}
+	return n
+}
+
+func newBatch(width, rows int, kind types.RowKind) *types.Batch {
+	b := types.NewBatch(width, rows)
+	for range rows {
+		b.Append(kind)
+	}
+	return b
+}
+
+// TestSteadyStateAllocations checks that rows of existing keys are processed
+// without allocating.
+func TestSteadyStateAllocations(t *testing.T) {
+	const keys = 1000
+	batch := newBatch(2, 1024, types.Insert)
+	sumInput(batch, keys, 0)
+	retract := newBatch(2, 1024, types.Delete)
+	sumInput(retract, keys, 0)
+	ops := map[string]func() (exec.Operator, error){
+		"group aggregate": func() (exec.Operator, error) {
+			return NewGroupAggregate(GroupAggSpec{KeyCols: []int{0}, Aggs: handle(t, true, call("COUNT"), call("SUM", 1)), GenerateUpdateBefore: true})
+		},
+		"group aggregate with mini-batch and TTL": func() (exec.Operator, error) {
+			return NewGroupAggregate(GroupAggSpec{
+				KeyCols: []int{0}, Aggs: handle(t, true, call("COUNT"), call("SUM", 1)), GenerateUpdateBefore: true,
+				StateTTL: time.Hour, MiniBatch: MiniBatch{Enabled: true, AllowLatency: time.Second, Size: 500},
+			})
+		},
+		"distinct": func() (exec.Operator, error) {
+			return NewGroupAggregate(GroupAggSpec{KeyCols: []int{0}})
+		},
+		"changelog normalize": func() (exec.Operator, error) {
+			return NewChangelogNormalize(NormalizeSpec{KeyCols: []int{0}, GenerateUpdateBefore: true})
+		},
+		"sink upsert materializer": func() (exec.Operator, error) {
+			return NewSinkUpsertMaterializer(MaterializerSpec{KeyCols: []int{0}})
+		},
+	}
+	for name, build := range ops {
+		t.Run(name, func(t *testing.T) {
+			op := must(t)(build())
+			rt := &fakeRuntime{now: 1}
+			open(t, op, rt)
+			out := &discard{}
+			run := func() {
+				// Insert every row twice, then retract both: keys come and go, which
+				// the state must absorb by reusing its memory.
+				if err := op.ProcessBatch(0, batch, out); err != nil {
+					t.Fatal(err)
+				}
+				if err := op.ProcessBatch(0, batch, out); err != nil {
+					t.Fatal(err)
+				}
+				if err := op.ProcessBatch(0, retract, out); err != nil {
+					t.Fatal(err)
+				}
+				if err := op.ProcessBatch(0, retract, out); err != nil {
+					t.Fatal(err)
+				}
+				if err := op.ProcessWatermark(5, out); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run()
+			run()
+			if a := testing.AllocsPerRun(20, run); a > 0 {
+				t.Errorf("%v allocations per run of 4096 rows, want 0", a)
+			}
+		})
+	}
+}
+
+// BenchmarkGroupAggregateSum is an unwindowed SUM per key over 100 000 keys
+// of insert-only input, with mini-batch off and on; every key already has
+// state (steady state).
+func BenchmarkGroupAggregateSum(b *testing.B) {
+	for _, mb := range []struct {
+		name string
+		mb   MiniBatch
+	}{
+		{"minibatch=off", MiniBatch{}},
+		{"minibatch=on", MiniBatch{Enabled: true, AllowLatency: 2 * time.Second, Size: 5000}},
+	} {
+		b.Run(mb.name, func(b *testing.B) {
+			const keys, batchSize = 100_000, 1024
+			op, err := NewGroupAggregate(GroupAggSpec{
+				KeyCols: []int{0}, Aggs: handle(b, false, call("SUM", 1)), GenerateUpdateBefore: true, MiniBatch: mb.mb,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := op.Open((&fakeRuntime{now: 1}).ctx()); err != nil {
+				b.Fatal(err)
+			}
+			batch := newBatch(2, batchSize, types.Insert)
+			out := &discard{}
+			var n int64
+			for n < 2*keys {
+				n = sumInput(batch, keys, n)
+				if err := op.ProcessBatch(0, batch, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				n = sumInput(batch, keys, n)
+				if err := op.ProcessBatch(0, batch, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := op.Finish(out); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)*batchSize/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}

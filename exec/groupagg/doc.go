@@ -1,0 +1,15 @@
+// Package groupagg owns the operators of unwindowed, updating aggregation and
+// of changelog conversion: the group aggregate (with mini-batch folding and
+// state TTL), ChangelogNormalize (upsert stream → full changelog), the sink
+// upsert materializer, and DropUpdateBefore.
+//
+// The operators follow the changelog semantics of Flink's runtime operators of
+// the same purpose (GroupAggFunction, MiniBatchGroupAggFunction,
+// ProcTimeDeduplicateKeepLastRowFunction on changelog input,
+// SinkUpsertMaterializer, DropUpdateBeforeFunction), so that a query gives the
+// same sequence of +I/-U/+U/-D rows as on Flink.
+//
+// Per-key state sits behind the narrow valueState and listState interfaces;
+// the heap implementations here keep everything in flat arrays indexed by a
+// key table, so processing rows of existing keys allocates nothing.
+package groupagg

@@ -1,0 +1,54 @@
+package groupagg
+
+import (
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// dropUpdateBefore removes -U rows from a changelog.
+type dropUpdateBefore struct {
+	emit emitter
+}
+
+// NewDropUpdateBefore returns the operator Flink places where a retract
+// stream feeds a consumer that only needs upserts (Flink's DropUpdateBefore):
+// -U rows are dropped, everything else passes unchanged.
+func NewDropUpdateBefore() exec.Operator { return &dropUpdateBefore{} }
+
+func (d *dropUpdateBefore) Open(*exec.OperatorContext) error { return nil }
+
+func (d *dropUpdateBefore) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
+	first := -1
+	for i, k := range b.Kinds {
+		if k == types.UpdateBefore {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		if b.Len() == 0 {
+			return nil
+		}
+		return out.Push(b)
+	}
+	if d.emit.b == nil || d.emit.b.Width() != b.Width() {
+		d.emit.b = types.NewBatch(b.Width(), max(b.Cap(), 1))
+	}
+	for i, r := range b.Rows {
+		if b.Kinds[i] == types.UpdateBefore {
+			continue
+		}
+		if err := d.emit.copyRow(b.Kinds[i], r, out); err != nil {
+			return err
+		}
+	}
+	return d.emit.flush(out)
+}
+
+func (d *dropUpdateBefore) ProcessWatermark(wm int64, out exec.Output) error {
+	return out.PushWatermark(wm)
+}
+
+func (d *dropUpdateBefore) Finish(exec.Output) error { return nil }
+
+func (d *dropUpdateBefore) Close() error { return nil }

@@ -1,0 +1,165 @@
+package groupagg
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/expr/agg"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// collector records what an operator emits, rows as "+I(a, 1)" and
+// watermarks as "WM(5)".
+type collector struct {
+	events []string
+}
+
+func (c *collector) Push(b *types.Batch) error {
+	for i, r := range b.Rows {
+		c.events = append(c.events, b.Kinds[i].String()+"("+format(r)+")")
+	}
+	return nil
+}
+
+func (c *collector) PushWatermark(wm int64) error {
+	c.events = append(c.events, fmt.Sprintf("WM(%d)", wm))
+	return nil
+}
+
+func (c *collector) take() []string {
+	e := c.events
+	c.events = nil
+	return e
+}
+
+// pipe feeds what it receives into the next operator.
+type pipe struct {
+	op  exec.Operator
+	out exec.Output
+}
+
+func (p pipe) Push(b *types.Batch) error    { return p.op.ProcessBatch(0, b, p.out) }
+func (p pipe) PushWatermark(wm int64) error { return p.op.ProcessWatermark(wm, p.out) }
+
+func format(r types.Row) string {
+	parts := make([]string, len(r))
+	for i, v := range r {
+		switch v.K {
+		case types.KindNull:
+			parts[i] = "NULL"
+		case types.KindInt:
+			parts[i] = fmt.Sprint(v.N)
+		case types.KindString:
+			parts[i] = v.S
+		default:
+			parts[i] = fmt.Sprintf("%v", v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fakeRuntime is an OperatorContext with a settable clock that records the
+// timers registered.
+type fakeRuntime struct {
+	now    int64
+	timers []int64
+}
+
+func (f *fakeRuntime) ctx() *exec.OperatorContext {
+	return &exec.OperatorContext{
+		Name:                    "test",
+		Parallelism:             1,
+		MaxParallelism:          128,
+		Now:                     func() int64 { return f.now },
+		RegisterProcessingTimer: func(t int64) { f.timers = append(f.timers, t) },
+		Metrics:                 &exec.OperatorMetrics{},
+	}
+}
+
+// rec is one input row written as its kind and values: strings become
+// VARCHAR, ints BIGINT, nil NULL.
+type rec struct {
+	kind types.RowKind
+	vals []any
+}
+
+func ins(v ...any) rec { return rec{types.Insert, v} }
+func ub(v ...any) rec  { return rec{types.UpdateBefore, v} }
+func ua(v ...any) rec  { return rec{types.UpdateAfter, v} }
+func del(v ...any) rec { return rec{types.Delete, v} }
+
+func value(x any) types.Value {
+	switch x := x.(type) {
+	case nil:
+		return types.NullValue
+	case string:
+		return types.String(x)
+	case int:
+		return types.Int(int64(x))
+	}
+	panic(fmt.Sprintf("unsupported test value %T", x))
+}
+
+func batchOf(width int, recs ...rec) *types.Batch {
+	b := types.NewBatch(width, 4)
+	for _, r := range recs {
+		row := b.Append(r.kind)
+		for i, x := range r.vals {
+			row[i] = value(x)
+		}
+	}
+	return b
+}
+
+// must fails the test when building an operator failed.
+func must(t *testing.T) func(exec.Operator, error) exec.Operator {
+	return func(op exec.Operator, err error) exec.Operator {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+}
+
+func open(t *testing.T, op exec.Operator, rt *fakeRuntime) {
+	t.Helper()
+	if err := op.Open(rt.ctx()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// feed processes the rows in one batch of the given width.
+func feed(t *testing.T, op exec.Operator, out exec.Output, width int, recs ...rec) {
+	t.Helper()
+	if err := op.ProcessBatch(0, batchOf(width, recs...), out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func expect(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\ngot:\n  %s\nwant:\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// call builds an aggregate call over BIGINT columns (none: COUNT(*)).
+func call(name string, cols ...int) agg.Call {
+	c := agg.Call{Name: name, ArgCols: cols, FilterCol: -1}
+	for range cols {
+		c.ArgTypes = append(c.ArgTypes, types.BigIntType)
+	}
+	return c
+}
+
+func handle(t testing.TB, retract bool, calls ...agg.Call) *agg.Handle {
+	t.Helper()
+	h, err := agg.NewHandle(calls, agg.Options{NeedsRetraction: retract})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

@@ -1,0 +1,117 @@
+package rank
+
+import (
+	"testing"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+type discard struct{ rows int }
+
+func (d *discard) Push(b *types.Batch) error { d.rows += b.Len(); return nil }
+func (d *discard) PushWatermark(int64) error { return nil }
+
+// benchBatches returns batches of (partition, price, payload) rows with
+// pseudo-random prices over the given number of partitions.
+func benchBatches(n, partitions int) []*types.Batch {
+	var batches []*types.Batch
+	x := uint64(88172645463325252)
+	for len(batches)*types.DefaultBatchSize < n {
+		b := types.NewBatch(3, types.DefaultBatchSize)
+		for !b.Full() {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			r := b.Append(types.Insert)
+			r[0] = types.Int(int64(x % uint64(partitions)))
+			r[1] = types.Int(int64(x>>20) % 1_000_000)
+			r[2] = types.String("payload")
+		}
+		batches = append(batches, b)
+	}
+	return batches
+}
+
+func benchmarkTopN(b *testing.B, spec RankSpec) {
+	batches := benchBatches(1<<20, 1000)
+	op, err := NewRank(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := op.Open(&exec.OperatorContext{}); err != nil {
+		b.Fatal(err)
+	}
+	out := &discard{}
+	// Warm up so partitions hold their top rows and the steady state is
+	// measured.
+	for _, bt := range batches {
+		if err := op.ProcessBatch(0, bt, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	rows := 0
+	for i := 0; i < b.N; i++ {
+		bt := batches[i%len(batches)]
+		if err := op.ProcessBatch(0, bt, out); err != nil {
+			b.Fatal(err)
+		}
+		rows += bt.Len()
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(types.DefaultBatchSize), "rows/op")
+}
+
+// BenchmarkAppendOnlyTop10: ROW_NUMBER() OVER (PARTITION BY p ORDER BY price
+// DESC) <= 10 over 1 000 partitions, one op = one batch of 1 024 rows.
+func BenchmarkAppendOnlyTop10(b *testing.B) {
+	benchmarkTopN(b, RankSpec{PartitionCols: []int{0}, SortKeys: []exec.SortKey{{Col: 1, Desc: true}}, RankStart: 1, RankEnd: 10})
+}
+
+func BenchmarkAppendOnlyTop10RankNumber(b *testing.B) {
+	benchmarkTopN(b, RankSpec{PartitionCols: []int{0}, SortKeys: []exec.SortKey{{Col: 1, Desc: true}}, RankStart: 1, RankEnd: 10, OutputRankNumber: true, GenerateUpdateBefore: true})
+}
+
+// BenchmarkAppendOnlyTop10Filling measures a fresh operator, where most rows
+// still enter the top 10 and emit changes.
+func BenchmarkAppendOnlyTop10Filling(b *testing.B) {
+	batches := benchBatches(1<<14, 1000)
+	spec := RankSpec{PartitionCols: []int{0}, SortKeys: []exec.SortKey{{Col: 1, Desc: true}}, RankStart: 1, RankEnd: 10, OutputRankNumber: true, GenerateUpdateBefore: true}
+	out := &discard{}
+	b.ReportAllocs()
+	rows := 0
+	for i := 0; i < b.N; i++ {
+		op, _ := NewRank(spec)
+		_ = op.Open(&exec.OperatorContext{})
+		for _, bt := range batches {
+			if err := op.ProcessBatch(0, bt, out); err != nil {
+				b.Fatal(err)
+			}
+			rows += bt.Len()
+		}
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func BenchmarkDeduplicateKeepLast(b *testing.B) {
+	batches := benchBatches(1<<20, 100_000)
+	op, _ := NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: -1, KeepLast: true, GenerateUpdateBefore: true})
+	_ = op.Open(&exec.OperatorContext{})
+	out := &discard{}
+	for _, bt := range batches {
+		_ = op.ProcessBatch(0, bt, out)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	rows := 0
+	for i := 0; i < b.N; i++ {
+		bt := batches[i%len(batches)]
+		if err := op.ProcessBatch(0, bt, out); err != nil {
+			b.Fatal(err)
+		}
+		rows += bt.Len()
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+}

@@ -1,0 +1,174 @@
+// Package rank owns the deduplication and Top-N operators of the runtime,
+// unwindowed and over windows: ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)
+// filtered to rn = 1 (deduplication, keep first or keep last row on
+// processing or event time) or to a rank range (Top-N over insert-only or
+// updating input), and the window variants that rank the rows of each window
+// of a window TVF or window aggregate once, when the window fires.
+//
+// State lives behind small internal interfaces (dedupStore, rankStore) so a
+// persistent backend can replace the heap implementations; the operators
+// decide what to emit, the stores only keep rows per key.
+package rank
+
+import (
+	"fmt"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// emitter batches an operator's output rows into one reused batch, pushed
+// when full and by flush.
+type emitter struct {
+	out      exec.Output
+	b        *types.Batch
+	inWidth  int
+	withRank bool // append the rank number as the last column
+}
+
+// init prepares the output batch for input rows of width w; it returns an
+// error when a later batch has a different width.
+func (e *emitter) init(w int) error {
+	if e.b == nil {
+		e.inWidth = w
+		ow := w
+		if e.withRank {
+			ow++
+		}
+		e.b = types.NewBatch(ow, types.DefaultBatchSize)
+		return nil
+	}
+	if w != e.inWidth {
+		return fmt.Errorf("input rows of width %d after rows of width %d", w, e.inWidth)
+	}
+	return nil
+}
+
+// checkColumns reports a column that is not in rows of width w.
+func checkColumns(w int, cols []int, keys []exec.SortKey) error {
+	for _, c := range cols {
+		if c >= w {
+			return fmt.Errorf("column %d out of range for rows of width %d", c, w)
+		}
+	}
+	for _, k := range keys {
+		if k.Col >= w {
+			return fmt.Errorf("sort column %d out of range for rows of width %d", k.Col, w)
+		}
+	}
+	return nil
+}
+
+// emit appends row with the given kind (and rank number rn when the output
+// carries one).
+func (e *emitter) emit(kind types.RowKind, row types.Row, rn int64) error {
+	if e.b.Full() {
+		if err := e.out.Push(e.b); err != nil {
+			return err
+		}
+		e.b.Reset()
+	}
+	dst := e.b.Append(kind)
+	copy(dst, row)
+	if e.withRank {
+		dst[e.inWidth] = types.Int(rn)
+	}
+	return nil
+}
+
+// flush pushes what is buffered.
+func (e *emitter) flush() error {
+	if e.b == nil || e.b.Len() == 0 {
+		return nil
+	}
+	err := e.out.Push(e.b)
+	e.b.Reset()
+	return err
+}
+
+// compareRows orders two rows by the sort keys. NULL placement follows
+// NullsFirst and does not flip with DESC, as in exec.NewSort.
+func compareRows(keys []exec.SortKey, a, b types.Row) int {
+	for _, k := range keys {
+		va, vb := a[k.Col], b[k.Col]
+		an, bn := va.IsNull(), vb.IsNull()
+		switch {
+		case an && bn:
+			continue
+		case an || bn:
+			if an == k.NullsFirst {
+				return -1
+			}
+			return 1
+		}
+		c := types.Compare(va, vb)
+		if k.Desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func metricsOf(ctx *exec.OperatorContext) *exec.OperatorMetrics {
+	if ctx != nil && ctx.Metrics != nil {
+		return ctx.Metrics
+	}
+	return &exec.OperatorMetrics{}
+}
+
+// ttlTimer implements state time-to-live the way Flink's table runtime
+// configures it: processing time, refreshed when a key's state is written
+// (OnCreateAndWrite), expired state never returned. Expired keys are
+// forgotten lazily when touched and, so that idle keys do not pile up, by a
+// sweep on a processing-time timer set for the moment the oldest key
+// expires.
+type ttlTimer struct {
+	ttl       int64 // ms; 0 disables TTL
+	ctx       *exec.OperatorContext
+	nextSweep int64 // the registered sweep timer; 0 when none
+}
+
+func (t *ttlTimer) open(ctx *exec.OperatorContext, what string) error {
+	t.ctx = ctx
+	if t.ttl > 0 && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
+		return fmt.Errorf("%s: state TTL needs a clock and processing timers", what)
+	}
+	return nil
+}
+
+func (t *ttlTimer) enabled() bool { return t.ttl > 0 }
+
+// now returns the processing time, or 0 when TTL is off (nothing reads it).
+func (t *ttlTimer) now() int64 {
+	if t.ttl <= 0 {
+		return 0
+	}
+	return t.ctx.Now()
+}
+
+// expired reports whether state last written at written is gone at now.
+func (t *ttlTimer) expired(written, now int64) bool {
+	return t.ttl > 0 && written+t.ttl <= now
+}
+
+// schedule makes sure a sweep runs when state last written at oldest
+// expires.
+func (t *ttlTimer) schedule(oldest int64) {
+	if t.ttl <= 0 || t.nextSweep != 0 {
+		return
+	}
+	t.nextSweep = oldest + t.ttl
+	t.ctx.RegisterProcessingTimer(t.nextSweep)
+}
+
+// due reports whether a timer at ts is the sweep, and clears it if so.
+func (t *ttlTimer) due(ts int64) bool {
+	if t.nextSweep == 0 || ts < t.nextSweep {
+		return false
+	}
+	t.nextSweep = 0
+	return true
+}
