@@ -10,6 +10,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -50,6 +51,13 @@ CREATE TABLE sink (a BIGINT, b BIGINT, c BIGINT) WITH ('connector' = 'blackhole'
 
 func runPipeline(b *testing.B, insert string, extra ...string) {
 	b.Helper()
+	runPipelineWith(b, source(b.N), insert, extra...)
+}
+
+// runPipelineWith creates the tables of ddl (a format string taking the row
+// count), then times the INSERT.
+func runPipelineWith(b *testing.B, ddl, insert string, extra ...string) {
+	b.Helper()
 	b.StopTimer()
 	ctx := context.Background()
 	conf := map[string]string{"parallelism.default": "1", "table.local-time-zone": "UTC"}
@@ -61,7 +69,10 @@ func runPipeline(b *testing.B, insert string, extra ...string) {
 		b.Fatal(err)
 	}
 	defer sess.Close()
-	if _, err := sess.Execute(ctx, source(b.N)); err != nil {
+	if strings.Contains(ddl, "%d") {
+		ddl = fmt.Sprintf(ddl, b.N)
+	}
+	if _, err := sess.Execute(ctx, ddl); err != nil {
 		b.Fatal(err)
 	}
 	cpu0, wall0 := cpuTime(), time.Now()
@@ -95,3 +106,32 @@ SELECT CAST(k AS BIGINT), COUNT(*), 0
 FROM TABLE(HOP(TABLE src, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND))
 GROUP BY window_start, window_end, k;`)
 }
+
+// Issue 3: datagen → unwindowed SUM per key over 100 000 keys → blackhole,
+// hashmap state, with mini-batch off and on.
+func groupSum(b *testing.B, miniBatch bool) {
+	extra := []string{}
+	if miniBatch {
+		extra = []string{
+			"table.exec.mini-batch.enabled", "true",
+			"table.exec.mini-batch.allow-latency", "1 s",
+			"table.exec.mini-batch.size", "10000",
+		}
+	}
+	runPipelineWith(b, `
+CREATE TABLE src2 (
+  k  INT,
+  v  INT
+) WITH (
+  'connector' = 'datagen',
+  'rows-per-second' = '1000000000',
+  'number-of-rows' = '%d',
+  'fields.k.min' = '0', 'fields.k.max' = '99999',
+  'fields.v.min' = '0', 'fields.v.max' = '1000'
+);
+CREATE TABLE sink2 (k INT, s INT) WITH ('connector' = 'blackhole');
+`, `INSERT INTO sink2 SELECT k, SUM(v) FROM src2 GROUP BY k;`, extra...)
+}
+
+func BenchmarkGroupSumMiniBatchOff(b *testing.B) { groupSum(b, false) }
+func BenchmarkGroupSumMiniBatchOn(b *testing.B)  { groupSum(b, true) }

@@ -17,7 +17,8 @@
 //     full-screen paged view; elsewhere it prints exactly as 'tableau' does.
 //   - 'table' materializes the result: +I and +U add a row, -U and -D remove
 //     one equal row. A retraction of a row that is not in the result is
-//     reported on the error writer and skipped. Rows keep the order in
+//     reported on the error writer (in a terminal, once the live view has
+//     closed) and skipped. Rows keep the order in
 //     which they were first inserted; a +U that directly follows a -U takes
 //     the retracted row's place (Flink's table view appends it at the end).
 //     Non-interactive runs print only the final table, in the static layout

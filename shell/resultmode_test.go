@@ -99,11 +99,12 @@ func TestTableModeRowOrder(t *testing.T) {
 		{nc(types.Insert, "a", 1), nc(types.Insert, "b", 1), nc(types.Insert, "c", 1), nc(types.UpdateBefore, "b", 1)},
 		{
 			nc(types.UpdateAfter, "b", 2), // b's place: [a1 b2 c1]
-			nc(types.Delete, "a", 1),      // [b2 c1]
-			nc(types.Insert, "a", 5),      // [b2 c1 a5]
-			nc(types.UpdateBefore, "c", 1),
-			nc(types.Insert, "e", 1),      // not a +U: [b2 a5 e1]
-			nc(types.UpdateAfter, "c", 2), // no -U right before: [b2 a5 e1 c2]
+			nc(types.Insert, "d", 1),      // [a1 b2 c1 d1]
+			nc(types.UpdateBefore, "d", 1),
+			nc(types.Insert, "e", 1),      // not a +U: [a1 b2 c1 e1]
+			nc(types.UpdateAfter, "d", 2), // no -U right before: [a1 b2 c1 e1 d2]
+			nc(types.Delete, "a", 1),      // [b2 c1 e1 d2]
+			nc(types.Insert, "a", 5),      // [b2 c1 e1 d2 a5]
 		},
 	}}
 	be := &fakeBackend{
@@ -119,11 +120,12 @@ func TestTableModeRowOrder(t *testing.T) {
 		"| k | v |",
 		"+---+---+",
 		"| b | 2 |",
-		"| a | 5 |",
+		"| c | 1 |",
 		"| e | 1 |",
-		"| c | 2 |",
+		"| d | 2 |",
+		"| a | 5 |",
 		"+---+---+",
-		"4 rows in set",
+		"5 rows in set",
 	)
 	if out.String() != want || errOut.Len() != 0 {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s", out.String(), errOut.String(), want)
@@ -496,6 +498,13 @@ func TestResultTable(t *testing.T) {
 		{"duplicates deleted", []session.Change{x(I, "x", 1), x(I, "x", 1), x(D, "x", 1), x(D, "x", 1), x(D, "x", 1)}, "", 1},
 		{"missing", []session.Change{x(I, "a", 1), x(D, "a", 2), x(UB, "b", 1), x(UA, "b", 2)}, "a=1 b=2", 2},
 		{"NULLs are equal", []session.Change{ch(I, types.NullValue, types.Int(1)), ch(D, types.NullValue, types.Int(1))}, "", 0},
+		// 1.0 and 1.00 are equal but hash differently: found by the fallback scan.
+		{"equal values with different hashes", []session.Change{
+			ch(I, types.String("p"), types.DecimalFromUnscaled(10, 1)),
+			ch(I, types.String("q"), types.Int(1)),
+			ch(UB, types.String("p"), types.DecimalFromUnscaled(100, 2)),
+			ch(UA, types.String("p"), types.Int(2)),
+		}, "p=2 q=1", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package groupagg
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -94,50 +95,57 @@ func TestSteadyStateAllocations(t *testing.T) {
 	}
 }
 
-// BenchmarkGroupAggregateSum is an unwindowed SUM per key over 100 000 keys
-// of insert-only input, with mini-batch off and on; every key already has
-// state (steady state).
+// BenchmarkGroupAggregateSum is an unwindowed SUM per key of insert-only
+// input over 100 000 keys (the benchmark) and over 1 000 keys (where
+// mini-batch folds about five rows per key), with mini-batch off and on;
+// every key already has state (steady state).
 func BenchmarkGroupAggregateSum(b *testing.B) {
-	for _, mb := range []struct {
-		name string
-		mb   MiniBatch
-	}{
-		{"minibatch=off", MiniBatch{}},
-		{"minibatch=on", MiniBatch{Enabled: true, AllowLatency: 2 * time.Second, Size: 5000}},
-	} {
-		b.Run(mb.name, func(b *testing.B) {
-			const keys, batchSize = 100_000, 1024
-			op, err := NewGroupAggregate(GroupAggSpec{
-				KeyCols: []int{0}, Aggs: handle(b, false, call("SUM", 1)), GenerateUpdateBefore: true, MiniBatch: mb.mb,
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := op.Open((&fakeRuntime{now: 1}).ctx()); err != nil {
-				b.Fatal(err)
-			}
-			batch := newBatch(2, batchSize, types.Insert)
-			out := &discard{}
-			var n int64
-			for n < 2*keys {
-				n = sumInput(batch, keys, n)
-				if err := op.ProcessBatch(0, batch, out); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				n = sumInput(batch, keys, n)
-				if err := op.ProcessBatch(0, batch, out); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := op.Finish(out); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)*batchSize/b.Elapsed().Seconds(), "rows/s")
-		})
+	for _, keys := range []int64{100_000, 1_000} {
+		for _, mb := range []struct {
+			name string
+			mb   MiniBatch
+		}{
+			{"minibatch=off", MiniBatch{}},
+			{"minibatch=on", MiniBatch{Enabled: true, AllowLatency: 2 * time.Second, Size: 5000}},
+		} {
+			benchSum(b, keys, mb.name, mb.mb)
+		}
 	}
+}
+
+func benchSum(b *testing.B, keys int64, name string, mb MiniBatch) {
+	b.Run(fmt.Sprintf("keys=%d/%s", keys, name), func(b *testing.B) {
+		const batchSize = 1024
+		op, err := NewGroupAggregate(GroupAggSpec{
+			KeyCols: []int{0}, Aggs: handle(b, false, call("SUM", 1)), GenerateUpdateBefore: true, MiniBatch: mb,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := op.Open((&fakeRuntime{now: 1}).ctx()); err != nil {
+			b.Fatal(err)
+		}
+		batch := newBatch(2, batchSize, types.Insert)
+		out := &discard{}
+		var n int64
+		for n < 2*keys {
+			n = sumInput(batch, keys, n)
+			if err := op.ProcessBatch(0, batch, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			n = sumInput(batch, keys, n)
+			if err := op.ProcessBatch(0, batch, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := op.Finish(out); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(b.N)*batchSize/b.Elapsed().Seconds(), "rows/s")
+	})
 }

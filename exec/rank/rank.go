@@ -172,3 +172,9 @@ func (t *ttlTimer) due(ts int64) bool {
 	t.nextSweep = 0
 	return true
 }
+
+var (
+	_ exec.ProcessingTimeHandler = (*dedup)(nil)
+	_ exec.ProcessingTimeHandler = (*topN)(nil)
+	_ exec.Operator              = (*windowRank)(nil)
+)

@@ -300,7 +300,7 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	}
 	in = pc.addSinkMaterializer(in, pk)
 	resolveChangelog(in, accepted.UpdateBefore)
-	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names()}
+	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names(), PrimaryKey: pk}
 	s.inputs, s.schema, s.mode = []Node{in}, target, in.Mode()
 	return s, nil
 }

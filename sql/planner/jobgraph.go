@@ -167,7 +167,8 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			return nil, err
 		}
 		spec := rank.WindowRankSpec{PartitionCols: x.PartitionCols, WindowStartCol: x.WindowStartCol, WindowEndCol: x.WindowEnd,
-			SortKeys: x.SortKeys, RankStart: x.RankStart, RankEnd: x.RankEnd, OutputRankNumber: x.OutputRankNumber}
+			SortKeys: x.SortKeys, RankStart: x.RankStart, RankEnd: x.RankEnd, OutputRankNumber: x.OutputRankNumber,
+			Deduplicate: x.Deduplicate, Loc: x.Loc}
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return rank.NewWindowRank(spec) }), nil
 	case *WindowTVFNode:
 		v, err := gb.build(x.inputs[0])
@@ -214,17 +215,29 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		if err != nil {
 			return nil, err
 		}
-		par := x.Sink.Parallelism(gb.p.cfg.Parallelism)
+		// As in Flink, a sink without a configured parallelism runs with its
+		// input's, so it chains and per-key order is kept.
+		par := x.Sink.Parallelism(v.Parallelism)
 		if par <= 0 {
-			par = gb.p.cfg.Parallelism
+			par = v.Parallelism
 		}
 		if par != v.Parallelism {
-			kind := exec.Rebalance
+			part := exec.Partitioner{Kind: exec.Rebalance}
 			if par == 1 {
-				kind = exec.Global
+				part.Kind = exec.Global
+			}
+			if updating(x.mode) && par > 1 {
+				// Changes of one key must reach one subtask in order; gathering
+				// into a single subtask keeps each channel's order already.
+				if len(x.PrimaryKey) == 0 {
+					return nil, fmt.Errorf("The sink for table '%s' has a configured parallelism of %d, while the input parallelism is %d. "+
+						"Since the configured parallelism is different from the input's parallelism and the changelog mode is not insert-only, a primary key is required but could not be found.",
+						x.Name, par, v.Parallelism)
+				}
+				part = exec.Partitioner{Kind: exec.Hash, KeyCols: x.PrimaryKey}
 			}
 			nv := gb.newVertex("", par)
-			nv.Inputs = []exec.Input{{From: v.ID, Partitioner: exec.Partitioner{Kind: kind}}}
+			nv.Inputs = []exec.Input{{From: v.ID, Partitioner: part}}
 			v = nv
 		}
 		sink := x.Sink

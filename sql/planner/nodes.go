@@ -243,9 +243,10 @@ func (n *LimitNode) Describe() string {
 // SinkNode writes its input into a table (or, for a SELECT, back to the client).
 type SinkNode struct {
 	base
-	Name   string // table identifier, or "collect" for query results
-	Sink   connectors.Sink
-	Fields []string
+	Name       string // table identifier, or "collect" for query results
+	Sink       connectors.Sink
+	Fields     []string
+	PrimaryKey []int // the table's primary key, positions in Fields
 }
 
 func (n *SinkNode) Describe() string {

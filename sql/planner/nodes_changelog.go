@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/flinksql/flinksql/exec"
 )
@@ -97,10 +98,20 @@ type WindowRankNode struct {
 	SortKeys                  []exec.SortKey
 	RankStart, RankEnd        int64
 	OutputRankNumber          bool
+	// Deduplicate: ROW_NUMBER() = 1 ordered by a time attribute (Flink's
+	// WindowDeduplicate, which keeps the later of two equal rowtimes).
+	Deduplicate bool
+	// Loc is the session zone when the window is over TIMESTAMP_LTZ.
+	Loc *time.Location
 }
 
 func (n *WindowRankNode) Describe() string {
 	in := n.inputs[0].Schema()
+	if n.Deduplicate {
+		return fmt.Sprintf("WindowDeduplicate(window=[win_start=[%s], win_end=[%s]], keep=[%s], partitionKeys=[%s], orderKey=[%s])",
+			in[n.WindowStartCol].Name, in[n.WindowEnd].Name, map[bool]string{true: "LastRow", false: "FirstRow"}[n.SortKeys[0].Desc],
+			colNames(in, n.PartitionCols), in[n.SortKeys[0].Col].Name)
+	}
 	return fmt.Sprintf("WindowRank(window=[win_start=[%s], win_end=[%s]], rankType=[ROW_NUMBER], rankRange=[rankStart=%d, rankEnd=%d], partitionBy=[%s], orderBy=[%s], select=[%s])",
 		in[n.WindowStartCol].Name, in[n.WindowEnd].Name, n.RankStart, n.RankEnd, colNames(in, n.PartitionCols), sortKeyNames(in, n.SortKeys), strings.Join(n.schema.Names(), ", "))
 }

@@ -237,6 +237,10 @@ func (pc *planContext) planRankFilter(s *parser.Select, from *relation, m *overR
 		ex := pc.exchange(in, exec.Partitioner{Kind: exec.Hash, KeyCols: keys})
 		wr := &WindowRankNode{PartitionCols: parts, WindowStartCol: ws, WindowEnd: we, SortKeys: m.sortKeys,
 			RankStart: start, RankEnd: end, OutputRankNumber: outputRN && !constantRN}
+		wr.Deduplicate = start == 1 && end == 1 && len(m.sortKeys) == 1 && inSchema[m.sortKeys[0].Col].Type.IsTimeAttr()
+		if windowLTZ(in) {
+			wr.Loc = pc.p.cfg.Loc
+		}
 		wr.inputs, wr.mode = []Node{ex}, types.InsertOnly
 		wr.schema = rankSchema(inSchema, wr.OutputRankNumber)
 		node = wr
@@ -363,4 +367,15 @@ func splitAnd(e parser.Expr) []parser.Expr {
 		return append(splitAnd(b.L), splitAnd(b.R)...)
 	}
 	return []parser.Expr{e}
+}
+
+// windowLTZ reports whether the window columns of n come from a window over a
+// TIMESTAMP_LTZ time attribute (their boundaries are then local times).
+func windowLTZ(n Node) bool {
+	for i, c := range n.Schema() {
+		if windowProperty(n, i) == "window_time" {
+			return c.Type.Root == types.RootTimestampLTZ
+		}
+	}
+	return false
 }
