@@ -9,7 +9,9 @@ import (
 	"github.com/flinksql/flinksql/connectors/blackhole"
 	"github.com/flinksql/flinksql/connectors/datagen"
 	"github.com/flinksql/flinksql/connectors/filesystem"
+	"github.com/flinksql/flinksql/connectors/kafka"
 	"github.com/flinksql/flinksql/connectors/print"
+	"github.com/flinksql/flinksql/connectors/upsertkafka"
 	"github.com/flinksql/flinksql/connectors/values"
 	"github.com/flinksql/flinksql/formats"
 	"github.com/flinksql/flinksql/formats/csv"
@@ -27,7 +29,8 @@ func NewFormats() *formats.Registry {
 }
 
 // NewRegistry returns a registry of the built-in connectors (datagen,
-// values, filesystem, print, blackhole) resolving the built-in formats. The
+// values, filesystem, kafka, upsert-kafka, print, blackhole) resolving the
+// built-in formats. The
 // print connector writes to stdout and stderr.
 func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
 	r := connectors.NewRegistry(NewFormats())
@@ -36,5 +39,7 @@ func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
 	r.Register(filesystem.NewFactory())
 	r.Register(print.NewFactory(stdout, stderr))
 	r.Register(blackhole.NewFactory())
+	r.Register(kafka.NewFactory())
+	r.Register(upsertkafka.NewFactory())
 	return r
 }

@@ -204,6 +204,9 @@ func (pc *planContext) addSinkMaterializer(in Node, pk []int) Node {
 	}
 	ex := pc.exchange(in, exec.Partitioner{Kind: exec.Hash, KeyCols: pk})
 	m := &SinkMaterializerNode{KeyCols: pk, Reason: reason}
+	if ok {
+		m.UpsertKey = key
+	}
 	m.inputs, m.schema, m.mode = []Node{ex}, in.Schema(), types.Upsert
 	return m
 }

@@ -142,7 +142,7 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		if err != nil {
 			return nil, err
 		}
-		spec := groupagg.MaterializerSpec{KeyCols: x.KeyCols, StateTTL: gb.p.cfg.StateTTL}
+		spec := groupagg.MaterializerSpec{KeyCols: x.KeyCols, UpsertKey: x.UpsertKey, StateTTL: gb.p.cfg.StateTTL}
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return groupagg.NewSinkUpsertMaterializer(spec) }), nil
 	case *DedupNode:
 		v, err := gb.build(x.inputs[0])

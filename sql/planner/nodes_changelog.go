@@ -120,8 +120,9 @@ func (n *WindowRankNode) Describe() string {
 // from the sink's primary key (Flink's SinkUpsertMaterializer).
 type SinkMaterializerNode struct {
 	base
-	KeyCols []int
-	Reason  string
+	KeyCols   []int
+	UpsertKey []int // the input's upsert key, when known
+	Reason    string
 }
 
 func (n *SinkMaterializerNode) Describe() string {
