@@ -58,7 +58,13 @@ func resolveChangelog(n Node, needUB bool) {
 		// Removing a row from a key's history needs the row: -U is required.
 		resolveChangelog(x.inputs[0], true)
 		x.mode = types.Upsert
-	case *CalcNode, *ExchangeNode, *LimitNode:
+	case *CalcNode:
+		// A filter over updates must see the old row to drop it when the new
+		// one no longer passes: it needs -U whatever its consumer wants.
+		in := x.inputs[0]
+		resolveChangelog(in, needUB || (x.Filter != nil && updating(in.Mode())))
+		x.mode = in.Mode()
+	case *ExchangeNode, *LimitNode:
 		resolveChangelog(n.Inputs()[0], needUB)
 		setMode(n, n.Inputs()[0].Mode())
 	case *UnionNode:
@@ -76,8 +82,6 @@ func resolveChangelog(n Node, needUB bool) {
 
 func setMode(n Node, m types.ChangelogMode) {
 	switch x := n.(type) {
-	case *CalcNode:
-		x.mode = m
 	case *ExchangeNode:
 		x.mode = m
 	case *LimitNode:
@@ -190,17 +194,20 @@ func requireInsertOnly(consumer string, in Node) error {
 
 // addSinkMaterializer puts a SinkUpsertMaterializer in front of a sink with a
 // primary key when the updating input is keyed differently (or unknown).
-func (pc *planContext) addSinkMaterializer(in Node, pk []int) Node {
+// A non-empty reason forces one.
+func (pc *planContext) addSinkMaterializer(in Node, pk []int, reason string) Node {
 	if len(pk) == 0 || !updating(in.Mode()) {
 		return in
 	}
 	key, ok := upsertKey(in)
-	if ok && slices.Equal(sortedCopy(key), sortedCopy(pk)) {
-		return in
-	}
-	reason := "the input has no upsert key"
-	if ok {
-		reason = "the input's upsert key [" + colNames(in.Schema(), key) + "] differs from the sink's primary key"
+	if reason == "" {
+		if ok && slices.Equal(sortedCopy(key), sortedCopy(pk)) {
+			return in
+		}
+		reason = "the input has no upsert key"
+		if ok {
+			reason = "the input's upsert key [" + colNames(in.Schema(), key) + "] differs from the sink's primary key"
+		}
 	}
 	ex := pc.exchange(in, exec.Partitioner{Kind: exec.Hash, KeyCols: pk})
 	m := &SinkMaterializerNode{KeyCols: pk, Reason: reason}

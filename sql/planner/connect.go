@@ -298,8 +298,16 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 			pk = append(pk, target.Index(name))
 		}
 	}
-	in = pc.addSinkMaterializer(in, pk)
+	in = pc.addSinkMaterializer(in, pk, "")
 	resolveChangelog(in, accepted.UpdateBefore)
+	if in.Mode().UpdateBefore && !accepted.UpdateBefore && len(pk) > 0 {
+		if _, has := in.(*SinkMaterializerNode); !has {
+			// The stream still carries -U (a filter over updates needs it) and
+			// the upsert sink does not take it: materialize by the key.
+			in = pc.addSinkMaterializer(in, pk, "the upsert sink does not take the -U rows a filter over the updating input needs")
+			resolveChangelog(in, false)
+		}
+	}
 	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names(), PrimaryKey: pk}
 	s.inputs, s.schema, s.mode = []Node{in}, target, in.Mode()
 	return s, nil
