@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // DefaultListen is the address a broker listens on when Config.Listen is
@@ -142,7 +143,35 @@ func Start(cfg Config) (*Broker, error) {
 		}
 		return nil, fmt.Errorf("broker: starting: %w", err)
 	}
+	if cfg.DataDir != "" {
+		persistAutoCreatedTopics(cluster)
+	}
 	return &Broker{cluster: cluster, addr: ln.Addr().String()}, nil
+}
+
+// persistAutoCreatedTopics makes topics created on first use survive a
+// crash. kfake creates them inside its Metadata handler without writing its
+// topic list to disk (only CreateTopics does); the list is written at Close,
+// so after kill -9 the topic, and with it every record in it, would be
+// forgotten. We create such topics just before kfake handles the request,
+// through the path that persists them.
+func persistAutoCreatedTopics(cluster *kfake.Cluster) {
+	cluster.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		m, ok := req.(*kmsg.MetadataRequest)
+		if !ok || !m.AllowAutoTopicCreation {
+			return nil, nil, false
+		}
+		for _, t := range m.Topics {
+			if t.Topic == nil || t.TopicID != [16]byte{} {
+				continue // topics named by ID are never created
+			}
+			// kfake runs admin calls while a control function runs.
+			// An existing topic or a bad name fails here, harmlessly:
+			// kfake's handler answers for it as usual.
+			_ = cluster.CreateTopic(*t.Topic, -1, nil)
+		}
+		return nil, nil, false // observed, not handled: kfake answers
+	})
 }
 
 // Addr returns the host:port the broker listens on, with the port it

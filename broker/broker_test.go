@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -340,5 +342,27 @@ func TestCloseTwice(t *testing.T) {
 	}
 	if err := b.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestPersistenceWithoutClose: what a broker killed without Close leaves on
+// disk is enough to get acknowledged records back, including those of a topic
+// created on first use. The data directory of a running broker is copied,
+// as a crash would leave it, and a second broker starts from the copy.
+func TestPersistenceWithoutClose(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, Config{DataDir: dir, Partitions: 2})
+	produce(t, b.Addr(), "crash", "p", "q", "r")
+
+	crashed := filepath.Join(t.TempDir(), "copy")
+	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	b2 := startBroker(t, Config{DataDir: crashed})
+	if got := partitionCount(t, b2.Addr(), "crash"); got != 2 {
+		t.Errorf("recovered topic has %d partitions, want 2", got)
+	}
+	if got, want := consumeAll(t, b2.Addr(), "crash", 3), []string{"p", "q", "r"}; !slices.Equal(got, want) {
+		t.Errorf("recovered %v, want %v", got, want)
 	}
 }

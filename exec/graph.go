@@ -106,4 +106,6 @@ type Config struct {
 	BatchSize             int           // rows per batch (default types.DefaultBatchSize)
 	ChannelCapacity       int           // batches buffered per exchange channel before backpressure (default 4)
 	Now                   func() int64  // processing clock in epoch ms (default wall clock); tests substitute
+	// Checkpointing turns on barrier checkpoints (nil: off).
+	Checkpointing *CheckpointConfig
 }

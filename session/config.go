@@ -27,6 +27,27 @@ var defaults = map[string]string{
 	"table.exec.mini-batch.enabled":       "false",
 	"table.exec.mini-batch.allow-latency": "0 ms",
 	"table.exec.mini-batch.size":          "-1",
+
+	// Checkpointing (off until an interval is set) and recovery.
+	"execution.checkpointing.interval":                                 "",
+	"execution.checkpointing.mode":                                     "EXACTLY_ONCE",
+	"execution.checkpointing.timeout":                                  "10 min",
+	"execution.checkpointing.min-pause":                                "0 ms",
+	"execution.checkpointing.max-concurrent-checkpoints":               "1",
+	"execution.checkpointing.tolerable-failed-checkpoints":             "0",
+	"execution.checkpointing.incremental":                              "",
+	"execution.checkpointing.externalized-checkpoint-retention":        "NO_EXTERNALIZED_CHECKPOINTS",
+	"state.backend.type":                                               "hashmap",
+	"state.checkpoints.dir":                                            "",
+	"state.checkpoints.num-retained":                                   "1",
+	"execution.state-recovery.path":                                    "",
+	"restart-strategy.type":                                            "",
+	"restart-strategy.fixed-delay.attempts":                            "1",
+	"restart-strategy.fixed-delay.delay":                               "1 s",
+	"restart-strategy.exponential-delay.initial-backoff":               "1 s",
+	"restart-strategy.exponential-delay.max-backoff":                   "1 min",
+	"restart-strategy.exponential-delay.backoff-multiplier":            "1.5",
+	"restart-strategy.exponential-delay.attempts-before-reset-backoff": "2147483647",
 }
 
 // optionCheck validates a value of a known option.
@@ -59,19 +80,53 @@ func enumOption(allowed ...string) optionCheck {
 }
 
 var checks = map[string]optionCheck{
-	"execution.runtime-mode":              enumOption("streaming", "batch", "automatic"),
-	"parallelism.default":                 intOption(1),
-	"pipeline.max-parallelism":            intOption(1),
-	"execution.buffer-timeout":            durationOption,
-	"pipeline.auto-watermark-interval":    durationOption,
-	"table.exec.source.idle-timeout":      durationOption,
-	"table.local-time-zone":               func(v string) error { _, err := resolveZone(v); return err },
-	"sql-client.execution.result-mode":    enumOption("table", "changelog", "tableau"),
-	"sql-client.display.max-column-width": intOption(1),
-	"table.exec.state.ttl":                durationOption,
-	"table.exec.mini-batch.enabled":       enumOption("true", "false"),
-	"table.exec.mini-batch.allow-latency": durationOption,
-	"table.exec.mini-batch.size":          intOption(-1),
+	"execution.runtime-mode":                                           enumOption("streaming", "batch", "automatic"),
+	"parallelism.default":                                              intOption(1),
+	"pipeline.max-parallelism":                                         intOption(1),
+	"execution.buffer-timeout":                                         durationOption,
+	"pipeline.auto-watermark-interval":                                 durationOption,
+	"table.exec.source.idle-timeout":                                   durationOption,
+	"table.local-time-zone":                                            func(v string) error { _, err := resolveZone(v); return err },
+	"sql-client.execution.result-mode":                                 enumOption("table", "changelog", "tableau"),
+	"sql-client.display.max-column-width":                              intOption(1),
+	"table.exec.state.ttl":                                             durationOption,
+	"table.exec.mini-batch.enabled":                                    enumOption("true", "false"),
+	"table.exec.mini-batch.allow-latency":                              durationOption,
+	"table.exec.mini-batch.size":                                       intOption(-1),
+	"execution.checkpointing.interval":                                 optionalDuration,
+	"execution.checkpointing.mode":                                     enumOption("EXACTLY_ONCE", "AT_LEAST_ONCE"),
+	"execution.checkpointing.timeout":                                  durationOption,
+	"execution.checkpointing.min-pause":                                durationOption,
+	"execution.checkpointing.max-concurrent-checkpoints":               intOption(1),
+	"execution.checkpointing.tolerable-failed-checkpoints":             intOption(0),
+	"execution.checkpointing.incremental":                              optionalEnum("true", "false"),
+	"execution.checkpointing.externalized-checkpoint-retention":        enumOption("RETAIN_ON_CANCELLATION", "DELETE_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"),
+	"state.backend.type":                                               enumOption("hashmap", "rocksdb", "pebble"),
+	"state.checkpoints.num-retained":                                   intOption(1),
+	"restart-strategy.type":                                            optionalEnum("none", "disable", "off", "fixed-delay", "fixeddelay", "exponential-delay", "exponentialdelay"),
+	"restart-strategy.fixed-delay.attempts":                            intOption(0),
+	"restart-strategy.fixed-delay.delay":                               durationOption,
+	"restart-strategy.exponential-delay.initial-backoff":               durationOption,
+	"restart-strategy.exponential-delay.max-backoff":                   durationOption,
+	"restart-strategy.exponential-delay.attempts-before-reset-backoff": intOption(1),
+}
+
+// optionalDuration accepts an empty value (unset) or a duration.
+func optionalDuration(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	return durationOption(v)
+}
+
+func optionalEnum(allowed ...string) optionCheck {
+	check := enumOption(allowed...)
+	return func(v string) error {
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		return check(v)
+	}
 }
 
 func checkOption(key, value string) error {
@@ -109,6 +164,20 @@ func resolveZone(v string) (*time.Location, error) {
 // config is a session's option values.
 type config struct {
 	set map[string]string
+}
+
+// aliases maps deprecated option keys to the ones flinksql reads.
+var aliases = map[string]string{
+	"execution.savepoint.path":    "execution.state-recovery.path",
+	"state.backend":               "state.backend.type",
+	"execution.checkpointing.dir": "state.checkpoints.dir",
+}
+
+func canonicalKey(key string) string {
+	if k, ok := aliases[key]; ok {
+		return k
+	}
+	return key
 }
 
 func (c *config) get(key string) string {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -42,6 +43,7 @@ type Options struct {
 // Session is one SQL session. Its methods may be called from one goroutine at
 // a time; jobs it starts run in the background until they end or are stopped.
 type Session struct {
+	stderr io.Writer
 	cat    *catalog.Catalog
 	reg    *connectors.Registry
 	conf   config
@@ -58,10 +60,13 @@ type Session struct {
 type runningJob struct {
 	id, name string
 	start    time.Time
-	job      *exec.Job
+	current  *exec.Job // the running attempt; guarded by Session.mu
+	restarts int
 	status   string // RUNNING, FINISHED, FAILED, CANCELED
 	err      error
 	done     chan struct{}
+	stopCh   chan struct{} // closed by stop
+	stopOnce sync.Once
 }
 
 // New creates a session.
@@ -80,8 +85,9 @@ func New(opts Options) (*Session, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Session{cat: catalog.New(), reg: reg, conf: config{set: map[string]string{}}, now: now, jobs: map[string]*runningJob{}}
+	s := &Session{stderr: opts.Stderr, cat: catalog.New(), reg: reg, conf: config{set: map[string]string{}}, now: now, jobs: map[string]*runningJob{}}
 	for k, v := range opts.Config {
+		k = canonicalKey(k)
 		if err := checkOption(k, v); err != nil {
 			return nil, err
 		}
@@ -93,10 +99,14 @@ func New(opts Options) (*Session, error) {
 // Close stops every running job and waits for them.
 func (s *Session) Close() error {
 	s.mu.Lock()
+	jobs := make([]*runningJob, 0, len(s.jobs))
 	for _, j := range s.jobs {
-		j.job.Cancel()
+		jobs = append(jobs, j)
 	}
 	s.mu.Unlock()
+	for _, j := range jobs {
+		s.stop(j)
+	}
 	s.jobsWG.Wait()
 	return nil
 }
@@ -238,16 +248,17 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		if x.Key == "" {
 			return &Result{Table: &StaticTable{Columns: []string{"key", "value"}, Rows: s.conf.list()}}, nil
 		}
-		if err := checkOption(x.Key, x.Value); err != nil {
+		key := canonicalKey(x.Key)
+		if err := checkOption(key, x.Value); err != nil {
 			return nil, err
 		}
-		s.conf.set[x.Key] = x.Value
+		s.conf.set[key] = x.Value
 		return okResult, nil
 	case *parser.Reset:
 		if x.Key == "" {
 			s.conf.set = map[string]string{}
 		} else {
-			delete(s.conf.set, x.Key)
+			delete(s.conf.set, canonicalKey(x.Key))
 		}
 		return okResult, nil
 	case *parser.Show:
@@ -332,38 +343,127 @@ func (s *Session) jobName(plan *planner.Plan) string {
 	return plan.Name
 }
 
-// start builds and starts the job of a plan and registers it.
+// start builds and starts the job of a plan and registers it. A supervisor
+// goroutine restarts it after failures, as the restart strategy allows, from
+// the latest completed checkpoint.
 func (s *Session) start(plan *planner.Plan) (*runningJob, error) {
 	name := s.jobName(plan)
-	g, err := plan.JobGraph(name)
+	ctx := context.Background()
+	cp, err := s.checkpointSetup(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	j, err := exec.Start(context.Background(), g, s.execConfig())
+	j, cleanup, err := s.startAttempt(plan, name, cp)
 	if err != nil {
 		return nil, err
 	}
-	rj := &runningJob{id: newJobID(), name: name, start: s.now(), job: j, status: "RUNNING", done: make(chan struct{})}
+	rj := &runningJob{id: newJobID(), name: name, start: s.now(), current: j, status: "RUNNING",
+		done: make(chan struct{}), stopCh: make(chan struct{})}
 	s.mu.Lock()
 	s.jobs[rj.id] = rj
 	s.order = append(s.order, rj.id)
 	s.mu.Unlock()
 	s.jobsWG.Add(1)
-	go func() {
-		defer s.jobsWG.Done()
-		err := j.Wait()
+	go s.supervise(rj, plan, cp, j, cleanup)
+	return rj, nil
+}
+
+// startAttempt starts one attempt of a job: a fresh job graph, restoring from
+// cp.restore when there is one.
+func (s *Session) startAttempt(plan *planner.Plan, name string, cp *checkpointing) (*exec.Job, func(), error) {
+	g, err := plan.JobGraph(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := s.execConfig()
+	cleanup := func() {}
+	if cp != nil {
+		local, err := os.MkdirTemp("", "flinksql-state-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("local state directory: %w", err)
+		}
+		cleanup = func() { os.RemoveAll(local) }
+		cfg.Checkpointing = cp.attemptConfig(local)
+	}
+	j, err := exec.Start(context.Background(), g, cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return j, cleanup, nil
+}
+
+// supervise waits for a job's attempts and restarts failed ones.
+func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointing, j *exec.Job, cleanup func()) {
+	defer s.jobsWG.Done()
+	defer close(rj.done)
+	strategy := s.restartStrategy(cp != nil && cp.cfg.Interval > 0)
+	finish := func(status string, err error) {
 		s.mu.Lock()
-		switch {
-		case rj.status == "CANCELED":
-		case err != nil && !errors.Is(err, context.Canceled):
-			rj.status, rj.err = "FAILED", err
-		default:
-			rj.status = "FINISHED"
+		if rj.status != "CANCELED" {
+			rj.status, rj.err = status, err
 		}
 		s.mu.Unlock()
-		close(rj.done)
-	}()
-	return rj, nil
+	}
+	for n := 1; ; n++ {
+		err := j.Wait()
+		cleanup()
+		if err == nil || rj.stoppedNow() || errors.Is(err, context.Canceled) {
+			finish("FINISHED", nil)
+			break
+		}
+		delay, ok := strategy.next(n)
+		if !ok {
+			if n > 1 {
+				err = fmt.Errorf("job '%s' failed after %d restarts: %w", rj.name, n-1, err)
+			}
+			finish("FAILED", err)
+			break
+		}
+		fmt.Fprintf(s.stderr, "[WARN] Job '%s' failed: %v\n[INFO] Restarting it in %s (restart %d, strategy %s).\n", rj.name, err, delay, n, strategy.kind)
+		select {
+		case <-time.After(delay):
+		case <-rj.stopCh:
+		}
+		if rj.stoppedNow() {
+			break
+		}
+		if cp != nil {
+			latest, lerr := cp.manager.Latest(context.Background())
+			if lerr != nil {
+				finish("FAILED", lerr)
+				break
+			}
+			if latest != nil {
+				cp.restore = latest
+				fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", rj.name, latest.ID)
+			}
+		}
+		next, nextCleanup, serr := s.startAttempt(plan, rj.name, cp)
+		if serr != nil {
+			finish("FAILED", serr)
+			break
+		}
+		s.mu.Lock()
+		rj.current, rj.restarts = next, n
+		s.mu.Unlock()
+		j, cleanup = next, nextCleanup
+	}
+	if cp != nil {
+		s.mu.Lock()
+		cancelled := rj.status == "CANCELED"
+		s.mu.Unlock()
+		cp.manager.Close(cancelled && cp.cancel)
+	}
+}
+
+func (rj *runningJob) stoppedNow() bool {
+	select {
+	case <-rj.stopCh:
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *Session) stop(rj *runningJob) {
@@ -371,8 +471,10 @@ func (s *Session) stop(rj *runningJob) {
 	if rj.status == "RUNNING" {
 		rj.status = "CANCELED"
 	}
+	j := rj.current
 	s.mu.Unlock()
-	rj.job.Cancel()
+	rj.stopOnce.Do(func() { close(rj.stopCh) })
+	j.Cancel()
 	<-rj.done
 }
 

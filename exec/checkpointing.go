@@ -1,0 +1,164 @@
+package exec
+
+import (
+	"context"
+	"time"
+)
+
+// Checkpointing contracts (DESIGN.md §3-4). Operators keep their working
+// state in memory; at a checkpoint barrier the runtime asks each stateful
+// operator instance for the state that changed since its previous snapshot
+// (everything when the writer says Full), stores it in the instance's state
+// store, and uploads the store's new files asynchronously. On restore the
+// runtime replays the stored entries into the operator before Open.
+//
+// Keyed entries are addressed by key group so that a snapshot can be split by
+// key-group range; operator (non-keyed) state, such as source offsets and the
+// committables of a two-phase-commit sink, is written under KeyGroupNone.
+
+// CheckpointID numbers checkpoints of a job, from 1.
+type CheckpointID int64
+
+// KeyGroupNone marks operator (non-keyed) state entries.
+const KeyGroupNone = -1
+
+// StateWriter receives one operator instance's snapshot during the
+// synchronous part of a checkpoint. Keys and values are copied; the caller may
+// reuse its buffers.
+type StateWriter interface {
+	// Full reports whether every live entry must be written (the first
+	// snapshot after a start or restore, or a backend that only keeps full
+	// snapshots); otherwise only entries changed since the previous snapshot.
+	Full() bool
+	Put(keyGroup int, key, value []byte) error
+	Delete(keyGroup int, key []byte) error
+}
+
+// StateReader replays a restored snapshot into an operator instance: every
+// live entry once, in key order within a key group.
+type StateReader interface {
+	Each(fn func(keyGroup int, key, value []byte) error) error
+}
+
+// CheckpointedOperator is implemented by operators with state.
+type CheckpointedOperator interface {
+	Operator
+	// RestoreState is called before Open when the job starts from a checkpoint.
+	RestoreState(r StateReader) error
+	// SnapshotState is the short synchronous part at barrier id.
+	SnapshotState(id CheckpointID, w StateWriter) error
+}
+
+// CheckpointListener is implemented by operators that act when a checkpoint
+// completes or is aborted (two-phase-commit sinks commit here).
+type CheckpointListener interface {
+	NotifyCheckpointComplete(id CheckpointID) error
+	NotifyCheckpointAborted(id CheckpointID)
+}
+
+// CheckpointedReader is implemented by source readers whose position can be
+// restored (Kafka offsets, file positions, generator counters).
+type CheckpointedReader interface {
+	SourceReader
+	// SnapshotPosition returns the reader's position, called between reads.
+	SnapshotPosition() ([]byte, error)
+	// RestorePosition is called before Open with what SnapshotPosition returned.
+	RestorePosition(pos []byte) error
+}
+
+// Committable is what a two-phase-commit sink writer hands over at a barrier
+// and its committer later commits (a transaction handle, pending file names).
+type Committable []byte
+
+// TwoPhaseCommitWriter is a SinkWriter whose output becomes visible only when
+// the checkpoint that covers it completes.
+type TwoPhaseCommitWriter interface {
+	SinkWriter
+	// PrepareCommit flushes and seals what was written since the previous
+	// barrier and returns the committables; called at barrier id.
+	PrepareCommit(id CheckpointID) ([]Committable, error)
+	// Commit makes committables visible. It must be idempotent: after a
+	// failure the committables of the restored checkpoint are committed again.
+	Commit(committables []Committable) error
+	// Abort discards work that no checkpoint will cover (after a restore, the
+	// attempts begun after the restored checkpoint).
+	Abort(committables []Committable) error
+}
+
+// OperatorID identifies an operator instance's state across restarts of the
+// same plan: the vertex ID and the position in its chain ("v3-1"), or
+// "v0-source" for a source reader.
+type OperatorID string
+
+// CheckpointMode is execution.checkpointing.mode.
+type CheckpointMode uint8
+
+const (
+	ExactlyOnce CheckpointMode = iota // align barriers at multi-input tasks
+	AtLeastOnce                       // do not align
+)
+
+// CheckpointConfig turns on checkpointing for a job.
+type CheckpointConfig struct {
+	Interval          time.Duration // execution.checkpointing.interval (> 0)
+	Mode              CheckpointMode
+	Timeout           time.Duration // execution.checkpointing.timeout (default 10 min)
+	MinPause          time.Duration // execution.checkpointing.min-pause
+	MaxConcurrent     int           // execution.checkpointing.max-concurrent-checkpoints (default 1)
+	TolerableFailures int           // execution.checkpointing.tolerable-failed-checkpoints (default 0)
+	Store             CheckpointStore
+	// RestoreID is the checkpoint the job starts from (0: a fresh start).
+	// The Store knows its contents; the runtime replays them.
+	RestoreID CheckpointID
+	// NextID is the first checkpoint ID to use (restored ID + 1 after a restore).
+	NextID CheckpointID
+}
+
+// CheckpointStore is where the runtime keeps operator state and completed
+// checkpoints (implemented by package checkpoint over a state backend and a
+// file:// or s3:// storage).
+type CheckpointStore interface {
+	// OpenInstance opens the state of one operator instance: empty on a fresh
+	// start, or holding the restored checkpoint's entries for that instance.
+	OpenInstance(op OperatorID, subtask, parallelism int) (InstanceState, error)
+	// Complete makes checkpoint id durable once every instance acknowledged
+	// it: _metadata is written last, atomically. Called by the coordinator.
+	Complete(ctx context.Context, id CheckpointID, acks []InstanceAck) error
+	// Abort forgets a checkpoint that will not complete.
+	Abort(id CheckpointID)
+}
+
+// InstanceState is one operator instance's state store.
+type InstanceState interface {
+	// Restored returns the restored entries and position, if the job started
+	// from a checkpoint that holds this instance.
+	Restored() (StateReader, []byte, bool)
+	// Writer is the StateWriter for the next snapshot.
+	Writer() StateWriter
+	// Seal ends the synchronous part of snapshot id: the entries written so
+	// far, plus position (a source reader's, or nil), become an immutable
+	// local image. It must be quick (a flush and hard links, or a file write).
+	Seal(id CheckpointID, position []byte) (SealedState, error)
+	Close() error
+}
+
+// SealedState is a sealed local snapshot waiting for upload.
+type SealedState interface {
+	// Persist uploads it; it runs off the task's goroutine, concurrently with
+	// processing, and returns the acknowledgement for the coordinator.
+	Persist(ctx context.Context) (InstanceAck, error)
+	// Discard removes the local image (after upload or abort).
+	Discard()
+}
+
+// InstanceAck describes one instance's part of a checkpoint; the store
+// decodes Handle, the runtime only carries it.
+type InstanceAck struct {
+	Op            OperatorID
+	Subtask       int
+	Handle        any
+	FullBytes     int64 // size of the instance's state in this checkpoint
+	UploadedBytes int64 // bytes uploaded for it by this checkpoint
+	SyncDuration  time.Duration
+	AsyncDuration time.Duration
+}
