@@ -346,7 +346,9 @@ func readAllUntilQuiet(t *testing.T, addr, topic string) []*kgo.Record {
 // for the first window results.
 func TestIdlePartitionReleasesWatermark(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"slow": 2})
-	ev := func(n, sec int) string { return fmt.Sprintf(`{"n":%d,"ts":"2024-01-01 00:%02d:%02d"}`, n, sec/60, sec%60) }
+	ev := func(n, sec int) string {
+		return fmt.Sprintf(`{"n":%d,"ts":"2024-01-01 00:%02d:%02d"}`, n, sec/60, sec%60)
+	}
 	produce(t, addr, "slow",
 		rec{partition: 1, value: ev(100, 1)},
 		rec{partition: 0, value: ev(1, 2)}, rec{partition: 0, value: ev(2, 5)}, rec{partition: 0, value: ev(3, 12)})
