@@ -374,3 +374,81 @@ func BenchmarkRead(b *testing.B) {
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// readN reads at least n rows (or to the end) in batches of size bs.
+func readN(t *testing.T, r exec.SourceReader, width, bs, n int) (rows []types.Row, end bool) {
+	t.Helper()
+	b := types.NewBatch(width, bs)
+	for len(rows) < n {
+		b.Reset()
+		res, err := r.Read(context.Background(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range b.Rows {
+			rows = append(rows, row.Clone())
+		}
+		if res.End {
+			return rows, true
+		}
+	}
+	return rows, false
+}
+
+func TestPositionRestoreContinuesExactly(t *testing.T) {
+	schema := types.Schema{
+		{Name: "id", Type: types.BigIntType},
+		{Name: "i", Type: types.IntType},
+		{Name: "s", Type: types.VarCharType(6)},
+		{Name: "arr", Type: types.ArrayType(types.IntType)},
+		{Name: "m", Type: types.MapType(types.TinyIntType, types.StringType)},
+		{Name: "d", Type: types.DoubleType},
+	}
+	s := newSource(t, schema, map[string]string{
+		"fields.id.kind": "sequence", "fields.id.start": "100", "fields.id.end": "199",
+		"fields.i.null-rate": "0.3", "fields.arr.length": "3", "fields.m.value.length": "2",
+		"rows-per-second": "1000000000",
+	})
+	ctx := context.Background()
+	for _, at := range []int{0, 7, 21, 49} { // subtask 1 of 2 emits 50 rows: 101, 103, …, 199
+		orig, _ := s.NewReader(1, 2)
+		if err := orig.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := readN(t, orig, len(schema), 7, at)
+		pos, err := orig.(exec.CheckpointedReader).SnapshotPosition()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest, end := readN(t, orig, len(schema), 7, 1000)
+		if !end || len(before)+len(rest) != 50 {
+			t.Fatalf("checkpoint after %d: %d + %d rows, end %v", at, len(before), len(rest), end)
+		}
+		restored, _ := s.NewReader(1, 2)
+		if err := restored.(exec.CheckpointedReader).RestorePosition(pos); err != nil {
+			t.Fatal(err)
+		}
+		if err := restored.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Other batch boundaries after the restore must not change the values.
+		again, end := readN(t, restored, len(schema), 5, 1000)
+		if !end || len(again) != len(rest) {
+			t.Fatalf("checkpoint after %d: restored reader gave %d rows, want %d", at, len(again), len(rest))
+		}
+		for i := range rest {
+			if !types.RowsEqual(rest[i], again[i]) {
+				t.Fatalf("checkpoint after %d: row %d after restore is %v, want %v", at, i, again[i], rest[i])
+			}
+		}
+		if first := again[0][0].Int(); len(before) == at && first != 101+2*int64(at) {
+			t.Errorf("checkpoint after %d: sequence resumes at %d, want %d", at, first, 101+2*at)
+		}
+		orig.Close()
+		restored.Close()
+	}
+	r, _ := s.NewReader(0, 1)
+	if err := r.(exec.CheckpointedReader).RestorePosition([]byte{1, 3, 1, 0}); err == nil {
+		t.Error("a position with the wrong number of columns was accepted")
+	}
+}

@@ -32,7 +32,8 @@ func (e *env) isNull(rate float64) bool {
 
 func newGenerator(sp *spec, e *env, subtask, parallelism int) generator {
 	if sp.sequence {
-		return &seqGen{e: e, typ: sp.typ, next_: sp.start + int64(subtask), step: int64(parallelism)}
+		first := sp.start + int64(subtask)
+		return &seqGen{e: e, typ: sp.typ, first: first, next_: first, step: int64(parallelism)}
 	}
 	switch sp.typ.Root {
 	case types.RootBoolean:
@@ -339,6 +340,7 @@ func (g *rowGen) fill(rows []types.Row, col int) { fillNext(g, rows, col) }
 type seqGen struct {
 	e     *env
 	typ   types.Type
+	first int64 // the subtask's first value
 	next_ int64
 	step  int64
 }

@@ -325,9 +325,13 @@ func TestSinkTwoPhaseSteps(t *testing.T) {
 	if err := w.Write(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	pending, err := w.PrepareCommit()
-	if err != nil || len(pending) != 1 {
-		t.Fatalf("pending %v %v", pending, err)
+	committables, err := w.PrepareCommit(1)
+	if err != nil || len(committables) != 1 {
+		t.Fatalf("pending %v %v", committables, err)
+	}
+	pending, err := decodeAll(committables)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if !strings.HasSuffix(pending[0].Final, "-2-0") {
 		t.Fatalf("final name %s does not carry subtask 2 and counter 0", pending[0].Final)
@@ -335,10 +339,10 @@ func TestSinkTwoPhaseSteps(t *testing.T) {
 	if _, err := os.Stat(pending[0].Final); !os.IsNotExist(err) {
 		t.Fatal("pending file visible before Commit")
 	}
-	if err := w.Commit(pending); err != nil {
+	if err := w.Commit(committables); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Commit(pending); err != nil { // idempotent
+	if err := w.Commit(committables); err != nil { // idempotent
 		t.Fatalf("second commit: %v", err)
 	}
 	if data, err := os.ReadFile(pending[0].Final); err != nil || string(data) != "1,a\n" {

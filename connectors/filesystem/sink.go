@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flinksql/flinksql/connectors"
@@ -20,7 +21,6 @@ import (
 // Sink is a configured filesystem table being written.
 type Sink struct {
 	cfg         *tableConfig
-	partPrefix  string // "part-<uuid>", shared by the subtasks of one sink
 	extension   string
 	parallelism int
 	policy      rollingPolicy
@@ -56,26 +56,77 @@ func (s *Sink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{sink: s, enc: enc, subtask: subtask, nphys: len(s.cfg.tc.Physical)}, nil
+	// A prefix of its own per writer: part file names never clash between
+	// attempts of a job that restarts from a checkpoint.
+	return &Writer{sink: s, enc: enc, subtask: subtask, nphys: len(s.cfg.tc.Physical),
+		partPrefix: "part-" + newUUID()}, nil
 }
 
 // PendingFile is a closed part file that is not yet visible: committing it
-// renames InProgress to Final. It is what a two-phase-commit checkpoint would
-// record.
+// renames InProgress (a hidden name) to Final. It is what a checkpoint
+// records as the writer's committable.
 type PendingFile struct {
 	InProgress string
 	Final      string
 }
 
-// Writer writes one subtask's part files. Rows go to a hidden in-progress
-// file; when the rolling policy says so (or at the end of input) the file is
-// closed and becomes pending; Commit makes pending files visible. Finish does
-// both, as there are no checkpoints to wait for yet.
+// committableVersion tags the layout of an encoded PendingFile.
+const committableVersion = 1
+
+// Encode returns the committable of p.
+func (p PendingFile) Encode() exec.Committable {
+	b := []byte{committableVersion}
+	b = appendString(b, p.InProgress)
+	b = appendString(b, p.Final)
+	return b
+}
+
+// DecodePendingFile reads a committable written by Encode.
+func DecodePendingFile(c exec.Committable) (PendingFile, error) {
+	var p PendingFile
+	if len(c) == 0 || c[0] != committableVersion {
+		return p, fmt.Errorf("filesystem sink: unknown committable %s", prefix(c))
+	}
+	rest := c[1:]
+	var ok bool
+	if p.InProgress, rest, ok = readString(rest); ok {
+		p.Final, rest, ok = readString(rest)
+	}
+	if !ok || len(rest) != 0 || p.InProgress == "" || p.Final == "" {
+		return p, fmt.Errorf("filesystem sink: malformed committable %s", prefix(c))
+	}
+	return p, nil
+}
+
+// Writer writes one subtask's part files with Flink's file sink protocol, a
+// two-phase commit tied to checkpoints:
+//
+//   - rows go to a hidden in-progress file, .<final name>.inprogress.<uuid>;
+//     the rolling policy closes it (it becomes pending) and opens the next;
+//   - PrepareCommit (at a checkpoint barrier) closes the in-progress file and
+//     hands over every pending file as a committable: hidden name and final
+//     name;
+//   - Commit (when the checkpoint completed, and again on restore) renames
+//     pending files to their final names; a pending file that is gone while
+//     its final file exists was committed before;
+//   - Abort deletes pending files no checkpoint will commit.
+//
+// Final names are part-<uuid>-<subtask>-<n><extension>, with a uuid per
+// writer, so restarts never reuse a name. After a restore (the runtime
+// commits the restored committables before Open), Open deletes the hidden
+// files this subtask left behind: they hold rows written after the restored
+// checkpoint, which will be written again.
+//
+// Without checkpoints Finish commits everything itself. Once the writer
+// takes part in checkpoints (PrepareCommit was called, it was restored, or
+// CommitOnCheckpoint was called) Finish only closes the last file; the final
+// checkpoint of the bounded job commits it.
 type Writer struct {
-	sink    *Sink
-	enc     formats.Encoder
-	subtask int
-	nphys   int
+	sink       *Sink
+	enc        formats.Encoder
+	subtask    int
+	nphys      int
+	partPrefix string
 
 	counter  int // number of the next part file
 	file     *os.File
@@ -86,14 +137,69 @@ type Writer struct {
 	lastData time.Time
 	pending  []PendingFile
 	buf      []byte
+
+	isOpen     bool
+	restored   bool // Commit or Abort came before Open: a restore
+	checkpoint bool // commits are left to checkpoints
 }
+
+var _ exec.TwoPhaseCommitWriter = (*Writer)(nil)
+
+// CommitOnCheckpoint tells the writer that the job checkpoints, so Finish
+// must leave the last files to the final checkpoint instead of committing
+// them. A runtime calls it before Open; without it the writer assumes so
+// from the first PrepareCommit or restore.
+func (w *Writer) CommitOnCheckpoint() { w.checkpoint = true }
 
 // Open implements exec.SinkWriter.
 func (w *Writer) Open(context.Context) error {
 	if err := os.MkdirAll(w.sink.cfg.dir, 0o755); err != nil {
 		return fmt.Errorf("filesystem table %s: %w", w.sink.cfg.name, err)
 	}
+	w.isOpen = true
+	if w.restored {
+		if err := w.removeLeftovers(); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// removeLeftovers deletes the hidden part files of this subtask left by
+// earlier attempts. The restored committables were committed already, so
+// every such file holds rows after the restored checkpoint.
+func (w *Writer) removeLeftovers() error {
+	entries, err := os.ReadDir(w.sink.cfg.dir)
+	if err != nil {
+		return fmt.Errorf("filesystem table %s: cleaning up after restore: %w", w.sink.cfg.name, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !w.isOwnLeftover(e.Name()) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(w.sink.cfg.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("filesystem table %s: removing leftover part file: %w", w.sink.cfg.name, err)
+		}
+	}
+	return nil
+}
+
+// isOwnLeftover reports whether name is an in-progress or pending file
+// written by this subtask: .part-<uuid>-<subtask>-<n><ext>.inprogress.<uuid>.
+func (w *Writer) isOwnLeftover(name string) bool {
+	const uuidLen = 36
+	rest, ok := strings.CutPrefix(name, ".part-")
+	if !ok || len(rest) < uuidLen+1 || rest[uuidLen] != '-' {
+		return false
+	}
+	rest = rest[uuidLen+1:]
+	i := strings.Index(rest, ".inprogress.")
+	if i < 0 {
+		return false
+	}
+	part := rest[:i] // <subtask>-<n><ext>
+	sub, _, ok := strings.Cut(part, "-")
+	return ok && sub == strconv.Itoa(w.subtask) && !strings.HasPrefix(name, "."+w.partPrefix+"-")
 }
 
 // Write implements exec.SinkWriter.
@@ -146,7 +252,7 @@ func (w *Writer) shouldRollOnTime(now time.Time) bool {
 
 func (w *Writer) openFile(now time.Time) error {
 	s := w.sink
-	name := s.partPrefix + "-" + strconv.Itoa(w.subtask) + "-" + strconv.Itoa(w.counter) + s.extension
+	name := w.partPrefix + "-" + strconv.Itoa(w.subtask) + "-" + strconv.Itoa(w.counter) + s.extension
 	w.counter++
 	w.current = PendingFile{
 		InProgress: filepath.Join(s.cfg.dir, "."+name+".inprogress."+newUUID()),
@@ -187,22 +293,66 @@ func (w *Writer) roll() error {
 	return nil
 }
 
-// PrepareCommit closes the in-progress file and returns every pending file
-// not yet committed (the pre-commit step of a two-phase commit).
-func (w *Writer) PrepareCommit() ([]PendingFile, error) {
+// PrepareCommit implements exec.TwoPhaseCommitWriter: it closes the
+// in-progress file and returns every pending file not yet handed over.
+func (w *Writer) PrepareCommit(exec.CheckpointID) ([]exec.Committable, error) {
+	w.checkpoint = true
 	if err := w.roll(); err != nil {
 		return nil, err
 	}
-	out := w.pending
-	w.pending = nil
+	out := make([]exec.Committable, len(w.pending))
+	for i, p := range w.pending {
+		out[i] = p.Encode()
+	}
+	w.pending = w.pending[:0]
 	return out, nil
 }
 
-// Commit makes pending files visible under their final names. It is
-// idempotent: a file already renamed is skipped, so committing again after a
-// restore is safe.
-func (w *Writer) Commit(files []PendingFile) error {
-	return CommitFiles(files)
+// Commit implements exec.TwoPhaseCommitWriter: pending files are renamed to
+// their final names. It is idempotent, so committing again after a restore
+// is safe.
+func (w *Writer) Commit(committables []exec.Committable) error {
+	if !w.isOpen {
+		w.restored, w.checkpoint = true, true
+	}
+	files, err := decodeAll(committables)
+	if err == nil {
+		err = CommitFiles(files)
+	}
+	if err != nil {
+		return fmt.Errorf("filesystem table %s: %w", w.sink.cfg.name, err)
+	}
+	return nil
+}
+
+// Abort implements exec.TwoPhaseCommitWriter: the pending files are deleted.
+// Files already committed are left alone.
+func (w *Writer) Abort(committables []exec.Committable) error {
+	if !w.isOpen {
+		w.restored, w.checkpoint = true, true
+	}
+	files, err := decodeAll(committables)
+	if err != nil {
+		return fmt.Errorf("filesystem table %s: %w", w.sink.cfg.name, err)
+	}
+	for _, p := range files {
+		if err := os.Remove(p.InProgress); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("filesystem table %s: aborting part file: %w", w.sink.cfg.name, err)
+		}
+	}
+	return nil
+}
+
+func decodeAll(committables []exec.Committable) ([]PendingFile, error) {
+	files := make([]PendingFile, 0, len(committables))
+	for _, c := range committables {
+		p, err := DecodePendingFile(c)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, p)
+	}
+	return files, nil
 }
 
 // CommitFiles renames pending files to their final names, skipping files
@@ -221,13 +371,18 @@ func CommitFiles(files []PendingFile) error {
 	return nil
 }
 
-// Finish implements exec.SinkWriter: close the current file and commit all.
+// Finish implements exec.SinkWriter: close the current file, and without
+// checkpoints commit everything.
 func (w *Writer) Finish(context.Context) error {
-	files, err := w.PrepareCommit()
-	if err != nil {
+	if err := w.roll(); err != nil {
 		return err
 	}
-	if err := w.Commit(files); err != nil {
+	if w.checkpoint {
+		return nil // the final checkpoint commits w.pending
+	}
+	files := w.pending
+	w.pending = w.pending[:0]
+	if err := CommitFiles(files); err != nil {
 		return fmt.Errorf("filesystem table %s: %w", w.sink.cfg.name, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -171,16 +172,23 @@ type reader struct {
 	subtask, parallelism int
 	nphys                int
 
-	files    []fileInfo // assigned files; index = split
-	scanned  int        // files of the enumerator considered so far
-	cur      int        // split being read; == len(files) when none
-	file     *os.File
-	br       *bufio.Reader
-	lineNo   int
-	long     []byte    // a line longer than the bufio buffer
-	meta     types.Row // metadata values of the current file
-	timer    *time.Timer
-	lastList time.Time
+	files   []fileInfo // assigned files; index = split
+	scanned int        // files of the enumerator considered so far
+	cur     int        // split being read; == len(files) when none
+	file    *os.File
+	br      *bufio.Reader
+	lineNo  int
+	offset  int64 // bytes of the current file consumed by the lines read
+	// Restored position: files finished before the checkpoint, and where to
+	// resume the file being read then.
+	finished   map[string]bool
+	resumePath string
+	resumeAt   int64
+	resumeLine int
+	long       []byte    // a line longer than the bufio buffer
+	meta       types.Row // metadata values of the current file
+	timer      *time.Timer
+	lastList   time.Time
 }
 
 // Open implements exec.SourceReader.
@@ -213,6 +221,13 @@ func (r *reader) NumSplits() int { return len(r.files) }
 func (r *reader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, error) {
 	for {
 		if r.file == nil {
+			if r.cur < len(r.files) && r.finished[r.files[r.cur].path] {
+				// Read completely before the restored checkpoint.
+				split := r.cur
+				r.cur++
+				return exec.ReadResult{Split: split, SplitDone: true,
+					End: r.cur == len(r.files) && r.src.monitor == 0}, nil
+			}
 			if r.cur < len(r.files) {
 				if err := r.openFile(); err != nil {
 					return exec.ReadResult{Split: -1}, err
@@ -282,7 +297,17 @@ func (r *reader) openFile() error {
 	} else {
 		r.br.Reset(f)
 	}
-	r.lineNo = 0
+	r.lineNo, r.offset = 0, 0
+	if fi.path == r.resumePath {
+		if _, err := f.Seek(r.resumeAt, io.SeekStart); err != nil {
+			f.Close()
+			r.file = nil
+			return fmt.Errorf("filesystem table %s: resuming %s at byte %d: %w", r.src.cfg.name, fi.path, r.resumeAt, err)
+		}
+		r.br.Reset(f)
+		r.lineNo, r.offset = r.resumeLine, r.resumeAt
+		r.resumePath = ""
+	}
 	r.meta = r.meta[:0]
 	for _, key := range r.src.metaKeys {
 		var v types.Value
@@ -344,6 +369,7 @@ func (r *reader) readLine() ([]byte, error) {
 	r.long = r.long[:0]
 	for {
 		chunk, err := r.br.ReadSlice('\n')
+		r.offset += int64(len(chunk))
 		if err == bufio.ErrBufferFull {
 			r.long = append(r.long, chunk...)
 			if len(r.long) > maxLine {
@@ -376,6 +402,126 @@ func prefix(data []byte) string {
 	}
 	return strconv.Quote(string(data))
 }
+
+// positionVersion tags the layout of SnapshotPosition.
+const positionVersion = 1
+
+// SnapshotPosition implements exec.CheckpointedReader: the paths of the
+// files read to the end, and the path, byte offset and line number of the
+// file being read. Files are named by path rather than by split number so
+// that a restore finds them whatever order a new listing gives.
+func (r *reader) SnapshotPosition() ([]byte, error) {
+	pos := []byte{positionVersion}
+	var done []string
+	for i := 0; i < r.cur && i < len(r.files); i++ {
+		done = append(done, r.files[i].path)
+	}
+	for p := range r.finished { // restored, and not yet passed again
+		if !slicesContain(done, p) {
+			done = append(done, p)
+		}
+	}
+	sort.Strings(done)
+	pos = binary.AppendUvarint(pos, uint64(len(done)))
+	for _, p := range done {
+		pos = appendString(pos, p)
+	}
+	switch {
+	case r.file != nil:
+		pos = append(pos, 1)
+		pos = appendString(pos, r.files[r.cur].path)
+		pos = binary.AppendUvarint(pos, uint64(r.offset))
+		pos = binary.AppendUvarint(pos, uint64(r.lineNo))
+	case r.resumePath != "": // restored but not reopened yet
+		pos = append(pos, 1)
+		pos = appendString(pos, r.resumePath)
+		pos = binary.AppendUvarint(pos, uint64(r.resumeAt))
+		pos = binary.AppendUvarint(pos, uint64(r.resumeLine))
+	default:
+		pos = append(pos, 0)
+	}
+	return pos, nil
+}
+
+// RestorePosition implements exec.CheckpointedReader: files read before the
+// checkpoint are skipped (reported as finished splits), and the file being
+// read resumes at the line after the last one read.
+func (r *reader) RestorePosition(pos []byte) error {
+	bad := func(why string) error {
+		return fmt.Errorf("filesystem table %s: bad checkpointed position (%s): %s", r.src.cfg.name, why, prefix(pos))
+	}
+	if len(pos) == 0 || pos[0] != positionVersion {
+		return bad("unknown version")
+	}
+	rest := pos[1:]
+	n, rest, ok := readUvarint(rest)
+	if !ok || n > uint64(len(rest)) {
+		return bad("truncated")
+	}
+	finished := make(map[string]bool, n)
+	for range n {
+		var p string
+		if p, rest, ok = readString(rest); !ok {
+			return bad("truncated")
+		}
+		finished[p] = true
+	}
+	if len(rest) == 0 {
+		return bad("truncated")
+	}
+	hasCurrent := rest[0] == 1
+	rest = rest[1:]
+	var path string
+	var at, line uint64
+	if hasCurrent {
+		if path, rest, ok = readString(rest); !ok {
+			return bad("truncated")
+		}
+		if at, rest, ok = readUvarint(rest); !ok {
+			return bad("truncated")
+		}
+		if line, rest, ok = readUvarint(rest); !ok {
+			return bad("truncated")
+		}
+	}
+	if len(rest) != 0 {
+		return bad("trailing bytes")
+	}
+	r.finished, r.resumePath, r.resumeAt, r.resumeLine = finished, path, int64(at), int(line)
+	return nil
+}
+
+func slicesContain(s []string, x string) bool {
+	for _, e := range s {
+		if e == x {
+			return true
+		}
+	}
+	return false
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func readUvarint(src []byte) (uint64, []byte, bool) {
+	x, n := binary.Uvarint(src)
+	if n <= 0 {
+		return 0, nil, false
+	}
+	return x, src[n:], true
+}
+
+func readString(src []byte) (string, []byte, bool) {
+	n, src, ok := readUvarint(src)
+	if !ok || n > uint64(len(src)) {
+		return "", nil, false
+	}
+	return string(src[:n]), src[n:], true
+}
+
+var _ exec.CheckpointedReader = (*reader)(nil)
 
 // Close implements exec.SourceReader.
 func (r *reader) Close() error {

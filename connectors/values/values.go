@@ -19,6 +19,7 @@ package values
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -190,3 +191,25 @@ func (r *reader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, err
 }
 
 func (r *reader) Close() error { return nil }
+
+// SnapshotPosition implements exec.CheckpointedReader: the index of the next
+// row to emit.
+func (r *reader) SnapshotPosition() ([]byte, error) {
+	return binary.AppendUvarint(nil, uint64(r.next)), nil
+}
+
+// RestorePosition implements exec.CheckpointedReader: reading resumes at the
+// row after the last one emitted before the checkpoint.
+func (r *reader) RestorePosition(pos []byte) error {
+	next, n := binary.Uvarint(pos)
+	if n <= 0 || n != len(pos) {
+		return fmt.Errorf("values source: bad checkpointed position %x", pos)
+	}
+	if next > uint64(len(r.src.rows)) {
+		return fmt.Errorf("values source: checkpointed position %d is past the %d rows of the table", next, len(r.src.rows))
+	}
+	r.next = max(r.next, int(next))
+	return nil
+}
+
+var _ exec.CheckpointedReader = (*reader)(nil)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -211,4 +212,67 @@ func TestReader(t *testing.T) {
 	}()
 	cancel()
 	<-done
+}
+
+// readInts reads up to n rows (all when n < 0) in batches of two.
+func readInts(t *testing.T, r interface {
+	Read(context.Context, *types.Batch) (exec.ReadResult, error)
+}, n int) []int64 {
+	t.Helper()
+	var got []int64
+	b := types.NewBatch(1, 2)
+	for n < 0 || len(got) < n {
+		b.Reset()
+		res, err := r.Read(context.Background(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range b.Rows {
+			got = append(got, row[0].Int())
+		}
+		if res.End {
+			break
+		}
+	}
+	return got
+}
+
+func TestReaderPosition(t *testing.T) {
+	schema := types.Schema{{Name: "n", Type: types.IntType}}
+	s, err := create(schema, map[string]string{"data": "1\n2\n3\n4\n5"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int{0, 2, 4, 5} { // checkpoints after 0, 2, 4 and all 5 rows
+		r, _ := s.NewReader(0, 1)
+		cr := r.(exec.CheckpointedReader)
+		if err := cr.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		before := readInts(t, cr, at)
+		pos, err := cr.SnapshotPosition()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, _ := s.NewReader(0, 1)
+		cr2 := r2.(exec.CheckpointedReader)
+		if err := cr2.RestorePosition(pos); err != nil {
+			t.Fatal(err)
+		}
+		if err := cr2.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		after := readInts(t, cr2, -1)
+		got := append(before, after...)
+		if len(got) != 5 || got[0] != 1 || got[4] != 5 || len(before) != at {
+			t.Errorf("checkpoint after %d rows: read %v then %v", at, before, after)
+		}
+	}
+	r, _ := s.NewReader(0, 1)
+	if err := r.(exec.CheckpointedReader).RestorePosition([]byte{0x80}); err == nil {
+		t.Error("a truncated position was accepted")
+	}
+	if err := r.(exec.CheckpointedReader).RestorePosition([]byte{9}); err == nil {
+		t.Error("a position past the rows was accepted")
+	}
 }

@@ -1,0 +1,588 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Manager keeps the completed checkpoints of one job in a Storage: it writes
+// their metadata, counts references to shared files, applies retention and
+// cleans up. It is safe for concurrent use: Persist calls of many instances
+// run at once, and the coordinator completes or aborts checkpoints.
+type Manager struct {
+	st             Storage
+	job            string
+	base           string // job + "/"
+	retained       int
+	retainOnCancel bool
+	log            io.Writer
+	now            func() time.Time
+
+	logMu sync.Mutex
+
+	mu sync.Mutex
+	// completed are the retained checkpoints, oldest first.
+	completed []*Metadata
+	// registry counts the references to each shared file (by path relative
+	// to the job directory) from retained checkpoints and from checkpoints
+	// in flight. A file is deleted when its count drops to zero.
+	registry map[string]*sharedEntry
+	inflight map[int64]*inflightCheckpoint
+	closed   bool
+}
+
+type sharedEntry struct {
+	size   int64
+	sha256 string
+	refs   int
+	// ready is non-nil while the first reference's upload runs; it is
+	// closed when the upload ends, and err then says how.
+	ready chan struct{}
+	err   error
+}
+
+// inflightCheckpoint is what Persist calls uploaded for a checkpoint that is
+// not complete yet.
+type inflightCheckpoint struct {
+	shared     []string // one entry per reference taken
+	private    []string
+	aborted    bool
+	completing bool
+}
+
+// Option configures a Manager.
+type Option func(*Manager)
+
+// WithLog sends a line per completed checkpoint, and warnings about
+// clean-up that failed, to w.
+func WithLog(w io.Writer) Option { return func(m *Manager) { m.log = w } }
+
+// WithClock sets the clock that stamps checkpoint metadata.
+func WithClock(now func() time.Time) Option { return func(m *Manager) { m.now = now } }
+
+// NewManager opens the checkpoints of job in st. It reads the _metadata of
+// every retained checkpoint to rebuild the shared-state registry, removes
+// chk-<n> directories that have no _metadata (checkpoints that never
+// completed) and shared files no retained checkpoint references. retained
+// is state.checkpoints.num-retained; retainOnCancel is true for
+// execution.checkpointing.externalized-checkpoint-retention =
+// RETAIN_ON_CANCELLATION.
+func NewManager(ctx context.Context, st Storage, job string, retained int, retainOnCancel bool, opts ...Option) (*Manager, error) {
+	if err := validJobName(job); err != nil {
+		return nil, err
+	}
+	if retained < 1 {
+		return nil, fmt.Errorf("invalid value %d for option 'state.checkpoints.num-retained': must be at least 1", retained)
+	}
+	m := &Manager{
+		st: st, job: job, base: job + "/", retained: retained, retainOnCancel: retainOnCancel,
+		log: io.Discard, now: time.Now,
+		registry: make(map[string]*sharedEntry),
+		inflight: make(map[int64]*inflightCheckpoint),
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	scan, err := scanJob(ctx, st, job)
+	if err != nil {
+		return nil, fmt.Errorf("opening checkpoints of job %q: %w", job, err)
+	}
+	m.completed = scan.completed
+	for _, md := range m.completed {
+		for _, in := range md.Instances {
+			for _, f := range in.Files {
+				if !f.Shared {
+					continue
+				}
+				e := m.registry[f.Path]
+				if e == nil {
+					e = &sharedEntry{size: f.Size, sha256: f.SHA256}
+					m.registry[f.Path] = e
+				}
+				e.refs++
+			}
+		}
+	}
+	// Leftovers of checkpoints that never completed: nothing references them.
+	for _, p := range scan.incomplete {
+		if err := st.Delete(ctx, m.base+p); err != nil {
+			m.warnf("removing %s of an incomplete checkpoint: %v", m.base+p, err)
+		}
+	}
+	for _, p := range scan.shared {
+		if m.registry[p] == nil {
+			if err := st.Delete(ctx, m.base+p); err != nil {
+				m.warnf("removing unreferenced shared file %s: %v", m.base+p, err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// validJobName keeps a job's directory one path element.
+func validJobName(job string) error {
+	if job == "" || job == "." || job == ".." || strings.ContainsAny(job, "/\\") || strings.IndexFunc(job, func(r rune) bool { return r < ' ' }) >= 0 {
+		return fmt.Errorf("job name %q cannot name a checkpoint directory: it must be non-empty and contain no '/', '\\' or control characters (set 'pipeline.name')", job)
+	}
+	return nil
+}
+
+// jobScan is what a job directory holds.
+type jobScan struct {
+	completed  []*Metadata // ascending id
+	incomplete []string    // objects of chk-<n> directories without _metadata
+	shared     []string    // shared/… objects
+}
+
+func scanJob(ctx context.Context, st Storage, job string) (*jobScan, error) {
+	base := job + "/"
+	objs, err := st.List(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	byDir := map[string][]string{}
+	var scan jobScan
+	for _, o := range objs {
+		rel := strings.TrimPrefix(o, base)
+		dir, _, ok := strings.Cut(rel, "/")
+		if !ok {
+			continue
+		}
+		if dir == sharedDir {
+			scan.shared = append(scan.shared, rel)
+			continue
+		}
+		if _, ok := parseChkDir(dir); ok {
+			byDir[dir] = append(byDir[dir], rel)
+		}
+	}
+	for dir, files := range byDir {
+		if !containsString(files, dir+"/"+MetadataName) {
+			scan.incomplete = append(scan.incomplete, files...)
+			continue
+		}
+		md, err := readMetadata(ctx, st, base, dir+"/"+MetadataName)
+		if err != nil {
+			return nil, err
+		}
+		if id, _ := parseChkDir(dir); md.ID != id {
+			return nil, fmt.Errorf("checkpoint metadata %s%s/%s names checkpoint %d", base, dir, MetadataName, md.ID)
+		}
+		scan.completed = append(scan.completed, md)
+	}
+	sort.Slice(scan.completed, func(i, j int) bool { return scan.completed[i].ID < scan.completed[j].ID })
+	sort.Strings(scan.incomplete)
+	return &scan, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Job is the job whose checkpoints the manager keeps.
+func (m *Manager) Job() string { return m.job }
+
+// Latest returns the newest retained checkpoint, or nil when there is none.
+func (m *Manager) Latest(ctx context.Context) (*Metadata, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.completed) == 0 {
+		return nil, nil
+	}
+	return m.completed[len(m.completed)-1], nil
+}
+
+// Retained returns the retained checkpoints, oldest first.
+func (m *Manager) Retained() []*Metadata {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]*Metadata(nil), m.completed...)
+}
+
+// NextID is the smallest checkpoint ID above every retained checkpoint. A
+// job restored from an older checkpoint must number its new checkpoints
+// from here, not from the restored ID, so it never reuses a retained
+// checkpoint's directory.
+func (m *Manager) NextID() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.completed) == 0 {
+		return 1
+	}
+	return m.completed[len(m.completed)-1].ID + 1
+}
+
+// Load reads the checkpoint at pathOrDir (execution.state-recovery.path): a
+// chk-<n> directory or its _metadata, as a file:// or s3:// URI, an absolute
+// path, or a path relative to the manager's checkpoint directory
+// ("<job>/chk-<n>"). Files of the checkpoint are read from where it lies;
+// nothing there is changed.
+func (m *Manager) Load(ctx context.Context, pathOrDir string) (*Metadata, error) {
+	p := strings.TrimRight(pathOrDir, "/")
+	p = strings.TrimSuffix(p, "/"+MetadataName)
+	if scheme, _ := splitScheme(p); scheme == "" && !strings.HasPrefix(p, "/") {
+		rel := path.Clean(p)
+		jobDir, chk := path.Split(rel)
+		if err := validPath(rel); err != nil {
+			return nil, fmt.Errorf("checkpoint %q: %w", pathOrDir, err)
+		}
+		md, err := readMetadata(ctx, m.st, jobDir, chk+"/"+MetadataName)
+		if err != nil {
+			return nil, fmt.Errorf("loading checkpoint %q: %w", pathOrDir, err)
+		}
+		return md, nil
+	}
+	jobURI, chk := parentURI(p)
+	if jobURI == "" || chk == "" {
+		return nil, fmt.Errorf("checkpoint %q: expected a chk-<n> directory or its %s", pathOrDir, MetadataName)
+	}
+	var opts map[string]string
+	if ls, ok := m.st.(locatedStorage); ok {
+		_, opts = ls.location()
+	}
+	st, err := OpenStorage(ctx, jobURI, opts)
+	if err != nil {
+		return nil, fmt.Errorf("loading checkpoint %q: %w", pathOrDir, err)
+	}
+	md, err := readMetadata(ctx, st, "", chk+"/"+MetadataName)
+	if err != nil {
+		return nil, fmt.Errorf("loading checkpoint %q: %w", pathOrDir, err)
+	}
+	return md, nil
+}
+
+// acquireShared takes a reference to the shared file ref.Path, uploading it
+// from local first unless the registry has it. It returns the bytes
+// uploaded.
+func (m *Manager) acquireShared(ctx context.Context, ref FileRef, local string) (int64, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return 0, errors.New("checkpoint manager is closed")
+	}
+	if e := m.registry[ref.Path]; e != nil {
+		if e.size != ref.Size || (e.sha256 != "" && ref.SHA256 != "" && e.sha256 != ref.SHA256) {
+			m.mu.Unlock()
+			return 0, fmt.Errorf("shared file %s%s: already registered with %d bytes and SHA-256 %s, now %d bytes and SHA-256 %s (file names must be unique)",
+				m.base, ref.Path, e.size, e.sha256, ref.Size, ref.SHA256)
+		}
+		e.refs++
+		ready := e.ready
+		m.mu.Unlock()
+		if ready == nil {
+			return 0, nil
+		}
+		// Another instance or checkpoint is uploading it right now.
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			m.releaseShared(context.Background(), []string{ref.Path})
+			return 0, ctx.Err()
+		}
+		if e.err != nil {
+			// The failed uploader removed the entry; this reference went
+			// with it.
+			return 0, fmt.Errorf("uploading shared file %s%s: %w", m.base, ref.Path, e.err)
+		}
+		return 0, nil
+	}
+	e := &sharedEntry{size: ref.Size, sha256: ref.SHA256, refs: 1, ready: make(chan struct{})}
+	m.registry[ref.Path] = e
+	m.mu.Unlock()
+
+	err := m.upload(ctx, ref.Path, local, ref.Size)
+
+	m.mu.Lock()
+	ready := e.ready
+	e.ready = nil
+	if err != nil {
+		e.err = err
+		if m.registry[ref.Path] == e {
+			delete(m.registry, ref.Path)
+		}
+	}
+	m.mu.Unlock()
+	close(ready)
+	if err != nil {
+		return 0, err
+	}
+	return ref.Size, nil
+}
+
+// releaseShared drops one reference per path and deletes files no longer
+// referenced. Deletion happens under the lock so that a concurrent upload of
+// the same name cannot be deleted after it lands.
+func (m *Manager) releaseShared(ctx context.Context, paths []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.releaseSharedLocked(ctx, paths)
+}
+
+func (m *Manager) releaseSharedLocked(ctx context.Context, paths []string) {
+	for _, p := range paths {
+		e := m.registry[p]
+		if e == nil {
+			continue
+		}
+		e.refs--
+		if e.refs > 0 {
+			continue
+		}
+		delete(m.registry, p)
+		if err := m.st.Delete(ctx, m.base+p); err != nil {
+			m.warnf("deleting shared file %s: %v", m.base+p, err)
+		}
+	}
+}
+
+// upload copies a local file to the job directory.
+func (m *Manager) upload(ctx context.Context, rel, local string, size int64) error {
+	f, err := os.Open(local)
+	if err != nil {
+		return fmt.Errorf("uploading %s: %w", local, err)
+	}
+	defer f.Close()
+	if err := m.st.Put(ctx, m.base+rel, f, size); err != nil {
+		return fmt.Errorf("uploading %s: %w", local, err)
+	}
+	return nil
+}
+
+// checkWritable fails when checkpoint id cannot take new files: it was
+// aborted, or a retained checkpoint already has the ID.
+func (m *Manager) checkWritable(id int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errors.New("checkpoint manager is closed")
+	}
+	if c := m.inflight[id]; c != nil && c.aborted {
+		return fmt.Errorf("checkpoint %d was aborted", id)
+	}
+	for _, md := range m.completed {
+		if md.ID == id {
+			return fmt.Errorf("checkpoint %d of job %q already exists (number new checkpoints from %d)", id, m.job, m.completed[len(m.completed)-1].ID+1)
+		}
+	}
+	return nil
+}
+
+// finishPersist records what one instance uploaded for checkpoint id, or
+// undoes it when the checkpoint was aborted meanwhile or the upload failed.
+func (m *Manager) finishPersist(ctx context.Context, id int64, shared, private []string, failed error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.inflight[id]
+	if c == nil {
+		c = &inflightCheckpoint{}
+		m.inflight[id] = c
+	}
+	if failed == nil && c.aborted {
+		failed = fmt.Errorf("checkpoint %d was aborted", id)
+	}
+	if failed == nil && m.closed {
+		failed = errors.New("checkpoint manager is closed")
+	}
+	if failed != nil {
+		m.releaseSharedLocked(ctx, shared)
+		for _, p := range private {
+			if err := m.st.Delete(ctx, m.base+p); err != nil {
+				m.warnf("deleting %s of failed checkpoint %d: %v", m.base+p, id, err)
+			}
+		}
+		return failed
+	}
+	c.shared = append(c.shared, shared...)
+	c.private = append(c.private, private...)
+	return nil
+}
+
+// complete writes the metadata of checkpoint md.ID, registers it and
+// subsumes checkpoints beyond the retention limit.
+func (m *Manager) complete(ctx context.Context, md *Metadata) error {
+	id := md.ID
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return errors.New("checkpoint manager is closed")
+	}
+	c := m.inflight[id]
+	if c == nil {
+		c = &inflightCheckpoint{}
+		m.inflight[id] = c
+	}
+	if c.aborted {
+		m.mu.Unlock()
+		return fmt.Errorf("checkpoint %d was aborted", id)
+	}
+	if c.completing {
+		m.mu.Unlock()
+		return fmt.Errorf("checkpoint %d is already being completed", id)
+	}
+	for _, old := range m.completed {
+		if old.ID >= id {
+			m.mu.Unlock()
+			return fmt.Errorf("checkpoint %d of job %q cannot complete: checkpoint %d is already retained", id, m.job, old.ID)
+		}
+	}
+	// Every shared file the metadata names must be held by this checkpoint's
+	// own references, or it could vanish under it.
+	held := map[string]int{}
+	for _, p := range c.shared {
+		held[p]++
+	}
+	for _, in := range md.Instances {
+		for _, f := range in.Files {
+			if f.Shared && held[f.Path] == 0 {
+				m.mu.Unlock()
+				return fmt.Errorf("checkpoint %d: shared file %s was not persisted for this checkpoint", id, f.Path)
+			}
+		}
+	}
+	c.completing = true
+	m.mu.Unlock()
+
+	data, err := encodeMetadata(md)
+	if err == nil {
+		err = m.st.Put(ctx, m.base+md.Dir()+"/"+MetadataName, bytes.NewReader(data), int64(len(data)))
+	}
+	if err != nil {
+		m.mu.Lock()
+		c.completing = false
+		m.mu.Unlock()
+		return fmt.Errorf("writing metadata of checkpoint %d: %w", id, err)
+	}
+
+	m.mu.Lock()
+	md.src, md.base = m.st, m.base
+	// Convert the in-flight references into the checkpoint's: take the
+	// checkpoint's first so no count touches zero on the way.
+	for _, in := range md.Instances {
+		for _, f := range in.Files {
+			if f.Shared {
+				m.registry[f.Path].refs++
+			}
+		}
+	}
+	m.releaseSharedLocked(ctx, c.shared)
+	delete(m.inflight, id)
+	m.completed = append(m.completed, md)
+	for len(m.completed) > m.retained {
+		m.discardLocked(ctx, m.completed[0])
+		m.completed = m.completed[1:]
+	}
+	m.mu.Unlock()
+
+	m.logf("Completed checkpoint %d for job %s (full %d bytes, uploaded %d bytes, sync %s, async %s)",
+		id, m.job, md.FullBytes, md.UploadedBytes, md.SyncDuration.Round(time.Microsecond), md.AsyncDuration.Round(time.Microsecond))
+	return nil
+}
+
+// discardLocked deletes a retained checkpoint: its _metadata first, so it
+// stops existing at once, then its private files, then its references to
+// shared files.
+func (m *Manager) discardLocked(ctx context.Context, md *Metadata) {
+	dir := m.base + md.Dir()
+	if err := m.st.Delete(ctx, dir+"/"+MetadataName); err != nil {
+		m.warnf("deleting %s/%s: %v", dir, MetadataName, err)
+		// Keep its files: the checkpoint may still be visible.
+		return
+	}
+	var shared []string
+	for _, in := range md.Instances {
+		for _, f := range in.Files {
+			if f.Shared {
+				shared = append(shared, f.Path)
+			} else if err := m.st.Delete(ctx, m.base+f.Path); err != nil {
+				m.warnf("deleting %s: %v", m.base+f.Path, err)
+			}
+		}
+	}
+	m.releaseSharedLocked(ctx, shared)
+}
+
+// abort forgets checkpoint id: the private files its instances uploaded are
+// deleted and its references to shared files released.
+func (m *Manager) abort(id int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.inflight[id]
+	if c == nil {
+		c = &inflightCheckpoint{}
+		m.inflight[id] = c
+	}
+	if c.completing || c.aborted {
+		return
+	}
+	c.aborted = true
+	ctx := context.Background()
+	for _, p := range c.private {
+		if err := m.st.Delete(ctx, m.base+p); err != nil {
+			m.warnf("deleting %s of aborted checkpoint %d: %v", m.base+p, id, err)
+		}
+	}
+	m.releaseSharedLocked(ctx, c.shared)
+	c.shared, c.private = nil, nil
+}
+
+// Close ends the manager. When the job was cancelled and checkpoints are not
+// retained on cancellation (DELETE_ON_CANCELLATION), every checkpoint of the
+// job is deleted.
+func (m *Manager) Close(cancelled bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	if !cancelled || m.retainOnCancel {
+		return nil
+	}
+	ctx := context.Background()
+	// Metadata first, oldest first, so no checkpoint is left half deleted.
+	for _, md := range m.completed {
+		m.discardLocked(ctx, md)
+	}
+	m.completed = nil
+	objs, err := m.st.List(ctx, m.base)
+	if err != nil {
+		return fmt.Errorf("deleting checkpoints of cancelled job %q: %w", m.job, err)
+	}
+	var errs []error
+	for _, o := range objs {
+		if err := m.st.Delete(ctx, o); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.registry = map[string]*sharedEntry{}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("deleting checkpoints of cancelled job %q: %w", m.job, err)
+	}
+	return nil
+}
+
+func (m *Manager) warnf(format string, args ...any) {
+	m.logf("checkpoint warning: job %s: "+format, append([]any{m.job}, args...)...)
+}
+
+// logf writes one line; lines from concurrent Persist and Complete calls
+// must not interleave.
+func (m *Manager) logf(format string, args ...any) {
+	m.logMu.Lock()
+	defer m.logMu.Unlock()
+	fmt.Fprintf(m.log, format+"\n", args...)
+}

@@ -1,0 +1,158 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// MetadataVersion is the version of the _metadata format this package
+// writes; it reads only this version.
+const MetadataVersion = 1
+
+// MetadataName is the name of the object that makes a chk-<n> directory a
+// checkpoint.
+const MetadataName = "_metadata"
+
+const (
+	sharedDir = "shared"
+	chkPrefix = "chk-"
+)
+
+// Metadata describes one completed checkpoint. It is stored as JSON in
+// <job>/chk-<id>/_metadata.
+type Metadata struct {
+	Version   int       `json:"version"`
+	Job       string    `json:"job"`
+	ID        int64     `json:"id"`
+	Timestamp time.Time `json:"timestamp"`
+	// FullBytes is the size of all state the checkpoint references;
+	// UploadedBytes what this checkpoint uploaded (the rest is reused).
+	FullBytes     int64 `json:"fullBytes"`
+	UploadedBytes int64 `json:"uploadedBytes"`
+	// SyncDuration and AsyncDuration are the longest synchronous and
+	// asynchronous parts among the instances, in nanoseconds.
+	SyncDuration  time.Duration `json:"syncNanos"`
+	AsyncDuration time.Duration `json:"asyncNanos"`
+	Instances     []Instance    `json:"instances"`
+
+	// Where the checkpoint was read from: files resolve to src at base+Path.
+	src  Storage
+	base string
+}
+
+// Instance is one operator instance's part of a checkpoint.
+type Instance struct {
+	Operator    string `json:"operator"`
+	Subtask     int    `json:"subtask"`
+	Parallelism int    `json:"parallelism"`
+	StateKind   string `json:"stateKind"`
+	// KeyGroups is the key-group range of the keyed state, as the state
+	// backend reported it, so that a savepoint can later split it.
+	KeyGroups     [2]int        `json:"keyGroups"`
+	Position      []byte        `json:"position,omitempty"` // source reader position, base64 in JSON
+	FullBytes     int64         `json:"fullBytes"`
+	UploadedBytes int64         `json:"uploadedBytes"`
+	SyncDuration  time.Duration `json:"syncNanos"`
+	AsyncDuration time.Duration `json:"asyncNanos"`
+	Files         []FileRef     `json:"files"`
+}
+
+// FileRef is a file of an instance's state in storage.
+type FileRef struct {
+	// Path is relative to the job directory: shared/<name> or chk-<id>/<name>.
+	Path      string `json:"path"`
+	Name      string `json:"name"`      // the state backend's unique name
+	LocalName string `json:"localName"` // the name inside the restored state directory
+	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256"`
+	Shared    bool   `json:"shared"`
+}
+
+// Dir is the checkpoint's directory relative to the job directory.
+func (m *Metadata) Dir() string { return chkDir(m.ID) }
+
+// SharedFiles and PrivateFiles count the files the checkpoint references.
+func (m *Metadata) SharedFiles() int  { return m.countFiles(true) }
+func (m *Metadata) PrivateFiles() int { return m.countFiles(false) }
+
+func (m *Metadata) countFiles(shared bool) int {
+	n := 0
+	for _, in := range m.Instances {
+		for _, f := range in.Files {
+			if f.Shared == shared {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func chkDir(id int64) string { return chkPrefix + strconv.FormatInt(id, 10) }
+
+var chkDirRE = regexp.MustCompile(`^chk-([0-9]+)$`)
+
+// parseChkDir returns n for "chk-<n>".
+func parseChkDir(name string) (int64, bool) {
+	m := chkDirRE.FindStringSubmatch(name)
+	if m == nil {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(m[1], 10, 64)
+	return id, err == nil && id > 0
+}
+
+func encodeMetadata(m *Metadata) ([]byte, error) {
+	sort.Slice(m.Instances, func(i, j int) bool {
+		a, b := m.Instances[i], m.Instances[j]
+		if a.Operator != b.Operator {
+			return a.Operator < b.Operator
+		}
+		return a.Subtask < b.Subtask
+	})
+	return json.MarshalIndent(m, "", "  ")
+}
+
+// readMetadata reads and checks <base><chk-dir>/_metadata from st.
+func readMetadata(ctx context.Context, st Storage, base, path string) (*Metadata, error) {
+	r, err := st.Get(ctx, base+path)
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint metadata: %w", err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint metadata %s: %w", base+path, err)
+	}
+	var m Metadata
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("checkpoint metadata %s is not valid: %w (starts with %q)", base+path, err, prefix(data, 32))
+	}
+	if m.Version != MetadataVersion {
+		return nil, fmt.Errorf("checkpoint metadata %s has version %d; this build reads version %d", base+path, m.Version, MetadataVersion)
+	}
+	if m.ID <= 0 {
+		return nil, fmt.Errorf("checkpoint metadata %s: invalid checkpoint id %d", base+path, m.ID)
+	}
+	for _, in := range m.Instances {
+		for _, f := range in.Files {
+			if err := validPath(f.Path); err != nil {
+				return nil, fmt.Errorf("checkpoint metadata %s: operator %s subtask %d: %w", base+path, in.Operator, in.Subtask, err)
+			}
+		}
+	}
+	m.src, m.base = st, base
+	return &m, nil
+}
+
+func prefix(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}

@@ -1,0 +1,448 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/flinksql/flinksql/exec"
+)
+
+// The hashmap image is one file:
+//
+//	header  : magic "FSQLHMAP" | format version uint32 BE | reserved uint32
+//	records : uvarint len(key) | key | uvarint len(value) | value   (keys strictly ascending)
+//	trailer : record count uint64 BE | CRC-32C of header and records uint32 BE | magic "FSQLHEND"
+//
+// The key of a record is the stored key (key-group prefix included).
+const (
+	hashmapLocalName  = "hashmap.state"
+	hashmapMagic      = "FSQLHMAP"
+	hashmapEndMagic   = "FSQLHEND"
+	hashmapVersion    = 1
+	hashmapHeaderLen  = 16
+	hashmapTrailerLen = 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// hashStore keeps entries in a Go map. Order is maintained incrementally:
+// order holds the slots sorted by key as of the last merge, pending the slots
+// created since; a merge sorts only pending and merges, so sealing after a
+// few changes costs a linear pass, not a sort of everything.
+type hashStore struct {
+	dir     string
+	storeID string
+
+	index   map[string]uint32 // stored key → slot in entries
+	entries []hashEntry
+	free    []uint32 // dead slots that neither order nor pending references
+	order   []uint32 // sorted by key; may hold slots that died since the merge
+	spare   []uint32 // the other buffer of order, reused by merge
+	pending []uint32 // slots created since the merge, unsorted; may hold dead ones
+	dead    int      // slots that died since the merge
+
+	full    bool // the next snapshot is full
+	cleared bool // the full snapshot in progress has cleared the store
+	lastID  int64
+	closed  bool
+	scratch []byte
+	writer  hashWriter
+}
+
+type hashEntry struct {
+	key   string // stored key; shares its allocation with value's first version
+	value []byte
+	live  bool
+}
+
+func openHashmap(dir string) (*hashStore, error) {
+	id, err := newStoreID()
+	if err != nil {
+		return nil, fmt.Errorf("state: opening hashmap store in %s: %w", dir, err)
+	}
+	s := &hashStore{dir: dir, storeID: id, index: make(map[string]uint32), full: true}
+	s.writer.s = s
+	return s, nil
+}
+
+func restoreHashmap(dir string, files []File) (*hashStore, error) {
+	if len(files) != 1 {
+		return nil, fmt.Errorf("state: restoring hashmap store in %s: image has %d files, want 1", dir, len(files))
+	}
+	path := filepath.Join(dir, files[0].LocalName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("state: restoring hashmap store: %w", err)
+	}
+	s, err := openHashmap(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.load(data); err != nil {
+		return nil, fmt.Errorf("state: restoring hashmap store from %s (file %s): %w", path, files[0].Name, err)
+	}
+	// The entries live in memory now; the download is no longer needed.
+	if err := os.Remove(path); err != nil {
+		return nil, fmt.Errorf("state: restoring hashmap store: removing downloaded image: %w", err)
+	}
+	return s, nil
+}
+
+// load parses and verifies an image file into an empty store.
+func (s *hashStore) load(data []byte) error {
+	if len(data) < hashmapHeaderLen+hashmapTrailerLen {
+		return fmt.Errorf("image truncated: %d bytes, a valid image has at least %d", len(data), hashmapHeaderLen+hashmapTrailerLen)
+	}
+	if string(data[:8]) != hashmapMagic {
+		return fmt.Errorf("not a hashmap state image: starts with %q", prefixOf(data, 16))
+	}
+	if v := binary.BigEndian.Uint32(data[8:]); v != hashmapVersion {
+		return fmt.Errorf("unsupported hashmap image version %d (this build reads %d)", v, hashmapVersion)
+	}
+	trailer := data[len(data)-hashmapTrailerLen:]
+	if string(trailer[12:]) != hashmapEndMagic {
+		return fmt.Errorf("image truncated or corrupt: missing end marker (last bytes %q)", prefixOf(trailer, 20))
+	}
+	body := data[:len(data)-hashmapTrailerLen]
+	if want, got := binary.BigEndian.Uint32(trailer[8:]), crc32.Checksum(body, castagnoli); want != got {
+		return fmt.Errorf("image corrupt: CRC-32C %08x, recorded %08x", got, want)
+	}
+	count := binary.BigEndian.Uint64(trailer)
+	if count > uint64(len(body)) {
+		return fmt.Errorf("image corrupt: record count %d exceeds its size", count)
+	}
+	s.index = make(map[string]uint32, count)
+	s.entries = make([]hashEntry, 0, count)
+	s.order = make([]uint32, 0, count)
+	rest := body[hashmapHeaderLen:]
+	var prev []byte
+	for n := uint64(0); len(rest) > 0; n++ {
+		off := len(body) - len(rest)
+		key, r, err := readChunk(rest)
+		if err != nil {
+			return fmt.Errorf("record %d at offset %d: key: %w", n, off, err)
+		}
+		value, r, err := readChunk(r)
+		if err != nil {
+			return fmt.Errorf("record %d at offset %d: value: %w", n, off, err)
+		}
+		rest = r
+		if !validStoredKey(key) {
+			return fmt.Errorf("record %d at offset %d: malformed key %q", n, off, prefixOf(key, 32))
+		}
+		if prev != nil && bytes.Compare(prev, key) >= 0 {
+			return fmt.Errorf("record %d at offset %d: key %q out of order", n, off, prefixOf(key, 32))
+		}
+		prev = key
+		slot := s.add(key, value)
+		s.order = append(s.order, slot)
+	}
+	if uint64(len(s.entries)) != count {
+		return fmt.Errorf("image corrupt: %d records, trailer says %d", len(s.entries), count)
+	}
+	s.pending = s.pending[:0]
+	return nil
+}
+
+func readChunk(b []byte) (chunk, rest []byte, err error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 {
+		return nil, nil, errors.New("bad length prefix")
+	}
+	b = b[w:]
+	if n > uint64(len(b)) {
+		return nil, nil, fmt.Errorf("length %d runs past the end (%d bytes left)", n, len(b))
+	}
+	return b[:n], b[n:], nil
+}
+
+func prefixOf(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// add stores a new entry and returns its slot. Key and value share one
+// allocation; the key part is never written again.
+func (s *hashStore) add(key, value []byte) uint32 {
+	buf := make([]byte, len(key)+len(value))
+	copy(buf, key)
+	copy(buf[len(key):], value)
+	e := hashEntry{
+		key:   unsafe.String(unsafe.SliceData(buf), len(key)),
+		value: buf[len(key):len(buf):len(buf)],
+		live:  true,
+	}
+	var slot uint32
+	if n := len(s.free); n > 0 {
+		slot = s.free[n-1]
+		s.free = s.free[:n-1]
+		s.entries[slot] = e
+	} else {
+		slot = uint32(len(s.entries))
+		s.entries = append(s.entries, e)
+	}
+	s.index[e.key] = slot
+	s.pending = append(s.pending, slot)
+	return slot
+}
+
+func (s *hashStore) clear() {
+	s.index = make(map[string]uint32)
+	s.entries, s.free, s.order, s.spare, s.pending = nil, nil, nil, nil, nil
+	s.dead = 0
+}
+
+// beginWrite clears the store at the first write of a full snapshot.
+func (s *hashStore) beginWrite() error {
+	if s.closed {
+		return fmt.Errorf("state: hashmap store in %s is closed", s.dir)
+	}
+	if s.full && !s.cleared {
+		s.clear()
+		s.cleared = true
+	}
+	return nil
+}
+
+// merge brings order up to date: live slots only, sorted by key.
+func (s *hashStore) merge() {
+	if len(s.pending) == 0 && s.dead == 0 {
+		return
+	}
+	live := func(slot uint32) bool { return s.entries[slot].live }
+	pend := slices.DeleteFunc(s.pending, func(slot uint32) bool { return !live(slot) })
+	slices.SortFunc(pend, func(a, b uint32) int { return strings.Compare(s.entries[a].key, s.entries[b].key) })
+
+	out := s.spare[:0]
+	i, j := 0, 0
+	for i < len(s.order) && j < len(pend) {
+		a := s.order[i]
+		if !live(a) {
+			i++
+			continue
+		}
+		// Live keys are unique, so the two never compare equal.
+		if s.entries[a].key < s.entries[pend[j]].key {
+			out = append(out, a)
+			i++
+		} else {
+			out = append(out, pend[j])
+			j++
+		}
+	}
+	for ; i < len(s.order); i++ {
+		if a := s.order[i]; live(a) {
+			out = append(out, a)
+		}
+	}
+	out = append(out, pend[j:]...)
+	s.spare, s.order = s.order, out
+	s.pending = pend[:0]
+
+	if s.dead > 0 {
+		s.free = s.free[:0]
+		for slot := range s.entries {
+			if !s.entries[slot].live {
+				s.free = append(s.free, uint32(slot))
+			}
+		}
+		s.dead = 0
+	}
+}
+
+func (s *hashStore) Writer() exec.StateWriter { return &s.writer }
+
+func (s *hashStore) Len() int { return len(s.index) }
+
+func (s *hashStore) Reader() exec.StateReader {
+	return readerFunc(func(fn func(keyGroup int, key, value []byte) error) error {
+		if s.closed {
+			return fmt.Errorf("state: hashmap store in %s is closed", s.dir)
+		}
+		s.merge()
+		var sl slab
+		for _, slot := range s.order {
+			e := &s.entries[slot]
+			k := sl.copy(unsafe.Slice(unsafe.StringData(e.key), len(e.key)))
+			if err := fn(decodeKeyGroup(k), k[prefixLen:], sl.copy(e.value)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *hashStore) Seal(id int64) (*Image, error) {
+	if s.closed {
+		return nil, fmt.Errorf("state: hashmap store in %s is closed", s.dir)
+	}
+	if id <= s.lastID {
+		return nil, fmt.Errorf("state: sealing hashmap store in %s: checkpoint %d is not after the last sealed one (%d)", s.dir, id, s.lastID)
+	}
+	if err := s.beginWrite(); err != nil {
+		return nil, err
+	}
+	s.merge()
+	dir := filepath.Join(s.dir, imageDirName(id))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state: sealing hashmap store: %w", err)
+	}
+	im, err := s.writeImage(id, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		s.cleared = false // a failed full snapshot is retried in full
+		return nil, fmt.Errorf("state: sealing hashmap store in %s for checkpoint %d: %w", s.dir, id, err)
+	}
+	s.lastID = id
+	s.full = false
+	return im, nil
+}
+
+// digestWriter checksums what passes through it: CRC-32C for the image's own
+// trailer, SHA-256 for the file's identity.
+type digestWriter struct {
+	w   io.Writer
+	crc uint32
+	sha hash.Hash
+	n   int64
+}
+
+func (d *digestWriter) Write(p []byte) (int, error) {
+	d.crc = crc32.Update(d.crc, castagnoli, p)
+	d.sha.Write(p)
+	n, err := d.w.Write(p)
+	d.n += int64(n)
+	return n, err
+}
+
+func (s *hashStore) writeImage(id int64, dir string) (*Image, error) {
+	path := filepath.Join(dir, hashmapLocalName)
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dw := &digestWriter{w: f, sha: sha256.New()}
+	bw := bufio.NewWriterSize(dw, 1<<20)
+
+	var hdr [hashmapHeaderLen]byte
+	copy(hdr[:], hashmapMagic)
+	binary.BigEndian.PutUint32(hdr[8:], hashmapVersion)
+	bw.Write(hdr[:])
+	kgs := [2]int{-1, -1}
+	var lens [binary.MaxVarintLen64]byte
+	for _, slot := range s.order {
+		e := &s.entries[slot]
+		bw.Write(lens[:binary.PutUvarint(lens[:], uint64(len(e.key)))])
+		bw.WriteString(e.key)
+		bw.Write(lens[:binary.PutUvarint(lens[:], uint64(len(e.value)))])
+		bw.Write(e.value)
+		if kg := decodeKeyGroup(unsafe.Slice(unsafe.StringData(e.key), prefixLen)); kg != exec.KeyGroupNone {
+			if kgs[0] < 0 {
+				kgs[0] = kg
+			}
+			kgs[1] = kg
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", path, err)
+	}
+	var tr [hashmapTrailerLen]byte
+	binary.BigEndian.PutUint64(tr[:], uint64(len(s.order)))
+	binary.BigEndian.PutUint32(tr[8:], dw.crc)
+	copy(tr[12:], hashmapEndMagic)
+	if _, err := dw.Write(tr[:]); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", path, err)
+	}
+	// No fsync: the image only has to outlive the upload within this
+	// process; durability comes from the checkpoint storage.
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("closing %s: %w", path, err)
+	}
+	return &Image{
+		Kind: Hashmap,
+		Dir:  dir,
+		Files: []File{{
+			Name:      privateName(s.storeID, id, hashmapLocalName),
+			LocalName: hashmapLocalName,
+			Size:      dw.n,
+			SHA256:    hex.EncodeToString(dw.sha.Sum(nil)),
+		}},
+		KeyGroups: kgs,
+		Bytes:     dw.n,
+	}, nil
+}
+
+func (s *hashStore) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.clear()
+	_ = os.Remove(s.dir) // only if no image is outstanding
+	return nil
+}
+
+// hashWriter is the hashmap store's exec.StateWriter.
+type hashWriter struct{ s *hashStore }
+
+func (w *hashWriter) Full() bool { return w.s.full }
+
+func (w *hashWriter) Put(keyGroup int, key, value []byte) error {
+	s := w.s
+	if err := checkKeyGroup(keyGroup); err != nil {
+		return fmt.Errorf("state: hashmap put: %w", err)
+	}
+	if err := s.beginWrite(); err != nil {
+		return err
+	}
+	k := s.encode(keyGroup, key)
+	if slot, ok := s.index[string(k)]; ok {
+		e := &s.entries[slot]
+		e.value = append(e.value[:0], value...)
+		return nil
+	}
+	s.add(k, value)
+	return nil
+}
+
+func (w *hashWriter) Delete(keyGroup int, key []byte) error {
+	s := w.s
+	if err := checkKeyGroup(keyGroup); err != nil {
+		return fmt.Errorf("state: hashmap delete: %w", err)
+	}
+	if err := s.beginWrite(); err != nil {
+		return err
+	}
+	k := s.encode(keyGroup, key)
+	slot, ok := s.index[string(k)]
+	if !ok {
+		return nil
+	}
+	delete(s.index, s.entries[slot].key)
+	s.entries[slot] = hashEntry{}
+	s.dead++
+	return nil
+}
+
+func (s *hashStore) encode(kg int, key []byte) []byte {
+	s.scratch = slices.Grow(s.scratch[:0], prefixLen+len(key))[:prefixLen+len(key)]
+	putPrefix(s.scratch, kg)
+	copy(s.scratch[prefixLen:], key)
+	return s.scratch
+}
