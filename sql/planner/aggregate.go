@@ -81,6 +81,10 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		inScope = &scope{cols: append([]scopeColumn(nil), from.scope.cols[:inputWidth]...)}
 		w = tvf.info
 	default:
+		if hasWindowKeys(from, s.GroupBy) {
+			return nil, unsupportedAt(s.GroupBy[0], "a window aggregation over a subquery, view or CTE of a window table function is not supported yet; "+
+				"aggregate directly over TABLE(TUMBLE(...)) (or HOP/CUMULATE/SESSION) in the same SELECT, with any filters in its WHERE clause")
+		}
 		// No window: an updating GROUP BY over the FROM relation (a window
 		// TVF grouped without both window_start and window_end is read as a
 		// plain table with window columns, as in Flink).
@@ -223,13 +227,43 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	} else {
 		spec.TimeCol = -1
 	}
+	// WHERE over a window TVF: conditions on input columns filter rows before
+	// the aggregation; conditions only on window_start/window_end/window_time
+	// hold for all rows of a window alike, so they filter the aggregated
+	// windows instead (the same result); a condition mixing both is refused.
 	var cond expr.Expr
+	var windowConds []parser.Expr
 	if s.Where != nil {
-		c, err := pc.bindCondition(inScope, s.Where)
-		if err != nil {
-			return nil, err
+		var inputConds []parser.Expr
+		for _, c := range splitAnd(s.Where) {
+			onWindow, onInput := false, false
+			if isTVF {
+				walkExpr(c, func(e parser.Expr) {
+					if id, ok := e.(*parser.Ident); ok {
+						if idx, _, msg := from.scope.resolve(id.Parts); msg == "" && idx >= inputWidth {
+							onWindow = true
+						} else {
+							onInput = true
+						}
+					}
+				})
+			}
+			switch {
+			case onWindow && onInput:
+				return nil, unsupportedAt(c, "a WHERE condition on both window columns and other columns of a window table function is not supported yet; split it into separate AND-ed conditions")
+			case onWindow:
+				windowConds = append(windowConds, c)
+			default:
+				inputConds = append(inputConds, c)
+			}
 		}
-		cond = c
+		if len(inputConds) > 0 {
+			c, err := pc.bindCondition(inScope, andAll(inputConds))
+			if err != nil {
+				return nil, err
+			}
+			cond = c
+		}
 	}
 	preCalc := newCalc(input, pre, cond, preSchema)
 
@@ -336,9 +370,13 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		return nil, err
 	}
 	var having expr.Expr
-	if s.Having != nil {
+	if s.Having != nil || len(windowConds) > 0 {
+		var conds []parser.Expr
+		if s.Having != nil {
+			conds = append(conds, s.Having)
+		}
 		post.clause = "HAVING"
-		h, err := post.bind(s.Having)
+		h, err := post.bind(andAll(append(conds, windowConds...)))
 		if err != nil {
 			return nil, err
 		}
@@ -480,8 +518,33 @@ func (pc *planContext) legacyWindow(f *parser.FuncCall, sc *scope) (windowInfo, 
 		}
 		w.fn = fmt.Sprintf("SessionGroupWindow('w$, %s, %d)", col, w.spec.Gap)
 	}
-	if err := validateWindow(f, name, w.spec); err != nil {
+	if err := validateWindow(f, w.spec); err != nil {
 		return w, err
 	}
 	return w, nil
+}
+
+// hasWindowKeys reports whether GROUP BY names both window_start and
+// window_end columns that come from a window operator below a projection.
+func hasWindowKeys(from *relation, groupBy []parser.Expr) bool {
+	seen := map[string]bool{}
+	for _, g := range groupBy {
+		id, ok := g.(*parser.Ident)
+		if !ok {
+			continue
+		}
+		if idx, used, msg := from.scope.resolve(id.Parts); msg == "" && used == len(id.Parts) {
+			seen[windowProperty(from.node, idx)] = true
+		}
+	}
+	return seen["window_start"] && seen["window_end"]
+}
+
+// andAll joins conditions with AND.
+func andAll(cs []parser.Expr) parser.Expr {
+	out := cs[0]
+	for _, c := range cs[1:] {
+		out = &parser.BinaryExpr{Op: "AND", L: out, R: c}
+	}
+	return out
 }

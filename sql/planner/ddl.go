@@ -10,9 +10,11 @@ import (
 	"github.com/flinksql/flinksql/sql/types"
 )
 
-// convertType turns a parsed data type into a logical type, with Flink's
-// defaults for omitted parameters (VARCHAR is VARCHAR(1), DECIMAL is
-// DECIMAL(10, 0), TIMESTAMP is TIMESTAMP(6), TIME is TIME(0)).
+// convertType turns a parsed data type into a logical type, with Flink SQL's
+// defaults for omitted parameters: VARCHAR and VARBINARY without a length are
+// STRING and BYTES (Flink's type system gives them the maximum length, unlike
+// the Table API's DataTypes.VARCHAR()), CHAR and BINARY have length 1,
+// DECIMAL is DECIMAL(10, 0), TIMESTAMP is TIMESTAMP(6), TIME is TIME(0).
 func convertType(d *parser.DataType) (types.Type, error) {
 	param := func(i, def int) int {
 		if i < len(d.Params) {
@@ -52,7 +54,7 @@ func convertType(d *parser.DataType) (types.Type, error) {
 		}
 		t = types.CharType(n)
 	case "VARCHAR":
-		n := param(0, 1)
+		n := param(0, types.MaxLength)
 		if n < 1 {
 			return t, errAt(d, "Variable character string length must be between 1 and %d (both inclusive).", types.MaxLength)
 		}
@@ -62,7 +64,7 @@ func convertType(d *parser.DataType) (types.Type, error) {
 	case "BINARY":
 		t = types.Type{Root: types.RootBinary, Precision: param(0, 1)}
 	case "VARBINARY":
-		t = types.Type{Root: types.RootVarBinary, Precision: param(0, 1)}
+		t = types.Type{Root: types.RootVarBinary, Precision: param(0, types.MaxLength)}
 	case "BYTES":
 		t = types.BytesType
 	case "DATE":

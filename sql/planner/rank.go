@@ -289,12 +289,8 @@ func (pc *planContext) planRankFilter(s *parser.Select, from *relation, m *overR
 	}
 	calc := newCalc(node, proj, nil, m.schema)
 	var restExpr parser.Expr
-	for _, c := range rest {
-		if restExpr == nil {
-			restExpr = c
-		} else {
-			restExpr = &parser.BinaryExpr{Op: "AND", L: restExpr, R: c}
-		}
+	if len(rest) > 0 {
+		restExpr = andAll(rest)
 	}
 	return &relation{node: calc, scope: from.scope}, restExpr, nil
 }

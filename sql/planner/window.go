@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/window"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
 	"github.com/flinksql/flinksql/sql/types"
@@ -150,7 +151,7 @@ func (pc *planContext) planTableFunc(tf *parser.TableFunc, env *cteEnv) (*relati
 	if w.spec.Offset != 0 {
 		parts = append(parts, "offset=["+formatDuration(w.spec.Offset)+"]")
 	}
-	if err := validateWindow(tf.Call, name, w.spec); err != nil {
+	if err := validateWindow(tf.Call, w.spec); err != nil {
 		return nil, err
 	}
 	w.fn = name + "(" + strings.Join(parts, ", ") + ")"
@@ -189,30 +190,9 @@ func windowColumns(w windowInfo) types.Schema {
 	return types.Schema{{Name: "window_start", Type: start}, {Name: "window_end", Type: start}, {Name: "window_time", Type: wt}}
 }
 
-func validateWindow(n parser.Node, name string, s exec.WindowSpec) error {
-	switch s.Kind {
-	case exec.Tumble:
-		if s.Size <= 0 {
-			return errAt(n, "TUMBLE table function based aggregate requires size to be positive, but got %d ms.", s.Size)
-		}
-	case exec.Hop:
-		if s.Size <= 0 || s.Slide <= 0 {
-			return errAt(n, "HOP table function based aggregate requires size and slide to be positive, but got size %d ms and slide %d ms.", s.Size, s.Slide)
-		}
-		if s.Size%s.Slide != 0 {
-			return errAt(n, "HOP table function based aggregate requires size must be an integral multiple of slide, but got size %d ms and slide %d ms.", s.Size, s.Slide)
-		}
-	case exec.Cumulate:
-		if s.Size <= 0 || s.Step <= 0 {
-			return errAt(n, "CUMULATE table function based aggregate requires maxSize and step to be positive, but got maxSize %d ms and step %d ms.", s.Size, s.Step)
-		}
-		if s.Size%s.Step != 0 {
-			return errAt(n, "CUMULATE table function based aggregate requires maxSize must be an integral multiple of step, but got maxSize %d ms and step %d ms.", s.Size, s.Step)
-		}
-	case exec.Session:
-		if s.Gap <= 0 {
-			return errAt(n, "SESSION table function based aggregate requires gap to be positive, but got %d ms.", s.Gap)
-		}
+func validateWindow(n parser.Node, s exec.WindowSpec) error {
+	if err := window.Validate(s); err != nil {
+		return errAt(n, "%s", err.Error())
 	}
 	return nil
 }
