@@ -94,7 +94,10 @@ const recordCountSlot = 0
 
 // NewHandle resolves the calls and lays out their accumulators.
 func NewHandle(calls []Call, opts Options) (*Handle, error) {
-	h := &Handle{calls: make([]call, len(calls)), width: 1, opts: opts}
+	// Orders start at the wall clock, so values accumulated after a restore
+	// order after the restored ones (a restarted handle starts later than the
+	// old one ended, and no run draws more than one order per nanosecond).
+	h := &Handle{calls: make([]call, len(calls)), width: 1, opts: opts, lastOrder: time.Now().UnixNano()}
 	for i, c := range calls {
 		rc, err := resolve(c, opts)
 		if err != nil {
