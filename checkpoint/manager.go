@@ -37,7 +37,11 @@ type Manager struct {
 	// in flight. A file is deleted when its count drops to zero.
 	registry map[string]*sharedEntry
 	inflight map[int64]*inflightCheckpoint
-	closed   bool
+	// highest is the largest checkpoint ID this manager has seen in flight,
+	// aborted ones included: a restarted attempt of the job numbers its
+	// checkpoints after it, so an ID is never reused.
+	highest int64
+	closed  bool
 }
 
 type sharedEntry struct {
@@ -213,17 +217,19 @@ func (m *Manager) Retained() []*Metadata {
 	return append([]*Metadata(nil), m.completed...)
 }
 
-// NextID is the smallest checkpoint ID above every retained checkpoint. A
-// job restored from an older checkpoint must number its new checkpoints
-// from here, not from the restored ID, so it never reuses a retained
-// checkpoint's directory.
+// NextID is the smallest checkpoint ID above every retained checkpoint and
+// every checkpoint this manager saw in flight (an attempt that failed may
+// have aborted some). A job restored from an older checkpoint must number its
+// new checkpoints from here, not from the restored ID, so it never reuses a
+// checkpoint's directory or an aborted ID.
 func (m *Manager) NextID() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.completed) == 0 {
-		return 1
+	next := m.highest + 1
+	if n := len(m.completed); n > 0 {
+		next = max(next, m.completed[n-1].ID+1)
 	}
-	return m.completed[len(m.completed)-1].ID + 1
+	return next
 }
 
 // Load reads the checkpoint at pathOrDir (execution.state-recovery.path): a
@@ -290,7 +296,13 @@ func (m *Manager) acquireShared(ctx context.Context, ref FileRef, local string) 
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			m.releaseShared(context.Background(), []string{ref.Path})
+			m.mu.Lock()
+			// Only if the entry is still the one referenced: a failed upload
+			// removes it, and a later one may have replaced it.
+			if m.registry[ref.Path] == e {
+				m.releaseSharedLocked(context.Background(), []string{ref.Path})
+			}
+			m.mu.Unlock()
 			return 0, ctx.Err()
 		}
 		if e.err != nil {
@@ -323,15 +335,9 @@ func (m *Manager) acquireShared(ctx context.Context, ref FileRef, local string) 
 	return ref.Size, nil
 }
 
-// releaseShared drops one reference per path and deletes files no longer
+// releaseSharedLocked drops one reference per path and deletes files no longer
 // referenced. Deletion happens under the lock so that a concurrent upload of
 // the same name cannot be deleted after it lands.
-func (m *Manager) releaseShared(ctx context.Context, paths []string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.releaseSharedLocked(ctx, paths)
-}
-
 func (m *Manager) releaseSharedLocked(ctx context.Context, paths []string) {
 	for _, p := range paths {
 		e := m.registry[p]
@@ -389,7 +395,13 @@ func (m *Manager) finishPersist(ctx context.Context, id int64, shared, private [
 	c := m.inflight[id]
 	if c == nil {
 		c = &inflightCheckpoint{}
-		m.inflight[id] = c
+		if n := len(m.completed); n > 0 && m.completed[n-1].ID >= id && failed == nil {
+			// A straggler of a checkpoint that can no longer complete.
+			failed = fmt.Errorf("checkpoint %d is older than the latest completed checkpoint %d", id, m.completed[n-1].ID)
+		} else {
+			m.inflight[id] = c
+			m.highest = max(m.highest, id)
+		}
 	}
 	if failed == nil && c.aborted {
 		failed = fmt.Errorf("checkpoint %d was aborted", id)
@@ -424,6 +436,7 @@ func (m *Manager) complete(ctx context.Context, md *Metadata) error {
 	if c == nil {
 		c = &inflightCheckpoint{}
 		m.inflight[id] = c
+		m.highest = max(m.highest, id)
 	}
 	if c.aborted {
 		m.mu.Unlock()
@@ -480,6 +493,12 @@ func (m *Manager) complete(ctx context.Context, md *Metadata) error {
 	}
 	m.releaseSharedLocked(ctx, c.shared)
 	delete(m.inflight, id)
+	// Aborted checkpoints before this one hold nothing any more.
+	for old, oc := range m.inflight {
+		if old < id && oc.aborted {
+			delete(m.inflight, old)
+		}
+	}
 	m.completed = append(m.completed, md)
 	for len(m.completed) > m.retained {
 		m.discardLocked(ctx, m.completed[0])
@@ -524,6 +543,7 @@ func (m *Manager) abort(id int64) {
 	if c == nil {
 		c = &inflightCheckpoint{}
 		m.inflight[id] = c
+		m.highest = max(m.highest, id)
 	}
 	if c.completing || c.aborted {
 		return

@@ -23,12 +23,10 @@ type fileStorage struct {
 	root string
 }
 
+// newFileStorage does not create root: Put creates directories as needed,
+// and inspecting a directory must not create it.
 func newFileStorage(root string) (*fileStorage, error) {
-	root = filepath.Clean(root)
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("checkpoint storage %q: %w", root, err)
-	}
-	return &fileStorage{root: root}, nil
+	return &fileStorage{root: filepath.Clean(root)}, nil
 }
 
 func (s *fileStorage) location() (string, map[string]string) {

@@ -2,8 +2,10 @@ package exec
 
 import (
 	"context"
+	"encoding/binary"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flinksql/flinksql/sql/types"
 )
@@ -111,4 +113,140 @@ func benchHash(b *testing.B, cfg Config) {
 			Chain: chain(func() (Operator, error) { return NewSinkOperator(countWriter{&counted}), nil })},
 	}}
 	runBench(b, g, cfg, &counted)
+}
+
+// posBenchReader is a benchReader whose position can be checkpointed.
+type posBenchReader struct{ benchReader }
+
+func (r *posBenchReader) SnapshotPosition() ([]byte, error) {
+	return binary.BigEndian.AppendUint64(nil, uint64(r.done)), nil
+}
+func (r *posBenchReader) RestorePosition(pos []byte) error {
+	r.done = int(binary.BigEndian.Uint64(pos))
+	return nil
+}
+
+// sumByKey keeps a running sum per key (column 0) of column 1 and
+// snapshots the keys changed since the previous snapshot.
+type sumByKey struct {
+	base
+	sums  map[int64]int64
+	dirty map[int64]struct{}
+	buf   []byte
+}
+
+func newSumByKey() (Operator, error) {
+	return &sumByKey{sums: map[int64]int64{}, dirty: map[int64]struct{}{}}, nil
+}
+
+func (o *sumByKey) ProcessBatch(_ int, b *types.Batch, out Output) error {
+	for _, r := range b.Rows {
+		k := r[0].Int()
+		o.sums[k] += r[1].Int()
+		o.dirty[k] = struct{}{}
+	}
+	return out.Push(b)
+}
+
+func (o *sumByKey) SnapshotState(_ CheckpointID, w StateWriter) error {
+	if w.Full() {
+		for k := range o.sums {
+			o.dirty[k] = struct{}{}
+		}
+	}
+	for k := range o.dirty {
+		o.buf = binary.BigEndian.AppendUint64(o.buf[:0], uint64(k))
+		kg := types.KeyGroup(uint64(k), DefaultMaxParallelism)
+		if err := w.Put(kg, o.buf, binary.BigEndian.AppendUint64(nil, uint64(o.sums[k]))); err != nil {
+			return err
+		}
+	}
+	clear(o.dirty)
+	return nil
+}
+
+func (o *sumByKey) RestoreState(StateReader) error { return nil }
+
+// BenchmarkCheckpointedChain: source → Calc → SUM per key (1000 keys) →
+// sink in one task, without checkpoints and with a checkpoint every 100 ms
+// or 1 s (in-memory store; the snapshot copies the changed keys). One op is
+// one row; run with -benchtime=5000000x or more so that several
+// checkpoints happen.
+func BenchmarkCheckpointedChain(b *testing.B) {
+	for _, interval := range []time.Duration{0, 100 * time.Millisecond, time.Second} {
+		name := "off"
+		if interval > 0 {
+			name = "interval=" + interval.String()
+		}
+		b.Run(name, func(b *testing.B) {
+			var counted atomic.Int64
+			rows := benchRows()
+			src := &Vertex{ID: 1, Name: "Source", Parallelism: 1, Source: &SourceSpec{Width: 3,
+				NewReader: func(int, int) (SourceReader, error) {
+					return &posBenchReader{benchReader{rows: rows, n: b.N}}, nil
+				}}}
+			src.Chain = chain(
+				func() (Operator, error) {
+					return NewCalc(
+						predicateFunc(func(in types.Row) (bool, error) { return in[1].Int() >= 0, nil }),
+						projectorFunc(func(in, out types.Row) error {
+							out[0] = in[0]
+							out[1] = types.Int(in[1].Int() * 2)
+							return nil
+						}), 2), nil
+				},
+				newSumByKey,
+				func() (Operator, error) { return NewSinkOperator(countWriter{&counted}), nil },
+			)
+			cfg := Config{}
+			var completed atomic.Int64
+			if interval > 0 {
+				cfg.Checkpointing = &CheckpointConfig{Store: newMemStore(), Interval: interval,
+					OnComplete: func(CheckpointID, []InstanceAck, time.Duration, time.Duration) { completed.Add(1) }}
+			}
+			runBench(b, &JobGraph{Vertices: []*Vertex{src}}, cfg, &counted)
+			if interval > 0 {
+				b.ReportMetric(float64(completed.Load()), "checkpoints")
+			}
+		})
+	}
+}
+
+// BenchmarkCheckpointedExchange: source (p=2) → hash by key → SUM per key
+// → sink (p=2), so barriers align at the two-input side of the exchange
+// (EXACTLY_ONCE). One op is one row.
+func BenchmarkCheckpointedExchange(b *testing.B) {
+	for _, interval := range []time.Duration{0, 100 * time.Millisecond, time.Second} {
+		name := "off"
+		if interval > 0 {
+			name = "interval=" + interval.String()
+		}
+		b.Run(name, func(b *testing.B) {
+			var counted atomic.Int64
+			rows := benchRows()
+			src := &Vertex{ID: 1, Name: "Source", Parallelism: 2, Source: &SourceSpec{Width: 3,
+				NewReader: func(st, p int) (SourceReader, error) {
+					n := b.N / p
+					if st < b.N%p {
+						n++
+					}
+					return &posBenchReader{benchReader{rows: rows, n: n}}, nil
+				}}}
+			g := &JobGraph{Vertices: []*Vertex{src, {
+				ID: 2, Name: "Sum", Parallelism: 2,
+				Inputs: []Input{{From: 1, Partitioner: Partitioner{Kind: Hash, KeyCols: []int{0}}}},
+				Chain:  chain(newSumByKey, func() (Operator, error) { return NewSinkOperator(countWriter{&counted}), nil }),
+			}}}
+			cfg := Config{BufferTimeout: DefaultBufferTimeout}
+			var completed atomic.Int64
+			if interval > 0 {
+				cfg.Checkpointing = &CheckpointConfig{Store: newMemStore(), Interval: interval,
+					OnComplete: func(CheckpointID, []InstanceAck, time.Duration, time.Duration) { completed.Add(1) }}
+			}
+			runBench(b, g, cfg, &counted)
+			if interval > 0 {
+				b.ReportMetric(float64(completed.Load()), "checkpoints")
+			}
+		})
+	}
 }

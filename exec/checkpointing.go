@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -71,7 +72,10 @@ type CheckpointedReader interface {
 type Committable []byte
 
 // TwoPhaseCommitWriter is a SinkWriter whose output becomes visible only when
-// the checkpoint that covers it completes.
+// the checkpoint that covers it completes. With checkpointing on, the runtime
+// calls its Finish only after the job's final checkpoint committed (so Finish
+// finds nothing left to commit); without checkpointing, Finish at end of
+// input must make the output visible itself.
 type TwoPhaseCommitWriter interface {
 	SinkWriter
 	// PrepareCommit flushes and seals what was written since the previous
@@ -100,7 +104,7 @@ const (
 
 // CheckpointConfig turns on checkpointing for a job.
 type CheckpointConfig struct {
-	Interval          time.Duration // execution.checkpointing.interval (> 0)
+	Interval          time.Duration // execution.checkpointing.interval; 0: only Job.TriggerCheckpoint and the final checkpoint
 	Mode              CheckpointMode
 	Timeout           time.Duration // execution.checkpointing.timeout (default 10 min)
 	MinPause          time.Duration // execution.checkpointing.min-pause
@@ -111,7 +115,32 @@ type CheckpointConfig struct {
 	// The Store knows its contents; the runtime replays them.
 	RestoreID CheckpointID
 	// NextID is the first checkpoint ID to use (restored ID + 1 after a restore).
+	// Zero means RestoreID + 1.
 	NextID CheckpointID
+	// OnComplete, when set, is called by the coordinator after each completed
+	// checkpoint (for logging): sync is the longest synchronous pause of a
+	// task, async the longest upload of an instance. It must not block.
+	OnComplete func(id CheckpointID, acks []InstanceAck, sync, async time.Duration)
+}
+
+// Defaults of the CheckpointConfig fields left zero.
+const (
+	DefaultCheckpointTimeout = 10 * time.Minute
+	DefaultMaxConcurrent     = 1
+)
+
+// ErrTolerableFailuresExceeded is what a job fails with when more than
+// CheckpointConfig.TolerableFailures consecutive checkpoints failed; the
+// job's error wraps it and names the latest failure.
+var ErrTolerableFailuresExceeded = errors.New("Exceeded checkpoint tolerable failure threshold.") //nolint:staticcheck // Flink's text
+
+// FlushingWriter is a SinkWriter that buffers writes. With checkpointing on,
+// the sink operator flushes it at every barrier, so that nothing written
+// before a completed checkpoint can be lost (at-least-once delivery without
+// transactions).
+type FlushingWriter interface {
+	SinkWriter
+	Flush(ctx context.Context) error
 }
 
 // CheckpointStore is where the runtime keeps operator state and completed
@@ -124,7 +153,10 @@ type CheckpointStore interface {
 	// Complete makes checkpoint id durable once every instance acknowledged
 	// it: _metadata is written last, atomically. Called by the coordinator.
 	Complete(ctx context.Context, id CheckpointID, acks []InstanceAck) error
-	// Abort forgets a checkpoint that will not complete.
+	// Abort forgets a checkpoint that will not complete. Uploads of it may
+	// still be running. Operators do not write again what they wrote for an
+	// aborted snapshot, so the next incremental snapshot of an instance must
+	// still carry those changes.
 	Abort(id CheckpointID)
 }
 

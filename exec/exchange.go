@@ -16,15 +16,18 @@ const (
 	elemIdle   // the sending subtask's watermark status became idle
 	elemActive // … and active again
 	elemEnd    // end of input on this channel
+	elemBarrier
 )
 
 // element is one item on a receiving task's inbound queue. Every sender
 // writes its elements in order, so the order per channel is preserved.
 type element struct {
 	kind    elementKind
+	final   bool  // elemBarrier: the final checkpoint's barrier
 	channel int32 // index of the channel among the receiver's inputs
 	wm      int64
 	batch   *types.Batch
+	ckpt    CheckpointID // elemBarrier
 }
 
 // channel connects one producer subtask to one consumer subtask. Its batches

@@ -53,6 +53,11 @@ type Job struct {
 	err error
 
 	vertices []*vertexRun
+
+	// Checkpointing (nil coord when off). bg owns the coordinator and the
+	// upload goroutines; the job is done only after they returned.
+	coord *coordinator
+	bg    sync.WaitGroup
 }
 
 // vertexRun holds the metrics of one vertex's subtasks.
@@ -72,6 +77,10 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 	cfg = cfg.WithDefaults()
 	if err := Validate(g, cfg); err != nil {
 		return nil, err
+	}
+	if cfg.Checkpointing != nil {
+		cc := cfg.Checkpointing.withDefaults()
+		cfg.Checkpointing = &cc
 	}
 	jctx, cancel := context.WithCancel(ctx)
 	j := &Job{name: g.Name, ctx: jctx, cancel: cancel, done: make(chan struct{})}
@@ -160,6 +169,19 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 		}
 	}
 
+	if cfg.Checkpointing != nil {
+		var all []*task
+		for _, ts := range tasks {
+			all = append(all, ts...)
+		}
+		j.coord = newCoordinator(j, jctx, *cfg.Checkpointing, all)
+		j.bg.Add(1)
+		go func() {
+			defer j.bg.Done()
+			j.coord.run()
+		}()
+	}
+
 	var wg sync.WaitGroup
 	for _, ts := range tasks {
 		for _, t := range ts {
@@ -175,6 +197,7 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 	go func() {
 		wg.Wait()
 		cancel()
+		j.bg.Wait() // the coordinator and uploads in flight, now canceled
 		close(j.done)
 	}()
 	return j, nil
@@ -183,14 +206,20 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 // fail records a task's error as the job's (if it is the first) and cancels
 // every other task.
 func (j *Job) fail(t *task, err error) {
+	j.failJob(fmt.Errorf("%s: %w", t, err))
+}
+
+// failJob records err as the job's error (if it is the first) and cancels
+// every task.
+func (j *Job) failJob(err error) {
 	j.mu.Lock()
 	if j.err == nil {
 		if j.ctx.Err() != nil {
 			// Canceled from outside (Cancel or the parent context): the
-			// task's error is a consequence, not the cause.
+			// error is a consequence, not the cause.
 			j.err = j.ctx.Err()
 		} else {
-			j.err = fmt.Errorf("%s: %w", t, err)
+			j.err = err
 		}
 	}
 	j.mu.Unlock()
@@ -358,6 +387,9 @@ func Validate(g *JobGraph, cfg Config) error {
 	}
 	if sources == 0 {
 		return errors.New("job graph has no source vertex")
+	}
+	if cfg.Checkpointing != nil {
+		return cfg.Checkpointing.validate()
 	}
 	return nil
 }

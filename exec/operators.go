@@ -1,8 +1,11 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/flinksql/flinksql/sql/types"
@@ -91,23 +94,246 @@ func (c *calc) ProcessBatch(_ int, b *types.Batch, out Output) error {
 
 // sink hands rows to a SinkWriter.
 type sink struct {
-	w   SinkWriter
-	ctx context.Context
+	newWriter func(subtask, parallelism int) (SinkWriter, error) // creates w at Open, when set
+	w         SinkWriter
+	tpc       TwoPhaseCommitWriter // w, when it commits in two phases
+	flusher   FlushingWriter       // w, when it buffers
+	ctx       context.Context
+
+	// Set by the runtime when the job checkpoints. A two-phase-commit
+	// writer then pre-commits at every barrier and commits on completion;
+	// its Finish is deferred until the final checkpoint committed.
+	checkpointing bool
+	finished      bool
+	prepared      []preparedCommit // not yet committed, by checkpoint ID
+	restored      []preparedCommit // to commit when a lazily created writer exists
+	restoring     bool             // the job started from a checkpoint
+	toDelete      []preparedCommit // committed since the previous snapshot, still in the state
+}
+
+// preparedCommit is what PrepareCommit returned at one barrier.
+type preparedCommit struct {
+	id CheckpointID
+	cs []Committable
 }
 
 // NewSinkOperator returns the operator that writes its input to w: Open,
 // Write per batch, Finish at end of input, Close. Watermarks end here.
-func NewSinkOperator(w SinkWriter) Operator { return &sink{w: w} }
+//
+// With checkpointing on, a FlushingWriter is flushed at every barrier, and a
+// TwoPhaseCommitWriter pre-commits at every barrier (its committables are
+// stored in the checkpoint under KeyGroupNone), commits on completion, and
+// commits the restored committables again before it opens after a restore.
+// Its Finish is called only after the final checkpoint committed, so
+// everything written reaches the final checkpoint's pre-commit.
+func NewSinkOperator(w SinkWriter) Operator {
+	s := &sink{}
+	s.setWriter(w)
+	return s
+}
+
+// NewSinkOperatorFunc is NewSinkOperator for writers that need to know their
+// subtask: newWriter is called at Open. Until then the runtime cannot tell
+// whether the writer commits in two phases, so with checkpointing on it
+// keeps state for the sink either way (empty unless it does); committables
+// restored for it are committed as soon as the writer exists, before the
+// writer opens.
+func NewSinkOperatorFunc(newWriter func(subtask, parallelism int) (SinkWriter, error)) Operator {
+	return &sink{newWriter: newWriter}
+}
+
+func (s *sink) setWriter(w SinkWriter) {
+	s.w = w
+	s.tpc, _ = w.(TwoPhaseCommitWriter)
+	s.flusher, _ = w.(FlushingWriter)
+}
+
+// maybeTwoPhase reports whether the sink may commit in two phases (its
+// writer does, or does not exist yet).
+func (s *sink) maybeTwoPhase() bool { return s.tpc != nil || (s.w == nil && s.newWriter != nil) }
 
 func (s *sink) Open(ctx *OperatorContext) error {
 	s.ctx = ctx.Ctx
+	if s.w == nil {
+		w, err := s.newWriter(ctx.Subtask, ctx.Parallelism)
+		if err != nil {
+			return err
+		}
+		if w == nil {
+			return errors.New("no sink writer")
+		}
+		s.setWriter(w)
+	}
+	if len(s.restored) > 0 && s.tpc == nil {
+		return errors.New("the restored checkpoint holds committables for a sink whose writer does not commit in two phases")
+	}
+	if s.restoring && s.tpc != nil {
+		if err := s.commitRestored(); err != nil {
+			return err
+		}
+	}
 	return s.w.Open(s.ctx)
 }
 
 func (s *sink) ProcessBatch(_ int, b *types.Batch, _ Output) error { return s.w.Write(s.ctx, b) }
 func (s *sink) ProcessWatermark(int64, Output) error               { return nil }
-func (s *sink) Finish(Output) error                                { return s.w.Finish(s.ctx) }
-func (s *sink) Close() error                                       { return s.w.Close() }
+func (s *sink) Close() error {
+	if s.w == nil {
+		return nil
+	}
+	return s.w.Close()
+}
+
+func (s *sink) Finish(Output) error {
+	if s.tpc != nil && s.checkpointing {
+		return nil // finishDeferred, after the final checkpoint
+	}
+	return s.w.Finish(s.ctx)
+}
+
+// finishDeferred finishes a two-phase-commit writer once the final
+// checkpoint committed everything it wrote.
+func (s *sink) finishDeferred() error {
+	if s.tpc == nil || s.finished {
+		return nil
+	}
+	s.finished = true
+	return s.w.Finish(s.ctx)
+}
+
+// flush flushes a buffering writer at a barrier.
+func (s *sink) flush() error {
+	if s.flusher == nil {
+		return nil
+	}
+	return s.flusher.Flush(s.ctx)
+}
+
+// committablePrefix starts the state keys of committables:
+// "committable/<checkpoint id>/<index>".
+const committablePrefix = "committable/"
+
+func committableKey(id CheckpointID, n int) []byte {
+	return fmt.Appendf(nil, "%s%d/%d", committablePrefix, id, n)
+}
+
+// SnapshotState pre-commits at barrier id and stores the committables not
+// yet committed.
+func (s *sink) SnapshotState(id CheckpointID, w StateWriter) error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	if s.tpc == nil {
+		return nil
+	}
+	cs, err := s.tpc.PrepareCommit(id)
+	if err != nil {
+		return fmt.Errorf("prepare commit: %w", err)
+	}
+	var fresh []preparedCommit
+	if len(cs) > 0 {
+		fresh = []preparedCommit{{id: id, cs: cs}}
+		s.prepared = append(s.prepared, fresh[0])
+	}
+	if w.Full() {
+		fresh = s.prepared
+	} else {
+		for _, p := range s.toDelete {
+			for n := range p.cs {
+				if err := w.Delete(KeyGroupNone, committableKey(p.id, n)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	s.toDelete = s.toDelete[:0]
+	for _, p := range fresh {
+		for n, c := range p.cs {
+			if err := w.Put(KeyGroupNone, committableKey(p.id, n), c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// RestoreState commits the committables of the restored checkpoint again
+// (commit is idempotent): their checkpoint completed, but the commit may
+// not have happened before the failure.
+func (s *sink) RestoreState(r StateReader) error {
+	if !s.maybeTwoPhase() {
+		return nil
+	}
+	var restored []preparedCommit
+	err := r.Each(func(kg int, key, value []byte) error {
+		if kg != KeyGroupNone || !bytes.HasPrefix(key, []byte(committablePrefix)) {
+			return nil
+		}
+		var id CheckpointID
+		var n int
+		if _, err := fmt.Sscanf(string(key[len(committablePrefix):]), "%d/%d", &id, &n); err != nil || n < 0 {
+			return fmt.Errorf("bad committable key %q in the restored state", key)
+		}
+		i := sort.Search(len(restored), func(i int) bool { return restored[i].id >= id })
+		if i == len(restored) || restored[i].id != id {
+			restored = slices.Insert(restored, i, preparedCommit{id: id})
+		}
+		p := &restored[i]
+		for len(p.cs) <= n {
+			p.cs = append(p.cs, nil)
+		}
+		p.cs[n] = Committable(bytes.Clone(value))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.restored, s.restoring = restored, true
+	if s.tpc == nil {
+		return nil // the writer is created at Open, which commits them
+	}
+	return s.commitRestored()
+}
+
+// commitRestored commits the restored committables before the writer opens.
+// With none, it still calls Commit(nil): the writer learns it runs after a
+// restore and can clear what an earlier attempt left behind.
+func (s *sink) commitRestored() error {
+	s.restoring = false
+	if len(s.restored) == 0 {
+		return s.tpc.Commit(nil)
+	}
+	for _, p := range s.restored {
+		if err := s.tpc.Commit(p.cs); err != nil {
+			return fmt.Errorf("commit restored committables of checkpoint %d: %w", p.id, err)
+		}
+	}
+	// Committed: drop them from the next (incremental) snapshot.
+	s.toDelete = append(s.toDelete, s.restored...)
+	s.restored = nil
+	return nil
+}
+
+// NotifyCheckpointComplete commits what was prepared at barriers ≤ id.
+func (s *sink) NotifyCheckpointComplete(id CheckpointID) error {
+	n := 0
+	for _, p := range s.prepared {
+		if p.id > id {
+			break
+		}
+		if err := s.tpc.Commit(p.cs); err != nil {
+			return fmt.Errorf("commit committables of checkpoint %d: %w", p.id, err)
+		}
+		s.toDelete = append(s.toDelete, p)
+		n++
+	}
+	s.prepared = slices.Delete(s.prepared, 0, n)
+	return nil
+}
+
+// NotifyCheckpointAborted keeps the committables: the next completed
+// checkpoint commits them.
+func (s *sink) NotifyCheckpointAborted(CheckpointID) {}
 
 // SortKey is one ORDER BY column.
 type SortKey struct {

@@ -37,6 +37,12 @@ type sourceRun struct {
 	readCtx    context.Context
 	readCancel context.CancelFunc
 	readKey    wakeKey
+
+	// base is the parent of every read context: the task's, or with
+	// checkpointing one that a control message cancels so that a blocked
+	// Read returns and the message is served between reads.
+	base       context.Context
+	baseCancel context.CancelFunc
 }
 
 // runSource is the loop of a source task: read, prepare, generate
@@ -51,8 +57,15 @@ func (t *task) runSource() error {
 	if reader == nil {
 		return errors.New("create source reader: no reader")
 	}
-	s := &sourceRun{t: t, spec: spec, reader: reader, emitted: MinWatermark}
+	s := &sourceRun{t: t, spec: spec, reader: reader, emitted: MinWatermark, base: t.ctx}
 	defer s.releaseReadCtx()
+	defer s.releaseBase()
+	if t.coord != nil {
+		if err := t.openReaderState(reader); err != nil {
+			_ = reader.Close()
+			return err
+		}
+	}
 	if err := reader.Open(t.ctx); err != nil {
 		_ = reader.Close()
 		return fmt.Errorf("open source reader: %w", err)
@@ -93,6 +106,11 @@ func (s *sourceRun) run() error {
 		if err := t.ctx.Err(); err != nil {
 			return err
 		}
+		if t.ctrl != nil {
+			if err := s.pollControl(); err != nil {
+				return err
+			}
+		}
 		if err := t.fireTimers(); err != nil {
 			return err
 		}
@@ -111,11 +129,12 @@ func (s *sourceRun) run() error {
 			if t.ctx.Err() != nil {
 				return t.ctx.Err()
 			}
-			if !errors.Is(err, context.DeadlineExceeded) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				return fmt.Errorf("read: %w", err)
 			}
-			// A reader that reports its deadline as an error is treated
-			// like one that returned empty-handed.
+			// A reader that reports its deadline (or the interruption by
+			// a control message) as an error is treated like one that
+			// returned empty-handed.
 			raw.Reset()
 			res = ReadResult{Split: -1}
 		}
@@ -144,7 +163,36 @@ func (s *sourceRun) run() error {
 	if err := t.emitWatermark(MaxWatermark); err != nil {
 		return err
 	}
+	if t.coord != nil {
+		return t.endHead()
+	}
 	return t.finishChain()
+}
+
+// pollControl serves the coordinator's messages between reads, and renews
+// the interruptible base context once a message canceled it.
+func (s *sourceRun) pollControl() error {
+	t := s.t
+	select {
+	case <-t.ctrl.wake:
+		if err := t.serveControl(); err != nil {
+			return err
+		}
+	default:
+	}
+	if s.baseCancel == nil || s.base.Err() != nil {
+		s.releaseBase()
+		s.base, s.baseCancel = context.WithCancel(t.ctx)
+		t.ctrl.arm(s.baseCancel)
+	}
+	return nil
+}
+
+func (s *sourceRun) releaseBase() {
+	if s.baseCancel != nil {
+		s.baseCancel()
+		s.base, s.baseCancel = s.t.ctx, nil
+	}
 }
 
 // deadlineCtx returns the context for the next Read: the job's, with a
@@ -153,13 +201,13 @@ func (s *sourceRun) run() error {
 func (s *sourceRun) deadlineCtx() context.Context {
 	at, key, ok := s.t.nextWake(s.nextTick)
 	if !ok {
-		return s.t.ctx
+		return s.base
 	}
 	if s.readCtx != nil && key == s.readKey && s.readCtx.Err() == nil {
 		return s.readCtx
 	}
 	s.releaseReadCtx()
-	s.readCtx, s.readCancel = context.WithDeadline(s.t.ctx, at)
+	s.readCtx, s.readCancel = context.WithDeadline(s.base, at)
 	s.readKey = key
 	return s.readCtx
 }

@@ -160,6 +160,14 @@ type task struct {
 	// Source tasks.
 	srcRowsRead *Counter
 	srcWM       *Gauge
+
+	// Checkpointing (coord is nil when it is off); see coordinator.go.
+	coord   *coordinator
+	ctrl    *mailbox[ctrlMsg]
+	ctrlBuf []ctrlMsg
+	index   int  // among the coordinator's tasks
+	head    bool // triggered by the coordinator: no input channels
+	cp      taskCheckpointing
 }
 
 // inChannel is the receiving side of a channel.
@@ -170,6 +178,10 @@ type inChannel struct {
 	idle       bool
 	aligned    bool
 	ended      bool
+	// barrier is the newest checkpoint barrier the channel delivered;
+	// blocked holds its elements back during an EXACTLY_ONCE alignment.
+	barrier CheckpointID
+	blocked bool
 }
 
 func (t *task) String() string {
@@ -180,6 +192,9 @@ func (t *task) String() string {
 func (t *task) run() (err error) {
 	defer func() {
 		if cerr := t.closeOperators(); err == nil {
+			err = cerr
+		}
+		if cerr := t.closeStates(); err == nil {
 			err = cerr
 		}
 	}()
@@ -205,6 +220,11 @@ func (t *task) openOperators() error {
 			return fmt.Errorf("create %s: no operator", t.opName(i))
 		}
 		t.ops[i] = op
+	}
+	if t.coord != nil {
+		if err := t.openStates(); err != nil {
+			return err
+		}
 	}
 	t.fan = &fanOut{s: t.send, wm: MinWatermark}
 	if n > 0 {
@@ -296,12 +316,19 @@ func (t *task) emitWatermark(wm int64) error {
 // finishChain calls Finish on every operator in order (each may emit into
 // the next), sends what is buffered and ends every outgoing channel.
 func (t *task) finishChain() error {
+	if err := t.finishOperators(); err != nil {
+		return err
+	}
+	return t.send.broadcast(element{kind: elemEnd})
+}
+
+func (t *task) finishOperators() error {
 	for i, op := range t.ops {
 		if err := op.Finish(t.outs[i]); err != nil {
 			return t.wrapOp(i, fmt.Errorf("finish: %w", err))
 		}
 	}
-	return t.send.broadcast(element{kind: elemEnd})
+	return nil
 }
 
 // fireTimers runs the processing-time timers that are due.
@@ -361,25 +388,48 @@ type wakeKey struct {
 
 // runInputs is the loop of a task fed by channels.
 func (t *task) runInputs() error {
-	open := len(t.inputs)
-	if open == 0 {
+	t.cp.open = len(t.inputs)
+	if t.cp.open == 0 {
 		// A subtask no channel reaches (e.g. beyond subtask 0 of a GLOBAL
 		// exchange) has ended input from the start.
 		if err := t.emitWatermark(MaxWatermark); err != nil {
 			return err
 		}
+		if t.coord != nil {
+			return t.endHead()
+		}
+		return t.finishChain()
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	armed := false
 	var armedKey wakeKey
-	for open > 0 {
-		if err := t.fireTimers(); err != nil {
-			return err
+	var ctrlWake <-chan struct{}
+	if t.ctrl != nil {
+		ctrlWake = t.ctrl.wake
+	}
+	for !t.cp.finished {
+		if t.cp.open == 0 && t.coord == nil {
+			return t.finishChain()
+		}
+		if !t.cp.drained { // a drained chain has finished: nothing may follow end-of-input
+			if err := t.fireTimers(); err != nil {
+				return err
+			}
 		}
 		if err := t.flushIfDue(); err != nil {
 			return err
+		}
+		if len(t.cp.ready) > 0 {
+			// Elements held during an alignment go first, in order.
+			e := t.cp.ready[0]
+			t.cp.ready[0] = element{}
+			t.cp.ready = t.cp.ready[1:]
+			if err := t.handle(e); err != nil {
+				return err
+			}
+			continue
 		}
 		at, key, ok := t.nextWake(MinWatermark)
 		switch {
@@ -392,12 +442,12 @@ func (t *task) runInputs() error {
 		}
 		select {
 		case e := <-t.inbound:
-			ended, err := t.handle(e)
-			if err != nil {
+			if err := t.handle(e); err != nil {
 				return err
 			}
-			if ended {
-				open--
+		case <-ctrlWake:
+			if err := t.serveControl(); err != nil {
+				return err
 			}
 		case <-timer.C:
 			armed = false
@@ -405,13 +455,16 @@ func (t *task) runInputs() error {
 			return t.ctx.Err()
 		}
 	}
-	return t.finishChain()
+	return nil
 }
 
-// handle processes one inbound element and reports whether it ended its
-// channel.
-func (t *task) handle(e element) (bool, error) {
+// handle processes one inbound element.
+func (t *task) handle(e element) error {
 	c := &t.inputs[e.channel]
+	if c.blocked {
+		t.cp.held = append(t.cp.held, e)
+		return nil
+	}
 	switch e.kind {
 	case elemBatch:
 		err := t.deliver(c.inputIndex, e.batch)
@@ -420,17 +473,23 @@ func (t *task) handle(e element) (bool, error) {
 		case c.free <- e.batch:
 		default: // cannot happen: free holds every batch of the channel
 		}
-		return false, err
+		return err
 	case elemWatermark:
-		return false, t.valve.onWatermark(t, c, e.wm)
+		return t.valve.onWatermark(t, c, e.wm)
 	case elemIdle:
-		return false, t.valve.onIdle(t, c)
+		return t.valve.onIdle(t, c)
 	case elemActive:
-		return false, t.valve.onActive(t, c)
+		return t.valve.onActive(t, c)
+	case elemBarrier:
+		return t.onBarrier(c, e.ckpt, e.final)
 	case elemEnd:
-		return true, t.onChannelEnd(c)
+		t.cp.open--
+		if err := t.onChannelEnd(c); err != nil {
+			return err
+		}
+		return t.onChannelEndCheckpointing()
 	}
-	return false, fmt.Errorf("unknown element kind %d", e.kind)
+	return fmt.Errorf("unknown element kind %d", e.kind)
 }
 
 // onChannelEnd lets a finished channel stop holding back the watermark: it

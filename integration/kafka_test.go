@@ -106,7 +106,7 @@ func newSession(t *testing.T, conf map[string]string) *session.Session {
 	return s
 }
 
-func exec(t *testing.T, s *session.Session, sql string) {
+func run(t *testing.T, s *session.Session, sql string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -165,7 +165,7 @@ func TestKafkaWindowToKafka(t *testing.T) {
 		rec{partition: 0, value: ev("a", 1, 1)}, rec{partition: 0, value: ev("b", 2, 3)}, rec{partition: 0, value: ev("a", 4, 12)},
 		rec{partition: 1, value: ev("a", 10, 2)}, rec{partition: 1, value: ev("b", 20, 11)}, rec{partition: 1, value: ev("b", 5, 9)})
 	s := newSession(t, map[string]string{"parallelism.default": "2"})
-	exec(t, s, fmt.Sprintf(`
+	run(t, s, fmt.Sprintf(`
 CREATE TABLE events (
   `+"`user`"+` STRING, amount INT, ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
@@ -203,7 +203,7 @@ func TestKafkaMetadataColumns(t *testing.T) {
 		rec{partition: 1, value: `{"v":2}`, ts: 1704067201500},
 		rec{partition: 0, value: `{"v":3}`, ts: 1704067202000})
 	s := newSession(t, nil)
-	exec(t, s, fmt.Sprintf(`
+	run(t, s, fmt.Sprintf(`
 CREATE TABLE m (
   v INT,
   part INT METADATA FROM 'partition' VIRTUAL,
@@ -235,8 +235,8 @@ func TestKafkaBadRecord(t *testing.T) {
 	s := newSession(t, nil)
 	ddl := `CREATE TABLE %s (v INT) WITH ('connector' = 'kafka', 'topic' = 'bad', 'properties.bootstrap.servers' = '%s',
   'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset', 'format' = 'json'%s);`
-	exec(t, s, fmt.Sprintf(ddl, "strict", addr, ""))
-	exec(t, s, fmt.Sprintf(ddl, "lenient", addr, ", 'json.ignore-parse-errors' = 'true'"))
+	run(t, s, fmt.Sprintf(ddl, "strict", addr, ""))
+	run(t, s, fmt.Sprintf(ddl, "lenient", addr, ", 'json.ignore-parse-errors' = 'true'"))
 	_, err := query(t, s, "SELECT v FROM strict")
 	if err == nil {
 		t.Fatal("the malformed record must fail the query")
@@ -265,7 +265,7 @@ func TestUpsertKafkaRoundTrip(t *testing.T) {
 		produce(t, addr, "ev1", rec{value: e})
 	}
 	s := newSession(t, nil)
-	exec(t, s, fmt.Sprintf(`
+	run(t, s, fmt.Sprintf(`
 CREATE TABLE ev1 (u STRING, n INT) WITH ('connector' = 'kafka', 'topic' = 'ev1', 'properties.bootstrap.servers' = '%[1]s',
   'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset', 'format' = 'json');
 CREATE TABLE user_totals (u STRING, total INT, PRIMARY KEY (u) NOT ENFORCED) WITH (
@@ -353,7 +353,7 @@ func TestIdlePartitionReleasesWatermark(t *testing.T) {
 		rec{partition: 1, value: ev(100, 1)},
 		rec{partition: 0, value: ev(1, 2)}, rec{partition: 0, value: ev(2, 5)}, rec{partition: 0, value: ev(3, 12)})
 	s := newSession(t, map[string]string{"table.exec.source.idle-timeout": "300 ms", "pipeline.auto-watermark-interval": "50 ms"})
-	exec(t, s, fmt.Sprintf(`CREATE TABLE slow (n INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH (
+	run(t, s, fmt.Sprintf(`CREATE TABLE slow (n INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH (
   'connector' = 'kafka', 'topic' = 'slow', 'properties.bootstrap.servers' = '%s',
   'scan.startup.mode' = 'earliest-offset', 'format' = 'json');`, addr))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

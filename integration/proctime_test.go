@@ -16,7 +16,7 @@ import (
 // proctime attribute one millisecond before the end.
 func TestProcessingTimeTumble(t *testing.T) {
 	s := newSession(t, nil)
-	exec(t, s, `CREATE TABLE clicks (id BIGINT, pt AS PROCTIME()) WITH ('connector' = 'datagen', 'rows-per-second' = '200');`)
+	run(t, s, `CREATE TABLE clicks (id BIGINT, pt AS PROCTIME()) WITH ('connector' = 'datagen', 'rows-per-second' = '200');`)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	st, err := parser.ParseStatement(`SELECT window_start, window_end, window_time, COUNT(*) AS n

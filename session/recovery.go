@@ -1,5 +1,3 @@
-//go:build flinksql_checkpointing
-
 package session
 
 import (
@@ -77,7 +75,8 @@ func (s *Session) checkpointSetup(ctx context.Context, job string) (*checkpointi
 	}
 	retention := strings.ToUpper(s.conf.get("execution.checkpointing.externalized-checkpoint-retention"))
 	c.cancel = retention == "DELETE_ON_CANCELLATION"
-	m, err := checkpoint.NewManager(ctx, st, unsafePath.ReplaceAllString(job, "_"), s.conf.intValue("state.checkpoints.num-retained"), !c.cancel)
+	m, err := checkpoint.NewManager(ctx, st, unsafePath.ReplaceAllString(job, "_"), s.conf.intValue("state.checkpoints.num-retained"), !c.cancel,
+		checkpoint.WithLog(s.stderr))
 	if err != nil {
 		return nil, err
 	}
@@ -93,15 +92,6 @@ func (s *Session) checkpointSetup(ctx context.Context, job string) (*checkpointi
 		fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d (taken %s).\n",
 			job, c.restore.ID, c.restore.Timestamp.UTC().Format(time.RFC3339))
 	}
-	c.cfg.OnComplete = func(id exec.CheckpointID, acks []exec.InstanceAck, sync, async time.Duration) {
-		var full, up int64
-		for _, a := range acks {
-			full += a.FullBytes
-			up += a.UploadedBytes
-		}
-		fmt.Fprintf(s.stderr, "[INFO] Completed checkpoint %d of job '%s': sync %s, async %s, full size %d bytes, uploaded %d bytes.\n",
-			id, job, sync.Round(time.Millisecond), async.Round(time.Millisecond), full, up)
-	}
 	return c, nil
 }
 
@@ -109,10 +99,11 @@ func (s *Session) checkpointSetup(ctx context.Context, job string) (*checkpointi
 func (c *checkpointing) attemptConfig(localDir string) *exec.CheckpointConfig {
 	cfg := c.cfg
 	cfg.Store = checkpoint.NewRuntimeStore(c.manager, c.kind, localDir, c.restore)
-	cfg.RestoreID, cfg.NextID = 0, 1
+	// New checkpoint IDs continue after every retained one, also when an
+	// older checkpoint was restored, so no chk-<n> directory is reused.
+	cfg.RestoreID, cfg.NextID = 0, exec.CheckpointID(c.manager.NextID())
 	if c.restore != nil {
 		cfg.RestoreID = exec.CheckpointID(c.restore.ID)
-		cfg.NextID = exec.CheckpointID(c.restore.ID + 1)
 	}
 	return &cfg
 }

@@ -67,6 +67,8 @@ type runningJob struct {
 	done     chan struct{}
 	stopCh   chan struct{} // closed by stop
 	stopOnce sync.Once
+	// txnPrefixes are the transactional-id prefixes of its exactly-once sinks.
+	txnPrefixes []string
 }
 
 // New creates a session.
@@ -353,12 +355,16 @@ func (s *Session) start(plan *planner.Plan) (*runningJob, error) {
 	if err != nil {
 		return nil, err
 	}
+	prefixes, err := s.validateSinks(ctx, plan, cp)
+	if err != nil {
+		return nil, err
+	}
 	j, cleanup, err := s.startAttempt(plan, name, cp)
 	if err != nil {
 		return nil, err
 	}
 	rj := &runningJob{id: newJobID(), name: name, start: s.now(), current: j, status: "RUNNING",
-		done: make(chan struct{}), stopCh: make(chan struct{})}
+		done: make(chan struct{}), stopCh: make(chan struct{}), txnPrefixes: prefixes}
 	s.mu.Lock()
 	s.jobs[rj.id] = rj
 	s.order = append(s.order, rj.id)
@@ -756,4 +762,49 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 		tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.String(), nullStr(c.Type), key, extras, wm})
 	}
 	return &Result{Table: tbl}, nil
+}
+
+// validateSinks runs the checks sinks need before a job starts (an
+// exactly-once Kafka sink asks the broker about transaction timeouts) and
+// makes sure no running job of this session uses the same transactional-id
+// prefix. It returns the prefixes the job will use.
+func (s *Session) validateSinks(ctx context.Context, plan *planner.Plan, cp *checkpointing) ([]string, error) {
+	var interval time.Duration
+	if cp != nil {
+		interval = cp.cfg.Interval
+	}
+	var prefixes []string
+	for _, sink := range plan.Sinks {
+		if p, ok := sink.Sink.(interface{ TransactionalIDPrefix() string }); ok && p.TransactionalIDPrefix() != "" {
+			prefix := p.TransactionalIDPrefix()
+			s.mu.Lock()
+			for _, other := range s.jobs {
+				if other.status != "RUNNING" {
+					continue
+				}
+				for _, used := range other.txnPrefixes {
+					if used == prefix {
+						s.mu.Unlock()
+						return nil, fmt.Errorf("The 'sink.transactional-id-prefix' '%s' of table '%s' is already used by running job %s ('%s'); every exactly-once sink needs a prefix of its own.",
+							prefix, sink.Name, other.id, other.name)
+					}
+				}
+			}
+			s.mu.Unlock()
+			for _, used := range prefixes {
+				if used == prefix {
+					return nil, fmt.Errorf("The 'sink.transactional-id-prefix' '%s' is used by two sinks of the same job; every exactly-once sink needs a prefix of its own.", prefix)
+				}
+			}
+			prefixes = append(prefixes, prefix)
+		}
+		if v, ok := sink.Sink.(interface {
+			ValidateStart(context.Context, time.Duration) error
+		}); ok {
+			if err := v.ValidateStart(ctx, interval); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return prefixes, nil
 }

@@ -1,8 +1,8 @@
 package state
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -13,8 +13,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/flinksql/flinksql/exec"
@@ -34,6 +36,9 @@ const (
 	hashmapVersion    = 1
 	hashmapHeaderLen  = 16
 	hashmapTrailerLen = 20
+	// hashmapMarker keeps a live store's directory non-empty, so that the
+	// last Image.Discard removes the directory only after Close.
+	hashmapMarker = "hashmap.store"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -41,18 +46,21 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // hashStore keeps entries in a Go map. Order is maintained incrementally:
 // order holds the slots sorted by key as of the last merge, pending the slots
 // created since; a merge sorts only pending and merges, so sealing after a
-// few changes costs a linear pass, not a sort of everything.
+// few changes costs a linear pass, not a sort of everything. Each reference
+// carries the key's first 8 bytes, so sorting and merging rarely have to
+// follow it to the key.
 type hashStore struct {
 	dir     string
 	storeID string
 
 	index   map[string]uint32 // stored key → slot in entries
 	entries []hashEntry
-	free    []uint32 // dead slots that neither order nor pending references
-	order   []uint32 // sorted by key; may hold slots that died since the merge
-	spare   []uint32 // the other buffer of order, reused by merge
-	pending []uint32 // slots created since the merge, unsorted; may hold dead ones
-	dead    int      // slots that died since the merge
+	live    []uint64  // bit per slot: the slot holds a live entry
+	free    []uint32  // dead slots that neither order nor pending references
+	order   []slotRef // sorted by key; may hold slots that died since the merge
+	spare   []slotRef // the other buffer of order, reused by merge
+	pending []slotRef // slots created since the merge, unsorted; may hold dead ones
+	dead    int       // slots that died since the merge
 
 	full    bool // the next snapshot is full
 	cleared bool // the full snapshot in progress has cleared the store
@@ -65,13 +73,54 @@ type hashStore struct {
 type hashEntry struct {
 	key   string // stored key; shares its allocation with value's first version
 	value []byte
-	live  bool
+}
+
+// slotRef refers to an entry; prefix is the key's first 8 bytes, big-endian,
+// zero-padded, so comparing prefixes orders keys unless they are equal.
+type slotRef struct {
+	prefix uint64
+	slot   uint32
+}
+
+func keyPrefix(k string) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(k), 8))
+	}
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+func (s *hashStore) compare(a, b slotRef) int {
+	if a.prefix != b.prefix {
+		if a.prefix < b.prefix {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(s.entries[a.slot].key, s.entries[b.slot].key)
+}
+
+func (s *hashStore) isLive(slot uint32) bool { return s.live[slot/64]&(1<<(slot%64)) != 0 }
+
+func (s *hashStore) setLive(slot uint32, on bool) {
+	for int(slot/64) >= len(s.live) {
+		s.live = append(s.live, 0)
+	}
+	if on {
+		s.live[slot/64] |= 1 << (slot % 64)
+	} else {
+		s.live[slot/64] &^= 1 << (slot % 64)
+	}
 }
 
 func openHashmap(dir string) (*hashStore, error) {
 	id, err := newStoreID()
 	if err != nil {
 		return nil, fmt.Errorf("state: opening hashmap store in %s: %w", dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, hashmapMarker), nil, 0o644); err != nil {
+		return nil, fmt.Errorf("state: opening hashmap store: %w", err)
 	}
 	s := &hashStore{dir: dir, storeID: id, index: make(map[string]uint32), full: true}
 	s.writer.s = s
@@ -81,6 +130,9 @@ func openHashmap(dir string) (*hashStore, error) {
 func restoreHashmap(dir string, files []File) (*hashStore, error) {
 	if len(files) != 1 {
 		return nil, fmt.Errorf("state: restoring hashmap store in %s: image has %d files, want 1", dir, len(files))
+	}
+	if files[0].LocalName == hashmapMarker {
+		return nil, fmt.Errorf("state: restoring hashmap store in %s: invalid local file name %q", dir, hashmapMarker)
 	}
 	path := filepath.Join(dir, files[0].LocalName)
 	data, err := os.ReadFile(path)
@@ -126,7 +178,7 @@ func (s *hashStore) load(data []byte) error {
 	}
 	s.index = make(map[string]uint32, count)
 	s.entries = make([]hashEntry, 0, count)
-	s.order = make([]uint32, 0, count)
+	s.order = make([]slotRef, 0, count)
 	rest := body[hashmapHeaderLen:]
 	var prev []byte
 	for n := uint64(0); len(rest) > 0; n++ {
@@ -147,8 +199,7 @@ func (s *hashStore) load(data []byte) error {
 			return fmt.Errorf("record %d at offset %d: key %q out of order", n, off, prefixOf(key, 32))
 		}
 		prev = key
-		slot := s.add(key, value)
-		s.order = append(s.order, slot)
+		s.order = append(s.order, s.add(key, value))
 	}
 	if uint64(len(s.entries)) != count {
 		return fmt.Errorf("image corrupt: %d records, trailer says %d", len(s.entries), count)
@@ -176,16 +227,15 @@ func prefixOf(b []byte, n int) []byte {
 	return b
 }
 
-// add stores a new entry and returns its slot. Key and value share one
+// add stores a new entry and returns its reference. Key and value share one
 // allocation; the key part is never written again.
-func (s *hashStore) add(key, value []byte) uint32 {
+func (s *hashStore) add(key, value []byte) slotRef {
 	buf := make([]byte, len(key)+len(value))
 	copy(buf, key)
 	copy(buf[len(key):], value)
 	e := hashEntry{
 		key:   unsafe.String(unsafe.SliceData(buf), len(key)),
 		value: buf[len(key):len(buf):len(buf)],
-		live:  true,
 	}
 	var slot uint32
 	if n := len(s.free); n > 0 {
@@ -196,14 +246,16 @@ func (s *hashStore) add(key, value []byte) uint32 {
 		slot = uint32(len(s.entries))
 		s.entries = append(s.entries, e)
 	}
+	s.setLive(slot, true)
 	s.index[e.key] = slot
-	s.pending = append(s.pending, slot)
-	return slot
+	ref := slotRef{keyPrefix(e.key), slot}
+	s.pending = append(s.pending, ref)
+	return ref
 }
 
 func (s *hashStore) clear() {
 	s.index = make(map[string]uint32)
-	s.entries, s.free, s.order, s.spare, s.pending = nil, nil, nil, nil, nil
+	s.entries, s.live, s.free, s.order, s.spare, s.pending = nil, nil, nil, nil, nil, nil
 	s.dead = 0
 }
 
@@ -224,20 +276,22 @@ func (s *hashStore) merge() {
 	if len(s.pending) == 0 && s.dead == 0 {
 		return
 	}
-	live := func(slot uint32) bool { return s.entries[slot].live }
-	pend := slices.DeleteFunc(s.pending, func(slot uint32) bool { return !live(slot) })
-	slices.SortFunc(pend, func(a, b uint32) int { return strings.Compare(s.entries[a].key, s.entries[b].key) })
+	pend := s.pending
+	if s.dead > 0 {
+		pend = slices.DeleteFunc(pend, func(r slotRef) bool { return !s.isLive(r.slot) })
+	}
+	slices.SortFunc(pend, s.compare)
 
 	out := s.spare[:0]
 	i, j := 0, 0
 	for i < len(s.order) && j < len(pend) {
 		a := s.order[i]
-		if !live(a) {
+		if s.dead > 0 && !s.isLive(a.slot) {
 			i++
 			continue
 		}
 		// Live keys are unique, so the two never compare equal.
-		if s.entries[a].key < s.entries[pend[j]].key {
+		if s.compare(a, pend[j]) < 0 {
 			out = append(out, a)
 			i++
 		} else {
@@ -245,10 +299,14 @@ func (s *hashStore) merge() {
 			j++
 		}
 	}
-	for ; i < len(s.order); i++ {
-		if a := s.order[i]; live(a) {
-			out = append(out, a)
+	if s.dead > 0 {
+		for _, a := range s.order[i:] {
+			if s.isLive(a.slot) {
+				out = append(out, a)
+			}
 		}
+	} else {
+		out = append(out, s.order[i:]...)
 	}
 	out = append(out, pend[j:]...)
 	s.spare, s.order = s.order, out
@@ -256,9 +314,9 @@ func (s *hashStore) merge() {
 
 	if s.dead > 0 {
 		s.free = s.free[:0]
-		for slot := range s.entries {
-			if !s.entries[slot].live {
-				s.free = append(s.free, uint32(slot))
+		for slot := range uint32(len(s.entries)) {
+			if !s.isLive(slot) {
+				s.free = append(s.free, slot)
 			}
 		}
 		s.dead = 0
@@ -276,8 +334,8 @@ func (s *hashStore) Reader() exec.StateReader {
 		}
 		s.merge()
 		var sl slab
-		for _, slot := range s.order {
-			e := &s.entries[slot]
+		for _, r := range s.order {
+			e := &s.entries[r.slot]
 			k := sl.copy(unsafe.Slice(unsafe.StringData(e.key), len(e.key)))
 			if err := fn(decodeKeyGroup(k), k[prefixLen:], sl.copy(e.value)); err != nil {
 				return err
@@ -330,6 +388,9 @@ func (d *digestWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// sealChunk is how many entries one encoding task handles.
+const sealChunk = 16 << 10
+
 func (s *hashStore) writeImage(id int64, dir string) (*Image, error) {
 	path := filepath.Join(dir, hashmapLocalName)
 	f, err := os.Create(path)
@@ -338,29 +399,39 @@ func (s *hashStore) writeImage(id int64, dir string) (*Image, error) {
 	}
 	defer f.Close()
 	dw := &digestWriter{w: f, sha: sha256.New()}
-	bw := bufio.NewWriterSize(dw, 1<<20)
 
 	var hdr [hashmapHeaderLen]byte
 	copy(hdr[:], hashmapMagic)
 	binary.BigEndian.PutUint32(hdr[8:], hashmapVersion)
-	bw.Write(hdr[:])
-	kgs := [2]int{-1, -1}
-	var lens [binary.MaxVarintLen64]byte
-	for _, slot := range s.order {
-		e := &s.entries[slot]
-		bw.Write(lens[:binary.PutUvarint(lens[:], uint64(len(e.key)))])
-		bw.WriteString(e.key)
-		bw.Write(lens[:binary.PutUvarint(lens[:], uint64(len(e.value)))])
-		bw.Write(e.value)
-		if kg := decodeKeyGroup(unsafe.Slice(unsafe.StringData(e.key), prefixLen)); kg != exec.KeyGroupNone {
-			if kgs[0] < 0 {
-				kgs[0] = kg
-			}
-			kgs[1] = kg
-		}
-	}
-	if err := bw.Flush(); err != nil {
+	if _, err := dw.Write(hdr[:]); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", path, err)
+	}
+	// Encoding follows references to entries scattered over the heap and is
+	// bound by memory latency, so chunks are encoded in parallel; writing
+	// and checksumming stay sequential, in key order.
+	workers := runtime.GOMAXPROCS(0)
+	bufs := make([][]byte, workers)
+	for start := 0; start < len(s.order); start += workers * sealChunk {
+		var wg sync.WaitGroup
+		for w := range workers {
+			lo := start + w*sealChunk
+			if lo >= len(s.order) {
+				bufs[w] = bufs[w][:0]
+				continue
+			}
+			hi := min(lo+sealChunk, len(s.order))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				bufs[w] = s.encodeRecords(bufs[w][:0], s.order[lo:hi])
+			}()
+		}
+		wg.Wait()
+		for _, b := range bufs {
+			if _, err := dw.Write(b); err != nil {
+				return nil, fmt.Errorf("writing %s: %w", path, err)
+			}
+		}
 	}
 	var tr [hashmapTrailerLen]byte
 	binary.BigEndian.PutUint64(tr[:], uint64(len(s.order)))
@@ -383,9 +454,34 @@ func (s *hashStore) writeImage(id int64, dir string) (*Image, error) {
 			Size:      dw.n,
 			SHA256:    hex.EncodeToString(dw.sha.Sum(nil)),
 		}},
-		KeyGroups: kgs,
+		KeyGroups: s.keyGroupRange(),
 		Bytes:     dw.n,
 	}, nil
+}
+
+func (s *hashStore) encodeRecords(buf []byte, refs []slotRef) []byte {
+	for _, r := range refs {
+		e := &s.entries[r.slot]
+		buf = binary.AppendUvarint(buf, uint64(len(e.key)))
+		buf = append(buf, e.key...)
+		buf = binary.AppendUvarint(buf, uint64(len(e.value)))
+		buf = append(buf, e.value...)
+	}
+	return buf
+}
+
+// keyGroupRange reads the lowest and highest key group off the sorted
+// references: the key group is the top 16 bits of the prefix.
+func (s *hashStore) keyGroupRange() [2]int {
+	kgs := [2]int{-1, -1}
+	lo, _ := slices.BinarySearchFunc(s.order, uint64(keyGroupNoneCode)<<48, func(r slotRef, p uint64) int {
+		return cmp.Compare(r.prefix, p)
+	})
+	if lo > 0 {
+		kgs[0] = int(s.order[0].prefix >> 48)
+		kgs[1] = int(s.order[lo-1].prefix >> 48)
+	}
+	return kgs
 }
 
 func (s *hashStore) Close() error {
@@ -394,6 +490,9 @@ func (s *hashStore) Close() error {
 	}
 	s.closed = true
 	s.clear()
+	if err := os.Remove(filepath.Join(s.dir, hashmapMarker)); err != nil {
+		return fmt.Errorf("state: closing hashmap store: %w", err)
+	}
 	_ = os.Remove(s.dir) // only if no image is outstanding
 	return nil
 }
@@ -436,6 +535,7 @@ func (w *hashWriter) Delete(keyGroup int, key []byte) error {
 	}
 	delete(s.index, s.entries[slot].key)
 	s.entries[slot] = hashEntry{}
+	s.setLive(slot, false)
 	s.dead++
 	return nil
 }

@@ -43,6 +43,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "broker":
 			return runBroker(args[1:], stdout, stderr)
+		case "checkpoints":
+			return runCheckpoints(args[1:], stdout, stderr)
+		case "kafka-transactions":
+			return runKafkaTransactions(args[1:], stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("flinksql", flag.ContinueOnError)
@@ -57,7 +61,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"\nor on the address given as --embedded-broker=host:port (port 0 picks a free one); it stops at exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  flinksql [-D key=value]... [--embedded-broker[=host:port]] [-f file.sql | -e 'statements;']\n"+
-			"  flinksql broker [--listen host:port] [--partitions N] [--data-dir DIR]\n\n"+
+			"  flinksql broker [--listen host:port] [--partitions N] [--data-dir DIR]\n"+
+			"  flinksql checkpoints DIR [--job NAME] [--verify]\n"+
+			"  flinksql kafka-transactions --bootstrap HOST:PORT --prefix P [--abort]\n\n"+
 			"Without -f or -e, flinksql opens an interactive SQL shell. 'flinksql broker' runs a\n"+
 			"standalone Kafka-protocol broker (see 'flinksql broker -h').\n\nFlags:\n")
 		fs.PrintDefaults()

@@ -68,7 +68,9 @@ func newSink(c *tableConfig) (*Sink, error) {
 		return nil, err
 	}
 	if s.delivery == DeliveryExactlyOnce {
-		return nil, fmt.Errorf("The 'exactly-once' delivery guarantee of the %s sink needs checkpointing and Kafka transactions, which are not supported yet; use 'at-least-once'.", c.identifier)
+		if err := checkExactlyOnceOptions(c); err != nil {
+			return nil, err
+		}
 	}
 	if s.parallelism, err = opts.Int(OptSinkParallelism, 0); err != nil {
 		return nil, err
@@ -134,7 +136,35 @@ func (s *Sink) DeliveryGuarantee() string { return s.delivery }
 
 // NewWriter implements connectors.Sink.
 func (s *Sink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
+	if s.delivery == DeliveryExactlyOnce {
+		w, err := NewTransactionalWriter(TxnConfig{Sink: s, Subtask: subtask, Parallelism: parallelism})
+		if err != nil {
+			return nil, err // not a typed nil inside the interface
+		}
+		return w, nil
+	}
 	return s.NewKafkaWriter(subtask, parallelism)
+}
+
+// ValidateStart checks, before a job starts, what an exactly-once sink needs
+// from the broker and the job: a transactional-id prefix, checkpointing, and a
+// transaction timeout that the broker allows and that outlives a checkpoint
+// interval. It does nothing for the other delivery guarantees.
+func (s *Sink) ValidateStart(ctx context.Context, checkpointInterval time.Duration) error {
+	if s.delivery != DeliveryExactlyOnce {
+		return nil
+	}
+	o := s.cfg.tc.Options
+	return ValidateExactlyOnce(ctx, o["properties.bootstrap.servers"], o, o[OptTransactionalIDPrefix], checkpointInterval)
+}
+
+// TransactionalIDPrefix is the prefix of an exactly-once sink's transactional
+// ids ("" for the other guarantees); it must be unique among running jobs.
+func (s *Sink) TransactionalIDPrefix() string {
+	if s.delivery != DeliveryExactlyOnce {
+		return ""
+	}
+	return s.cfg.tc.Options[OptTransactionalIDPrefix]
 }
 
 // NewKafkaWriter is NewWriter with the concrete type, for callers that use Flush.

@@ -189,8 +189,8 @@ func TestSinkOptionErrors(t *testing.T) {
 		opts map[string]string
 		want string
 	}{
-		{map[string]string{"topic": "a", "format": "json", "sink.delivery-guarantee": "exactly-once", "sink.transactional-id-prefix": "x"},
-			"The 'exactly-once' delivery guarantee of the kafka sink needs checkpointing and Kafka transactions, which are not supported yet; use 'at-least-once'."},
+		{map[string]string{"topic": "a", "format": "json", "sink.delivery-guarantee": "exactly-once"},
+			"sink.transactional-id-prefix must be specified when using DeliveryGuarantee.EXACTLY_ONCE."},
 		{map[string]string{"topic": "a", "format": "json", "sink.delivery-guarantee": "twice"},
 			"Invalid value for option 'sink.delivery-guarantee'. Expected one of [at-least-once, exactly-once, none], but was: twice"},
 		{map[string]string{"topic": "a", "format": "json", "sink.partitioner": "com.example.MyPartitioner"},

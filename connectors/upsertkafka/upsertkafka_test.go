@@ -268,7 +268,7 @@ func TestOptionErrors(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	_, err = NewFactory().CreateSink(tableContext("127.0.0.1:1", map[string]string{"sink.delivery-guarantee": "exactly-once"}, 0))
-	if err == nil || !strings.Contains(err.Error(), "The 'exactly-once' delivery guarantee of the upsert-kafka sink") {
+	if err == nil || !strings.Contains(err.Error(), "sink.transactional-id-prefix must be specified when using DeliveryGuarantee.EXACTLY_ONCE.") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -62,6 +62,15 @@ type groupAggregate struct {
 
 	bundle  *bundle
 	flushAt int64 // time of the pending mini-batch latency timer; 0 when none
+	nextSeq uint64
+
+	restored []restoredEntry // from RestoreState, applied at Open
+	snapBuf  []byte
+	// Keys of mini-batch rows in the checkpointed store that were flushed
+	// since: deleted at the next snapshot.
+	bundleDels      []byte
+	bundleDelEnds   []int
+	bundleDelGroups []int
 }
 
 // NewGroupAggregate returns the operator of an unwindowed group aggregation
@@ -126,7 +135,7 @@ func (g *groupAggregate) Open(ctx *exec.OperatorContext) error {
 	g.state = newHeapValueState(g.keyCols, g.accWidth+g.numAggs)
 	g.results = make([]types.Value, g.numAggs)
 	g.emit.b = types.NewBatch(len(g.keyCols)+g.numAggs, types.DefaultBatchSize)
-	return nil
+	return g.applyRestored()
 }
 
 func (g *groupAggregate) needsClock() bool { return g.ttl.enabled() || g.mini.Enabled }
@@ -246,7 +255,8 @@ func (g *groupAggregate) buffer(b *types.Batch, out exec.Output) error {
 			g.flushAt = g.now + g.mini.AllowLatency.Milliseconds()
 			g.ctx.RegisterProcessingTimer(g.flushAt)
 		}
-		g.bundle.add(b.Kinds[i], row, types.HashColumns(row, g.keyCols))
+		g.bundle.add(b.Kinds[i], row, types.HashColumns(row, g.keyCols), g.nextSeq)
+		g.nextSeq++
 		if g.bundle.len() >= g.mini.Size {
 			if err := g.flushBundle(out); err != nil {
 				return err
@@ -290,6 +300,7 @@ func (g *groupAggregate) flushBundle(out exec.Output) error {
 			return err
 		}
 	}
+	g.forgetBundle()
 	bd.reset()
 	return nil
 }
@@ -357,9 +368,11 @@ func (g *groupAggregate) Close() error {
 // first-arrival order.
 type bundle struct {
 	keys       *keyTable
-	head, tail []int32 // per bundle key: first and last buffered row
-	next       []int32 // per buffered row: the next row of the same key, -1 at the end
+	head, tail []int32  // per bundle key: first and last buffered row
+	next       []int32  // per buffered row: the next row of the same key, -1 at the end
+	seqs       []uint64 // per buffered row: its sequence number, the key of its checkpointed entry
 	rows       *types.Batch
+	written    int // rows [0, written) are in the checkpointed store
 }
 
 func newBundle(keyCols []int, width, size int) *bundle {
@@ -370,11 +383,12 @@ func (bd *bundle) empty() bool { return bd.rows.Len() == 0 }
 
 func (bd *bundle) len() int { return bd.rows.Len() }
 
-func (bd *bundle) add(kind types.RowKind, row types.Row, h uint64) {
+func (bd *bundle) add(kind types.RowKind, row types.Row, h uint64, seq uint64) {
 	kid := bd.keys.find(row, h)
 	idx := int32(bd.rows.Len())
 	bd.rows.AppendRow(kind, row)
 	bd.next = append(bd.next, -1)
+	bd.seqs = append(bd.seqs, seq)
 	if kid < 0 {
 		kid = bd.keys.add(row, h)
 		bd.head = append(bd.head, idx)
@@ -390,6 +404,8 @@ func (bd *bundle) reset() {
 	bd.head = bd.head[:0]
 	bd.tail = bd.tail[:0]
 	bd.next = bd.next[:0]
+	bd.seqs = bd.seqs[:0]
+	bd.written = 0
 	bd.rows.Reset()
 }
 

@@ -31,6 +31,9 @@ type sinkUpsertMaterializer struct {
 	width int
 	emit  emitter
 	now   int64
+
+	restored []restoredEntry // from RestoreState, applied at Open
+	snapBuf  []byte
 }
 
 // NewSinkUpsertMaterializer returns the operator Flink places before an
@@ -69,7 +72,7 @@ func (m *sinkUpsertMaterializer) Open(ctx *exec.OperatorContext) error {
 	}
 	m.ctx = ctx
 	m.width = -1
-	return nil
+	return m.applyRestored()
 }
 
 func (m *sinkUpsertMaterializer) init(w int) error {

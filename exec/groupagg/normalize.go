@@ -27,6 +27,9 @@ type changelogNormalize struct {
 	width int
 	emit  emitter
 	now   int64
+
+	restored []restoredEntry // from RestoreState, applied at Open
+	snapBuf  []byte
 }
 
 // NewChangelogNormalize returns the operator that turns an upsert stream (a
@@ -59,7 +62,7 @@ func (n *changelogNormalize) Open(ctx *exec.OperatorContext) error {
 	}
 	n.ctx = ctx
 	n.width = -1
-	return nil
+	return n.applyRestored()
 }
 
 // init sizes the state and output for rows of width w (the first batch).

@@ -32,11 +32,12 @@ type valueState interface {
 // heapValueState keeps the values of all keys in one flat array indexed by
 // the key table's ids.
 type heapValueState struct {
-	keys  *keyTable
-	width int
-	vals  []types.Value
-	stamp []int64
-	alive []bool
+	keys    *keyTable
+	width   int
+	vals    []types.Value
+	stamp   []int64
+	alive   []bool
+	changes changes
 }
 
 func newHeapValueState(keyCols []int, width int) *heapValueState {
@@ -68,11 +69,15 @@ func (s *heapValueState) values(id int32) []types.Value {
 
 func (s *heapValueState) key(id int32) []types.Value { return s.keys.key(id) }
 
-func (s *heapValueState) written(id int32, now int64) { s.stamp[id] = now }
+func (s *heapValueState) written(id int32, now int64) {
+	s.stamp[id] = now
+	s.changes.touch(id)
+}
 
 func (s *heapValueState) lastWrite(id int32) int64 { return s.stamp[id] }
 
 func (s *heapValueState) remove(id int32) {
+	s.changes.removed(id, s.keys.hash(id), tagValue, s.keys.key(id))
 	clear(s.values(id))
 	s.alive[id] = false
 	s.keys.release(id)
@@ -110,13 +115,14 @@ type listState interface {
 // removed rows are recycled, so a steady stream of additions and removals
 // allocates nothing.
 type heapListState struct {
-	keys  *keyTable
-	width int
-	lists [][]types.Row
-	stamp []int64
-	alive []bool
-	spare []types.Row
-	chunk []types.Value
+	keys    *keyTable
+	width   int
+	lists   [][]types.Row
+	stamp   []int64
+	alive   []bool
+	spare   []types.Row
+	chunk   []types.Value
+	changes changes
 }
 
 func newHeapListState(keyCols []int, width int) *heapListState {
@@ -179,11 +185,15 @@ func (s *heapListState) removeRow(id int32, i int) {
 	s.lists[id] = l[:len(l)-1]
 }
 
-func (s *heapListState) written(id int32, now int64) { s.stamp[id] = now }
+func (s *heapListState) written(id int32, now int64) {
+	s.stamp[id] = now
+	s.changes.touch(id)
+}
 
 func (s *heapListState) lastWrite(id int32) int64 { return s.stamp[id] }
 
 func (s *heapListState) remove(id int32) {
+	s.changes.removed(id, s.keys.hash(id), tagList, s.keys.key(id))
 	l := s.lists[id]
 	for i, r := range l {
 		s.recycle(r)

@@ -65,6 +65,8 @@ type dedupStore interface {
 	// oldest write time among the keys left (math.MaxInt64 when none).
 	expire(cutoff int64) (oldest int64)
 	size() int
+	// touch records that the entry of id changed (for incremental snapshots).
+	touch(id int32)
 }
 
 type dedupEntry struct {
@@ -78,6 +80,9 @@ type dedup struct {
 	state   dedupStore
 	em      emitter
 	keepRow bool // state holds the kept row
+
+	restored []restoredEntry // from RestoreState, applied at Open
+	snapBuf  []byte
 }
 
 func (d *dedup) Open(ctx *exec.OperatorContext) error {
@@ -85,7 +90,7 @@ func (d *dedup) Open(ctx *exec.OperatorContext) error {
 		return err
 	}
 	d.keepRow = d.spec.KeepLast
-	return nil
+	return d.applyRestored()
 }
 
 func (d *dedup) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
@@ -135,6 +140,7 @@ func (d *dedup) process(row types.Row, now int64) error {
 			return nil
 		}
 		e.written = now
+		d.state.touch(id)
 		return d.em.emit(types.Insert, row, 0)
 	}
 	var rowtime int64
@@ -171,6 +177,7 @@ func (d *dedup) process(row types.Row, now int64) error {
 	copy(kept, row)
 	e.rowtime = rowtime
 	e.written = now
+	d.state.touch(id)
 	return nil
 }
 
@@ -195,6 +202,7 @@ type heapDedupStore struct {
 	width   int // values per kept row; 0 when rows are not kept
 	entries []dedupEntry
 	rows    []types.Value
+	changes changes
 }
 
 func newHeapDedupStore(keyCols []int, width int) *heapDedupStore {
@@ -229,6 +237,7 @@ func (s *heapDedupStore) expire(cutoff int64) int64 {
 			continue
 		}
 		if w := s.entries[id].written; w <= cutoff {
+			s.changes.removed(id, s.keys.hashes[id], tagDedup, s.keys.key(id))
 			clear(s.kept(id))
 			s.keys.release(id)
 		} else {
@@ -239,3 +248,5 @@ func (s *heapDedupStore) expire(cutoff int64) int64 {
 }
 
 func (s *heapDedupStore) size() int { return s.keys.size() }
+
+func (s *heapDedupStore) touch(id int32) { s.changes.touch(id) }

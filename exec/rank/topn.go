@@ -86,6 +86,8 @@ type rankStore interface {
 	// none).
 	expire(cutoff int64) (oldest int64)
 	size() int
+	// touch records that the partition of id changed.
+	touch(id int32)
 }
 
 type topN struct {
@@ -94,10 +96,16 @@ type topN struct {
 	ttl        ttlTimer
 	state      rankStore
 	em         emitter
+
+	restored []restoredEntry // from RestoreState, applied at Open
+	snapBuf  []byte
 }
 
 func (t *topN) Open(ctx *exec.OperatorContext) error {
-	return t.ttl.open(ctx, "rank")
+	if err := t.ttl.open(ctx, "rank"); err != nil {
+		return err
+	}
+	return t.applyRestored()
 }
 
 func (t *topN) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
@@ -136,6 +144,7 @@ func (t *topN) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 		}
 		if changed {
 			p.written = now
+			t.state.touch(id)
 		}
 		if p.len() == 0 {
 			t.state.release(id)
@@ -260,9 +269,10 @@ func (t *topN) Close() error                                     { t.state = nil
 
 // heapRankStore is the in-memory rankStore.
 type heapRankStore struct {
-	keys  *keyTable
-	width int
-	parts []*sortedRows // by partition id; kept for reuse after release
+	keys    *keyTable
+	width   int
+	parts   []*sortedRows // by partition id; kept for reuse after release
+	changes changes
 }
 
 func newHeapRankStore(partCols []int, width int) *heapRankStore {
@@ -278,6 +288,7 @@ func (s *heapRankStore) partition(row types.Row, h uint64) (int32, *sortedRows) 
 }
 
 func (s *heapRankStore) release(id int32) {
+	s.changes.removed(id, s.keys.hashes[id], tagTopN, s.keys.key(id))
 	s.parts[id].reset()
 	s.keys.release(id)
 }
@@ -298,3 +309,5 @@ func (s *heapRankStore) expire(cutoff int64) int64 {
 }
 
 func (s *heapRankStore) size() int { return s.keys.size() }
+
+func (s *heapRankStore) touch(id int32) { s.changes.touch(id) }

@@ -72,6 +72,7 @@ type rankWindow struct {
 	fire       int64 // the watermark at which the window fires
 	keys       *keyTable
 	parts      []*sortedRows // by partition id, which is the order of first arrival
+	marks      []uint8       // per partition id: markDirty, markPersisted
 }
 
 type windowRank struct {
@@ -88,11 +89,24 @@ type windowRank struct {
 	spareParts []*sortedRows
 
 	em emitter
+
+	// checkpointing: see snapshot.go
+	ctx       *exec.OperatorContext
+	hashCols  []int // partition columns, window_start, window_end: how the input is hashed
+	restored  []restoredEntry
+	restoring bool
+	snapBuf   []byte
+	tracking  bool
+	delKeys   []byte
+	delEnds   []int
+	delGroups []int
 }
 
 func (w *windowRank) Open(ctx *exec.OperatorContext) error {
 	w.metrics = metricsOf(ctx)
-	return nil
+	w.ctx = ctx
+	w.hashCols = append(append([]int(nil), w.spec.PartitionCols...), w.spec.WindowStartCol, w.spec.WindowEndCol)
+	return w.applyRestored()
 }
 
 func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
@@ -130,7 +144,9 @@ func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error 
 		if added && int(id) == len(win.parts) {
 			win.parts = append(win.parts, w.newPart())
 		}
-		w.add(win.parts[id], row)
+		if w.add(win.parts[id], row) {
+			w.touch(win, id)
+		}
 	}
 	if dropped > 0 {
 		w.metrics.LateRowsDropped.Add(dropped)
@@ -181,8 +197,9 @@ func (w *windowRank) newPart() *sortedRows {
 	return &sortedRows{width: w.width}
 }
 
-// add keeps row if it ranks within RankEnd in its partition.
-func (w *windowRank) add(p *sortedRows, row types.Row) {
+// add keeps row if it ranks within RankEnd in its partition, and reports
+// whether it did.
+func (w *windowRank) add(p *sortedRows, row types.Row) bool {
 	var pos int
 	if w.latestFirst {
 		pos = p.lowerBound(w.spec.SortKeys, row)
@@ -190,12 +207,13 @@ func (w *windowRank) add(p *sortedRows, row types.Row) {
 		pos = p.upperBound(w.spec.SortKeys, row)
 	}
 	if int64(pos) >= w.spec.RankEnd {
-		return
+		return false
 	}
 	p.insert(pos, row)
 	if int64(p.len()) > w.spec.RankEnd {
 		p.truncate(int(w.spec.RankEnd))
 	}
+	return true
 }
 
 func (w *windowRank) ProcessWatermark(wm int64, out exec.Output) error {
@@ -217,6 +235,8 @@ func (w *windowRank) fire() error {
 	n := 0
 	for n < len(w.windows) && w.windows[n].fire <= w.wm {
 		win := w.windows[n]
+		w.dropped(win)
+		win.marks = win.marks[:0]
 		for _, p := range win.parts {
 			for i := 0; i < p.len(); i++ {
 				r := int64(i) + 1

@@ -33,6 +33,17 @@ type sessionAggregate struct {
 	// minTrigger is at or below the fire time of every open session.
 	minTrigger int64
 
+	proc int64 // processing-time progress: the latest timer handled
+
+	// checkpointing: see snapshot.go
+	restored  []restoredEntry
+	restoring bool
+	snapBuf   []byte
+	tracking  bool
+	marks     []uint8 // per key id
+	dirty     []int32
+	dels      deletes
+
 	due      []dueSession
 	emptied  []int32 // keys left without sessions by the current firing
 	out      *types.Batch
@@ -59,6 +70,7 @@ func newSessionAggregate(spec AggregateSpec) *sessionAggregate {
 		keyCols:    spec.KeyCols,
 		aggs:       spec.Aggs,
 		wm:         exec.MinWatermark,
+		proc:       exec.MinWatermark,
 		minTrigger: math.MaxInt64,
 		outWidth:   len(spec.KeyCols) + spec.Aggs.NumAggs() + 3,
 		results:    make([]types.Value, spec.Aggs.NumAggs()),
@@ -73,7 +85,7 @@ func (a *sessionAggregate) Open(ctx *exec.OperatorContext) error {
 	}
 	a.keys = newKeyTable(a.keyCols)
 	a.out = types.NewBatch(a.outWidth, types.DefaultBatchSize)
-	return nil
+	return a.applyRestored()
 }
 
 func (a *sessionAggregate) newAcc() []types.Value {
@@ -179,6 +191,7 @@ func (a *sessionAggregate) add(row types.Row, kind types.RowKind, t int64) (bool
 	if err != nil {
 		return false, fmt.Errorf("window aggregate: %w", err)
 	}
+	a.touch(id)
 	return true, nil
 }
 
@@ -205,6 +218,7 @@ func (a *sessionAggregate) OnProcessingTime(t int64, out exec.Output) error {
 	if a.spec.EventTime {
 		return nil
 	}
+	a.proc = max(a.proc, t)
 	return a.advance(t, out)
 }
 
@@ -234,6 +248,8 @@ func (a *sessionAggregate) advance(progress int64, out exec.Output) error {
 		a.sessions[id] = ss[:j]
 		if j == 0 {
 			a.emptied = append(a.emptied, int32(id))
+		} else if j < len(ss) {
+			a.touch(int32(id))
 		}
 	}
 	a.minTrigger = next
@@ -266,6 +282,7 @@ func (a *sessionAggregate) advance(progress int64, out exec.Output) error {
 		a.freeAcc(d.acc)
 	}
 	for _, id := range a.emptied {
+		a.released(id)
 		a.keys.release(id)
 	}
 	clear(a.due)

@@ -41,6 +41,10 @@ type heapSliceState struct {
 	seq      uint64
 	stamp    uint64
 
+	// checkpointing: see snapshot.go
+	tracking bool
+	dels     deletes
+
 	// visit scratch
 	win     []*sliceData
 	heap    []cursor
@@ -53,10 +57,11 @@ type sliceRef struct {
 }
 
 type sliceData struct {
-	end  int64
-	keys []int32  // key id per slot, in order of appearance
-	seqs []uint64 // arrival sequence per slot, ascending
-	accs []types.Value
+	end   int64
+	keys  []int32  // key id per slot, in order of appearance
+	seqs  []uint64 // arrival sequence per slot, ascending
+	marks []uint8  // markDirty, markPersisted per slot
+	accs  []types.Value
 }
 
 type cursor struct {
@@ -82,6 +87,9 @@ func (st *heapSliceState) acc(row types.Row, h uint64, sliceEnd int64) ([]types.
 	for i > 0 {
 		r := refs[i-1]
 		if r.s.end == sliceEnd {
+			if st.tracking {
+				r.s.marks[r.slot] |= markDirty
+			}
 			off := int(r.slot) * w
 			return r.s.accs[off : off+w : off+w], false
 		}
@@ -95,6 +103,11 @@ func (st *heapSliceState) acc(row types.Row, h uint64, sliceEnd int64) ([]types.
 	s.keys = append(s.keys, id)
 	st.seq++
 	s.seqs = append(s.seqs, st.seq)
+	var mark uint8
+	if st.tracking {
+		mark = markDirty
+	}
+	s.marks = append(s.marks, mark)
 	off := len(s.accs)
 	if cap(s.accs)-off < w {
 		grown := make([]types.Value, off, 2*cap(s.accs)+16*w)
@@ -147,7 +160,10 @@ func (st *heapSliceState) dropSlice(end int64) {
 		return
 	}
 	s := st.slices[idx]
-	for _, id := range s.keys {
+	for slot, id := range s.keys {
+		if st.tracking && s.marks[slot]&markPersisted != 0 {
+			st.dels.addSliceKey(st.keys.key(id), s.end, st.keys.hashes[id])
+		}
 		refs := st.refs[id]
 		for j, r := range refs {
 			if r.s == s {
@@ -161,7 +177,7 @@ func (st *heapSliceState) dropSlice(end int64) {
 		}
 	}
 	clear(s.accs)
-	s.keys, s.seqs, s.accs = s.keys[:0], s.seqs[:0], s.accs[:0]
+	s.keys, s.seqs, s.marks, s.accs = s.keys[:0], s.seqs[:0], s.marks[:0], s.accs[:0]
 	st.slices = append(st.slices[:idx], st.slices[idx+1:]...)
 	st.spare = append(st.spare, s)
 }

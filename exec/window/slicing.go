@@ -34,7 +34,12 @@ type slicingAggregate struct {
 	ctx     *exec.OperatorContext
 	metrics *exec.OperatorMetrics
 	wm      int64
+	proc    int64       // processing-time progress: the latest timer handled
 	live    []liveSlice // ascending end
+
+	restored  []restoredEntry // from RestoreState, applied at Open
+	restoring bool
+	snapBuf   []byte
 
 	// The slice of the previous row and what to do with its rows; reset
 	// whenever progress fires windows.
@@ -62,6 +67,7 @@ func newSlicingAggregate(spec AggregateSpec) *slicingAggregate {
 		keyCols: spec.KeyCols,
 		aggs:    spec.Aggs,
 		wm:      exec.MinWatermark,
+		proc:    exec.MinWatermark,
 	}
 	a.outWidth = len(spec.KeyCols) + spec.Aggs.NumAggs() + 3
 	a.merged = make([]types.Value, spec.Aggs.AccWidth())
@@ -77,7 +83,7 @@ func (a *slicingAggregate) Open(ctx *exec.OperatorContext) error {
 	}
 	a.state = newHeapSliceState(a.keyCols, a.aggs.AccWidth())
 	a.out = types.NewBatch(a.outWidth, types.DefaultBatchSize)
-	return nil
+	return a.applyRestored()
 }
 
 func (a *slicingAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
@@ -179,6 +185,7 @@ func (a *slicingAggregate) OnProcessingTime(t int64, out exec.Output) error {
 	if a.spec.EventTime {
 		return nil
 	}
+	a.proc = max(a.proc, t)
 	return a.advance(t, out)
 }
 

@@ -241,8 +241,10 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			v = nv
 		}
 		sink := x.Sink
+		// The writer is created when the operator opens, once the runtime has
+		// told it its subtask; the runtime still sees it (two-phase commit).
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
-			return &sinkOperator{newWriter: sink.NewWriter}, nil
+			return exec.NewSinkOperatorFunc(sink.NewWriter), nil
 		}), nil
 	}
 	return nil, fmt.Errorf("internal error: no runtime operator for plan node %T", n)
@@ -319,27 +321,4 @@ func (r *valuesReader) Read(_ context.Context, b *types.Batch) (exec.ReadResult,
 	}
 	done := r.next >= len(r.rows)
 	return exec.ReadResult{Split: 0, SplitDone: done, End: done}, nil
-}
-
-// sinkOperator creates its writer when it opens, when the runtime has told it
-// which subtask it is.
-type sinkOperator struct {
-	newWriter func(subtask, parallelism int) (exec.SinkWriter, error)
-	exec.Operator
-}
-
-func (s *sinkOperator) Open(ctx *exec.OperatorContext) error {
-	w, err := s.newWriter(ctx.Subtask, ctx.Parallelism)
-	if err != nil {
-		return err
-	}
-	s.Operator = exec.NewSinkOperator(w)
-	return s.Operator.Open(ctx)
-}
-
-func (s *sinkOperator) Close() error {
-	if s.Operator == nil {
-		return nil
-	}
-	return s.Operator.Close()
 }

@@ -1,0 +1,352 @@
+package checkpoint
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/state"
+)
+
+// runtimeStore implements exec.CheckpointStore: operator instances keep
+// their state in package state stores under a local directory, and sealed
+// images are uploaded to the Manager's storage.
+type runtimeStore struct {
+	m        *Manager
+	kind     state.Kind
+	localDir string
+	restore  *Metadata
+	// restoredParallelism is each restored operator's parallelism.
+	restoredParallelism map[string]int
+	restored            map[instanceKey]*Instance
+}
+
+type instanceKey struct {
+	op      string
+	subtask int
+}
+
+// NewRuntimeStore returns the exec.CheckpointStore of a job whose state
+// backend is kind, whose local working files live under localDir, and which
+// starts from restore (nil for a fresh start). Restoring requires the same
+// parallelism per operator and the same state backend as the checkpoint.
+func NewRuntimeStore(m *Manager, kind state.Kind, localDir string, restore *Metadata) exec.CheckpointStore {
+	rs := &runtimeStore{m: m, kind: kind, localDir: localDir, restore: restore,
+		restoredParallelism: map[string]int{}, restored: map[instanceKey]*Instance{}}
+	if restore != nil {
+		for i := range restore.Instances {
+			in := &restore.Instances[i]
+			rs.restored[instanceKey{in.Operator, in.Subtask}] = in
+			rs.restoredParallelism[in.Operator] = in.Parallelism
+		}
+	}
+	return rs
+}
+
+func (rs *runtimeStore) OpenInstance(op exec.OperatorID, subtask, parallelism int) (exec.InstanceState, error) {
+	var in *Instance
+	if rs.restore != nil {
+		if p, ok := rs.restoredParallelism[string(op)]; ok && p != parallelism {
+			return nil, fmt.Errorf("restoring operator %s from checkpoint %d: the checkpoint has parallelism %d, the job %d; changing the parallelism of a job restored from a checkpoint is not supported",
+				op, rs.restore.ID, p, parallelism)
+		}
+		in = rs.restored[instanceKey{string(op), subtask}]
+		if in != nil && in.StateKind != string(rs.kind) {
+			return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint was taken with state backend %q, the job uses %q; switching backends needs a savepoint",
+				op, subtask, rs.restore.ID, in.StateKind, rs.kind)
+		}
+	}
+	if err := os.MkdirAll(rs.localDir, 0o755); err != nil {
+		return nil, fmt.Errorf("opening state of %s subtask %d: %w", op, subtask, err)
+	}
+	dir, err := os.MkdirTemp(rs.localDir, dirElement(string(op))+"-"+strconv.Itoa(subtask)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("opening state of %s subtask %d: %w", op, subtask, err)
+	}
+	is := &instanceState{rs: rs, op: op, subtask: subtask, parallelism: parallelism, dir: dir}
+	if in == nil || len(in.Files) == 0 {
+		is.store, err = state.Open(rs.kind, dir)
+	} else {
+		var files []state.File
+		files, err = rs.download(context.Background(), in, dir)
+		if err == nil {
+			is.store, err = state.Restore(rs.kind, dir, files)
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("opening state of %s subtask %d: %w", op, subtask, err)
+	}
+	if in != nil {
+		is.restored = true
+		is.position = in.Position
+	}
+	return is, nil
+}
+
+// dirElement makes an operator id safe as part of a directory name.
+func dirElement(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// download copies the instance's files from where the restored checkpoint
+// lies into dir under their local names, checking size and SHA-256.
+func (rs *runtimeStore) download(ctx context.Context, in *Instance, dir string) ([]state.File, error) {
+	md := rs.restore
+	files := make([]state.File, 0, len(in.Files))
+	for _, f := range in.Files {
+		if f.LocalName == "" || f.LocalName != filepath.Base(f.LocalName) || f.LocalName == "." || f.LocalName == ".." {
+			return nil, fmt.Errorf("checkpoint %d: file %s has an invalid local name %q", md.ID, f.Path, f.LocalName)
+		}
+		if err := downloadFile(ctx, md.src, md.base+f.Path, filepath.Join(dir, f.LocalName), f.Size, f.SHA256); err != nil {
+			return nil, fmt.Errorf("restoring from checkpoint %d: %w", md.ID, err)
+		}
+		files = append(files, state.File{Name: f.Name, LocalName: f.LocalName, Size: f.Size, SHA256: f.SHA256, Shared: f.Shared})
+	}
+	return files, nil
+}
+
+func downloadFile(ctx context.Context, st Storage, from, to string, size int64, sum string) error {
+	r, err := st.Get(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return fmt.Errorf("downloading %s: %w", from, err)
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), ctxReader{ctx, r})
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("downloading %s: %w", from, err)
+	}
+	if n != size {
+		return fmt.Errorf("downloading %s: got %d bytes, the checkpoint recorded %d", from, n, size)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); sum != "" && !strings.EqualFold(got, sum) {
+		return fmt.Errorf("downloading %s: SHA-256 is %s, the checkpoint recorded %s", from, got, sum)
+	}
+	return nil
+}
+
+func (rs *runtimeStore) Complete(ctx context.Context, id exec.CheckpointID, acks []exec.InstanceAck) error {
+	md := &Metadata{
+		Version:   MetadataVersion,
+		Job:       rs.m.job,
+		ID:        int64(id),
+		Timestamp: rs.m.now().UTC(),
+		Instances: make([]Instance, 0, len(acks)),
+	}
+	seen := map[instanceKey]bool{}
+	private := map[string]bool{}
+	for _, a := range acks {
+		h, ok := a.Handle.(*instanceHandle)
+		if !ok || h == nil {
+			return fmt.Errorf("completing checkpoint %d: acknowledgement of %s subtask %d carries %T, not this store's handle", id, a.Op, a.Subtask, a.Handle)
+		}
+		if h.id != int64(id) {
+			return fmt.Errorf("completing checkpoint %d: acknowledgement of %s subtask %d belongs to checkpoint %d", id, a.Op, a.Subtask, h.id)
+		}
+		in := h.inst
+		k := instanceKey{in.Operator, in.Subtask}
+		if seen[k] {
+			return fmt.Errorf("completing checkpoint %d: %s subtask %d acknowledged twice", id, in.Operator, in.Subtask)
+		}
+		seen[k] = true
+		for _, f := range in.Files {
+			if !f.Shared {
+				if private[f.Path] {
+					return fmt.Errorf("completing checkpoint %d: private file %s belongs to two instances", id, f.Path)
+				}
+				private[f.Path] = true
+			}
+		}
+		// The runtime may measure the phases more precisely than the store.
+		in.SyncDuration, in.AsyncDuration = a.SyncDuration, a.AsyncDuration
+		md.Instances = append(md.Instances, in)
+		md.FullBytes += in.FullBytes
+		md.UploadedBytes += in.UploadedBytes
+		md.SyncDuration = max(md.SyncDuration, in.SyncDuration)
+		md.AsyncDuration = max(md.AsyncDuration, in.AsyncDuration)
+	}
+	return rs.m.complete(ctx, md)
+}
+
+func (rs *runtimeStore) Abort(id exec.CheckpointID) { rs.m.abort(int64(id)) }
+
+// instanceState is one operator instance's state.Store.
+type instanceState struct {
+	rs          *runtimeStore
+	op          exec.OperatorID
+	subtask     int
+	parallelism int
+	dir         string // the store's directory
+	store       state.Store
+	restored    bool
+	position    []byte
+	// snapshotStart is when the current snapshot's Writer was handed out:
+	// the synchronous part runs from there to the end of Seal.
+	snapshotStart time.Time
+}
+
+func (is *instanceState) Restored() (exec.StateReader, []byte, bool) {
+	if !is.restored {
+		return nil, nil, false
+	}
+	return is.store.Reader(), is.position, true
+}
+
+func (is *instanceState) Writer() exec.StateWriter {
+	is.snapshotStart = time.Now()
+	return is.store.Writer()
+}
+
+func (is *instanceState) Seal(id exec.CheckpointID, position []byte) (exec.SealedState, error) {
+	start := is.snapshotStart
+	if start.IsZero() {
+		start = time.Now()
+	}
+	is.snapshotStart = time.Time{}
+	// state.Image.Discard removes the store directory when it is empty,
+	// which a hashmap store's is between snapshots; Seal needs it back.
+	if err := os.MkdirAll(is.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sealing state of %s subtask %d for checkpoint %d: %w", is.op, is.subtask, id, err)
+	}
+	img, err := is.store.Seal(int64(id))
+	if err != nil {
+		return nil, fmt.Errorf("sealing state of %s subtask %d for checkpoint %d: %w", is.op, is.subtask, id, err)
+	}
+	return &sealedState{
+		m:           is.rs.m,
+		id:          int64(id),
+		op:          is.op,
+		subtask:     is.subtask,
+		parallelism: is.parallelism,
+		img:         img,
+		position:    append([]byte(nil), position...),
+		sync:        time.Since(start),
+	}, nil
+}
+
+func (is *instanceState) Close() error {
+	if err := is.store.Close(); err != nil {
+		return fmt.Errorf("closing state of %s subtask %d: %w", is.op, is.subtask, err)
+	}
+	return nil
+}
+
+// sealedState is one instance's image for one checkpoint.
+type sealedState struct {
+	m           *Manager
+	id          int64
+	op          exec.OperatorID
+	subtask     int
+	parallelism int
+	img         *state.Image
+	position    []byte
+	sync        time.Duration
+}
+
+// instanceHandle is the InstanceAck.Handle of this store.
+type instanceHandle struct {
+	id   int64
+	inst Instance
+}
+
+func (s *sealedState) Persist(ctx context.Context) (exec.InstanceAck, error) {
+	start := time.Now()
+	ack := exec.InstanceAck{Op: s.op, Subtask: s.subtask, SyncDuration: s.sync}
+	if err := s.m.checkWritable(s.id); err != nil {
+		return ack, fmt.Errorf("persisting state of %s subtask %d: %w", s.op, s.subtask, err)
+	}
+	in := Instance{
+		Operator:    string(s.op),
+		Subtask:     s.subtask,
+		Parallelism: s.parallelism,
+		StateKind:   string(s.img.Kind),
+		KeyGroups:   s.img.KeyGroups,
+		Position:    s.position,
+		Files:       make([]FileRef, 0, len(s.img.Files)),
+	}
+	var shared, private []string
+	var err error
+	for _, f := range s.img.Files {
+		if f.Name == "" || strings.ContainsAny(f.Name, "/\\") || f.Name == "." || f.Name == ".." {
+			err = fmt.Errorf("state file %q has an invalid name", f.Name)
+			break
+		}
+		local := filepath.Join(s.img.Dir, f.LocalName)
+		ref := FileRef{Name: f.Name, LocalName: f.LocalName, Size: f.Size, SHA256: f.SHA256, Shared: f.Shared}
+		if ref.SHA256 == "" {
+			if ref.SHA256, err = fileSHA256(local); err != nil {
+				break
+			}
+		}
+		var n int64
+		if f.Shared {
+			ref.Path = sharedDir + "/" + f.Name
+			n, err = s.m.acquireShared(ctx, ref, local)
+			if err == nil {
+				shared = append(shared, ref.Path)
+			}
+		} else {
+			ref.Path = chkDir(s.id) + "/" + f.Name
+			err = s.m.upload(ctx, ref.Path, local, f.Size)
+			if err == nil {
+				private = append(private, ref.Path)
+				n = f.Size
+			}
+		}
+		if err != nil {
+			break
+		}
+		in.Files = append(in.Files, ref)
+		in.FullBytes += f.Size
+		in.UploadedBytes += n
+	}
+	if err = s.m.finishPersist(ctx, s.id, shared, private, err); err != nil {
+		return ack, fmt.Errorf("persisting state of %s subtask %d for checkpoint %d: %w", s.op, s.subtask, s.id, err)
+	}
+	in.SyncDuration = s.sync
+	in.AsyncDuration = time.Since(start)
+	ack.Handle = &instanceHandle{id: s.id, inst: in}
+	ack.FullBytes = in.FullBytes
+	ack.UploadedBytes = in.UploadedBytes
+	ack.AsyncDuration = in.AsyncDuration
+	return ack, nil
+}
+
+func (s *sealedState) Discard() {
+	// The image is local scratch space; failing to remove it loses nothing.
+	_ = s.img.Discard()
+}
+
+func fileSHA256(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", fmt.Errorf("hashing %s: %w", name, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", name, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

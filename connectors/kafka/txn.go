@@ -1,0 +1,686 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/types"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Exactly-once delivery ('sink.delivery-guarantee' = 'exactly-once') is a
+// two-phase commit tied to checkpoints (DESIGN.md §5):
+//
+//   - Every sink subtask writes inside a Kafka transaction whose
+//     transactional id is <prefix>-<subtask>-<n>: the transaction that holds
+//     the records written after barrier n-1 and before barrier n is named
+//     after checkpoint n. Each transactional id gets its own franz-go client,
+//     whose producer id is initialised (InitProducerID) as soon as the
+//     transaction opens, even if no record follows, so that the ids of one
+//     attempt are used consecutively (recovery's probe relies on it).
+//   - Pre-commit (PrepareCommit at barrier n): flush, and hand over the
+//     committable (transactional id, producer id, epoch, n, and whether the
+//     transaction is empty) without ending the transaction; then open the
+//     transaction for n+1 on a new client.
+//   - Commit (checkpoint n completed, and again after a restore): a raw
+//     EndTxn(commit) carrying the saved producer id and epoch, sent to the
+//     transaction coordinator; it does not need the producing client, so a
+//     new process can commit what a crashed one prepared. A commit the
+//     broker answers with PRODUCER_FENCED, INVALID_TXN_STATE or
+//     INVALID_PRODUCER_ID_MAPPING ended earlier (committed by an earlier
+//     attempt, or aborted by the broker's transaction timeout): the
+//     checkpoint proves it was ours, so it is logged and not fatal, as
+//     Flink does. Empty transactions have nothing to commit (Kafka rejects
+//     an EndTxn for a transaction without partitions on older brokers).
+//   - Recovery from checkpoint r: the runtime commits the committables
+//     restored from r before the writer opens; Open then aborts every
+//     transaction this subtask may have left open after r, by fencing
+//     (InitProducerID, which aborts an ongoing transaction of the id)
+//     <prefix>-<subtask>-<n> for n = r+1, r+2, … until an id that was never
+//     used (epoch 0 after the fence), and only then starts producing.
+//   - Abort: a raw EndTxn(abort) with the saved producer id and epoch.
+//
+// A reader with isolation.level=read_committed sees records only when their
+// checkpoint's commit happened, so output lags by up to one checkpoint
+// interval; transactions left open (a job cancelled for good) hold back such
+// readers until transaction.timeout.ms or until 'flinksql kafka-transactions
+// --abort' fences them.
+
+// DefaultTransactionTimeout is the transaction timeout of an exactly-once
+// sink when 'properties.transaction.timeout.ms' is not set: one hour, as
+// Flink's Kafka sink sets it. Kafka brokers allow at most 15 minutes by
+// default (transaction.max.timeout.ms), so most setups must lower it.
+const DefaultTransactionTimeout = time.Hour
+
+// propTransactionTimeout is the producer property of the transaction timeout.
+const propTransactionTimeout = "transaction.timeout.ms"
+
+// maxFenceProbe bounds recovery's probe for lingering transactions: more
+// consecutive used transactional ids after a restored checkpoint than this
+// would take as many failed checkpoints in a row.
+const maxFenceProbe = 10000
+
+// TxnConfig configures the exactly-once writer of one sink subtask.
+type TxnConfig struct {
+	// Sink is the table's sink: topic, formats, producer properties.
+	Sink *Sink
+	// Subtask and Parallelism identify the sink subtask.
+	Subtask, Parallelism int
+	// Prefix is 'sink.transactional-id-prefix'; empty takes it from the
+	// sink's options.
+	Prefix string
+	// NextCheckpointID is the first checkpoint id the runtime will use.
+	// Zero derives it: one past the highest restored committable's
+	// checkpoint when the runtime committed restored committables before
+	// Open, otherwise 1.
+	NextCheckpointID exec.CheckpointID
+	// TransactionTimeout is transaction.timeout.ms; zero takes
+	// 'properties.transaction.timeout.ms' or DefaultTransactionTimeout.
+	TransactionTimeout time.Duration
+	// Logf receives notable events (transactions found committed or fenced
+	// during a commit, lingering transactions aborted); nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// resolve fills the defaults of cfg from the sink's options.
+func (cfg *TxnConfig) resolve() error {
+	if cfg.Sink == nil {
+		return errors.New("kafka exactly-once writer: no sink")
+	}
+	c := cfg.Sink.cfg
+	if cfg.Prefix == "" {
+		cfg.Prefix = strings.TrimSpace(c.tc.Options[OptTransactionalIDPrefix])
+	}
+	if cfg.Prefix == "" {
+		return errors.New(prefixRequiredMessage)
+	}
+	if cfg.TransactionTimeout == 0 {
+		d, err := transactionTimeout(c.props)
+		if err != nil {
+			return err
+		}
+		cfg.TransactionTimeout = d
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	return nil
+}
+
+// TransactionalID is the transactional id of a subtask's transaction for
+// checkpoint id.
+func TransactionalID(prefix string, subtask int, id exec.CheckpointID) string {
+	return prefix + "-" + strconv.Itoa(subtask) + "-" + strconv.FormatInt(int64(id), 10)
+}
+
+// TxnCommittable is the committable of one pre-committed transaction.
+type TxnCommittable struct {
+	TransactionalID string
+	ProducerID      int64
+	Epoch           int16
+	Checkpoint      exec.CheckpointID // the barrier that sealed it
+	Empty           bool              // no record was written: nothing to commit
+}
+
+// txnCommittableVersion tags the layout of an encoded TxnCommittable.
+const txnCommittableVersion = 1
+
+// Encode returns the committable as stored in a checkpoint.
+func (c TxnCommittable) Encode() exec.Committable {
+	b := make([]byte, 0, 16+len(c.TransactionalID))
+	b = append(b, txnCommittableVersion)
+	var flags byte
+	if c.Empty {
+		flags |= 1
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, uint64(len(c.TransactionalID)))
+	b = append(b, c.TransactionalID...)
+	b = binary.AppendVarint(b, c.ProducerID)
+	b = binary.AppendVarint(b, int64(c.Epoch))
+	b = binary.AppendVarint(b, int64(c.Checkpoint))
+	return b
+}
+
+// DecodeTxnCommittable reads what Encode wrote.
+func DecodeTxnCommittable(data exec.Committable) (TxnCommittable, error) {
+	bad := func() (TxnCommittable, error) {
+		return TxnCommittable{}, fmt.Errorf("kafka exactly-once sink: malformed committable %s", recordPrefix(data))
+	}
+	if len(data) < 2 || data[0] != txnCommittableVersion || data[1] > 1 {
+		return bad()
+	}
+	c := TxnCommittable{Empty: data[1] == 1}
+	rest := data[2:]
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || n > uint64(len(rest)-k) {
+		return bad()
+	}
+	c.TransactionalID = string(rest[k : k+int(n)])
+	rest = rest[k+int(n):]
+	var vals [3]int64
+	for i := range vals {
+		v, k := binary.Varint(rest)
+		if k <= 0 {
+			return bad()
+		}
+		vals[i], rest = v, rest[k:]
+	}
+	if len(rest) != 0 || vals[1] < -1 || vals[1] > 1<<15-1 {
+		return bad()
+	}
+	c.ProducerID, c.Epoch, c.Checkpoint = vals[0], int16(vals[1]), exec.CheckpointID(vals[2])
+	return c, nil
+}
+
+// TransactionalWriter is the exactly-once writer of one sink subtask; see
+// the protocol above. It encodes rows as the at-least-once Writer does (it
+// drives one whose client it swaps at every barrier). Like every SinkWriter
+// it is used by one goroutine.
+type TransactionalWriter struct {
+	cfg   TxnConfig
+	inner *Writer // encodes and produces into the current transaction's client
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	opened bool
+	admin  *kgo.Client // raw EndTxn and InitProducerID requests
+
+	cur      *kgo.Client       // the open transaction's client
+	curID    exec.CheckpointID // the open transaction's checkpoint id
+	produced atomic.Int64      // records acknowledged in the open transaction
+	// prepared are the clients of pre-committed transactions, closed once
+	// their transaction is committed or aborted.
+	prepared map[string]*kgo.Client
+
+	// Set by Commit calls before Open: the restore.
+	restoredMax exec.CheckpointID
+}
+
+var _ exec.TwoPhaseCommitWriter = (*TransactionalWriter)(nil)
+
+// NewTransactionalWriter returns the exactly-once writer of one sink
+// subtask.
+func NewTransactionalWriter(cfg TxnConfig) (*TransactionalWriter, error) {
+	if err := cfg.resolve(); err != nil {
+		return nil, err
+	}
+	inner, err := cfg.Sink.NewKafkaWriter(cfg.Subtask, cfg.Parallelism)
+	if err != nil {
+		return nil, err
+	}
+	w := &TransactionalWriter{cfg: cfg, inner: inner, prepared: map[string]*kgo.Client{}}
+	inner.promise = w.onProduced
+	return w, nil
+}
+
+// onProduced counts the records of the open transaction: PrepareCommit
+// flushes before it reads the count, so every promise has run by then.
+func (w *TransactionalWriter) onProduced(r *kgo.Record, err error) {
+	w.produced.Add(1)
+	w.inner.onProduced(r, err)
+}
+
+func (w *TransactionalWriter) name() string { return w.cfg.Sink.cfg.name }
+
+// adminClient returns the client for raw transaction requests, creating it
+// on first use (Commit may come before Open after a restore).
+func (w *TransactionalWriter) adminClient() (*kgo.Client, error) {
+	if w.admin != nil {
+		return w.admin, nil
+	}
+	cl, err := kgo.NewClient(w.cfg.Sink.cfg.commonClientOpts()...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka table %s: creating the Kafka client: %w", w.name(), err)
+	}
+	w.admin = cl
+	return cl, nil
+}
+
+// context returns the writer's context, or a background one before Open.
+func (w *TransactionalWriter) context() context.Context {
+	if w.ctx != nil {
+		return w.ctx
+	}
+	return context.Background()
+}
+
+// Open implements exec.SinkWriter: it aborts the transactions an earlier
+// attempt of this subtask left open after the restored checkpoint, then
+// opens the first transaction.
+func (w *TransactionalWriter) Open(ctx context.Context) error {
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	w.inner.ctx = w.ctx
+	w.opened = true
+	next := w.cfg.NextCheckpointID
+	if next <= 0 {
+		next = w.restoredMax + 1
+	}
+	admin, err := w.adminClient()
+	if err != nil {
+		return err
+	}
+	if _, err := abortLingering(w.ctx, admin, w.cfg, w.cfg.Subtask, next); err != nil {
+		return err
+	}
+	if err := w.begin(next); err != nil {
+		return err
+	}
+	if w.cfg.Sink.partitioner == PartitionerFixed {
+		n, err := w.inner.partitionCount(w.ctx)
+		if err != nil {
+			return err
+		}
+		w.inner.partition = int32(w.cfg.Subtask % n)
+	}
+	return nil
+}
+
+// begin opens the transaction for checkpoint id on a new client and
+// initialises its producer id.
+func (w *TransactionalWriter) begin(id exec.CheckpointID) error {
+	txnID := TransactionalID(w.cfg.Prefix, w.cfg.Subtask, id)
+	opts := append(append([]kgo.Opt(nil), w.cfg.Sink.producerOpts...),
+		kgo.TransactionalID(txnID), kgo.TransactionTimeout(w.cfg.TransactionTimeout))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka table %s: creating the transactional Kafka client: %w", w.name(), err)
+	}
+	ctx, cancel := w.cfg.Sink.cfg.contextWithTimeout(w.ctx)
+	defer cancel()
+	// BeginTransaction loads the producer id; asking for it first makes a
+	// failure of InitProducerID an error of its own.
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		cl.Close()
+		return w.initError(txnID, err)
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		cl.Close()
+		return w.initError(txnID, err)
+	}
+	w.cur, w.curID = cl, id
+	w.inner.cl = cl
+	w.produced.Store(0)
+	return nil
+}
+
+func (w *TransactionalWriter) initError(txnID string, err error) error {
+	if terr := timeoutError(w.cfg, txnID, err); terr != nil {
+		return terr
+	}
+	return fmt.Errorf("kafka table %s: initialising transactional id %s: %w", w.name(), txnID, err)
+}
+
+// timeoutError explains a broker's rejection of the transaction timeout,
+// or returns nil for other errors.
+func timeoutError(cfg TxnConfig, txnID string, err error) error {
+	if !errors.Is(err, kerr.InvalidTransactionTimeout) {
+		return nil
+	}
+	return fmt.Errorf("kafka table %s: the broker rejected transaction.timeout.ms = %d for transactional id %s: %w; lower 'properties.%s' below the broker's transaction.max.timeout.ms",
+		cfg.Sink.cfg.name, cfg.TransactionTimeout.Milliseconds(), txnID, err, propTransactionTimeout)
+}
+
+// Write implements exec.SinkWriter: the rows join the open transaction.
+func (w *TransactionalWriter) Write(ctx context.Context, b *types.Batch) error {
+	if w.cur == nil {
+		return fmt.Errorf("kafka table %s: write to an exactly-once writer that is not open", w.name())
+	}
+	return w.inner.Write(ctx, b)
+}
+
+// flush produces buffered rows and waits for every record of the open
+// transaction to be acknowledged.
+func (w *TransactionalWriter) flush(ctx context.Context) error {
+	if w.inner.pendingIdx != nil {
+		w.inner.flushBuffer()
+	}
+	return w.inner.flushClient(ctx)
+}
+
+// PrepareCommit implements exec.TwoPhaseCommitWriter: it flushes the open
+// transaction, hands it over as the committable of checkpoint id without
+// ending it, and opens the next transaction.
+func (w *TransactionalWriter) PrepareCommit(id exec.CheckpointID) ([]exec.Committable, error) {
+	if w.cur == nil {
+		return nil, fmt.Errorf("kafka table %s: pre-commit of an exactly-once writer that is not open", w.name())
+	}
+	if err := w.flush(w.ctx); err != nil {
+		return nil, err
+	}
+	pid, epoch, err := w.cur.ProducerID(w.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kafka table %s: reading the producer id of transactional id %s: %w",
+			w.name(), TransactionalID(w.cfg.Prefix, w.cfg.Subtask, w.curID), err)
+	}
+	c := TxnCommittable{
+		TransactionalID: TransactionalID(w.cfg.Prefix, w.cfg.Subtask, w.curID),
+		ProducerID:      pid,
+		Epoch:           epoch,
+		Checkpoint:      id,
+		Empty:           w.produced.Load() == 0,
+	}
+	if c.Empty {
+		w.cur.Close() // nothing to commit or abort
+	} else {
+		w.prepared[c.TransactionalID] = w.cur
+	}
+	w.cur, w.inner.cl = nil, nil
+	// Names only grow within an attempt, even if the runtime skipped or
+	// repeated an id: reusing a prepared transaction's id would fence it.
+	next := max(id, w.curID) + 1
+	if err := w.begin(next); err != nil {
+		return nil, err
+	}
+	return []exec.Committable{c.Encode()}, nil
+}
+
+// Commit implements exec.TwoPhaseCommitWriter. Commits are idempotent;
+// Commit before Open is the restore of a checkpoint.
+func (w *TransactionalWriter) Commit(committables []exec.Committable) error {
+	for _, data := range committables {
+		c, err := DecodeTxnCommittable(data)
+		if err != nil {
+			return fmt.Errorf("kafka table %s: %w", w.name(), err)
+		}
+		if !w.opened {
+			w.restoredMax = max(w.restoredMax, c.Checkpoint)
+		}
+		if !c.Empty {
+			admin, err := w.adminClient()
+			if err != nil {
+				return err
+			}
+			if err := endTxn(w.context(), admin, w.cfg, c, true); err != nil {
+				return fmt.Errorf("kafka table %s: %w", w.name(), err)
+			}
+		}
+		w.release(c.TransactionalID)
+	}
+	return nil
+}
+
+// Abort implements exec.TwoPhaseCommitWriter: the transactions are aborted.
+func (w *TransactionalWriter) Abort(committables []exec.Committable) error {
+	for _, data := range committables {
+		c, err := DecodeTxnCommittable(data)
+		if err != nil {
+			return fmt.Errorf("kafka table %s: %w", w.name(), err)
+		}
+		if !c.Empty {
+			admin, err := w.adminClient()
+			if err != nil {
+				return err
+			}
+			if err := endTxn(w.context(), admin, w.cfg, c, false); err != nil {
+				return fmt.Errorf("kafka table %s: %w", w.name(), err)
+			}
+		}
+		w.release(c.TransactionalID)
+	}
+	return nil
+}
+
+// release closes the client of an ended transaction.
+func (w *TransactionalWriter) release(txnID string) {
+	if cl, ok := w.prepared[txnID]; ok {
+		cl.Close()
+		delete(w.prepared, txnID)
+	}
+}
+
+// Finish implements exec.SinkWriter. The runtime calls it after the final
+// checkpoint committed everything; records written since the last barrier
+// would never be committed, which happens only without checkpointing.
+func (w *TransactionalWriter) Finish(ctx context.Context) error {
+	if w.cur == nil {
+		return nil
+	}
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	if n := w.produced.Load(); n > 0 {
+		return fmt.Errorf("kafka table %s: %d records written after the last checkpoint cannot be committed: the 'exactly-once' delivery guarantee needs checkpointing; set 'execution.checkpointing.interval' or use 'sink.delivery-guarantee' = 'at-least-once'",
+			w.name(), n)
+	}
+	return nil
+}
+
+// closeTimeout bounds the abort of the open transaction in Close.
+const closeTimeout = 5 * time.Second
+
+// Close implements exec.SinkWriter. The open transaction is aborted (no
+// checkpoint covers it); pre-committed transactions stay open for the
+// commit of a restored attempt.
+func (w *TransactionalWriter) Close() error {
+	var err error
+	if w.cur != nil {
+		if w.produced.Load() > 0 || w.inner.asyncErr() != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			if aerr := w.cur.AbortBufferedRecords(ctx); aerr == nil {
+				aerr = w.cur.EndTransaction(ctx, kgo.TryAbort)
+				if aerr != nil {
+					err = fmt.Errorf("kafka table %s: aborting the open transaction: %w", w.name(), aerr)
+				}
+			}
+			cancel()
+		}
+		w.cur.Close()
+		w.cur, w.inner.cl = nil, nil
+	}
+	for id, cl := range w.prepared {
+		cl.Close()
+		delete(w.prepared, id)
+	}
+	if w.admin != nil {
+		w.admin.Close()
+		w.admin = nil
+	}
+	if w.cancel != nil {
+		w.cancel()
+	}
+	return err
+}
+
+// String describes the writer for debugging.
+func (w *TransactionalWriter) String() string {
+	return fmt.Sprintf("kafka exactly-once writer %s[%d] -> %s (%s)", w.name(), w.cfg.Subtask, w.cfg.Sink.topic,
+		TransactionalID(w.cfg.Prefix, w.cfg.Subtask, w.curID))
+}
+
+// RecoverTransactions is the recovery of one sink subtask from checkpoint
+// restoredCheckpointID for callers that do not go through the writer's
+// restore: it commits the restored committables, then aborts the
+// transactions the subtask left open after that checkpoint. It must run
+// before the subtask's writer produces. It returns the number of lingering
+// transactions aborted.
+func RecoverTransactions(ctx context.Context, cfg TxnConfig, restored []exec.Committable, restoredCheckpointID int64, subtask int) (int, error) {
+	if err := cfg.resolve(); err != nil {
+		return 0, err
+	}
+	cl, err := kgo.NewClient(cfg.Sink.cfg.commonClientOpts()...)
+	if err != nil {
+		return 0, fmt.Errorf("kafka table %s: creating the Kafka client: %w", cfg.Sink.cfg.name, err)
+	}
+	defer cl.Close()
+	for _, data := range restored {
+		c, err := DecodeTxnCommittable(data)
+		if err != nil {
+			return 0, fmt.Errorf("kafka table %s: %w", cfg.Sink.cfg.name, err)
+		}
+		if c.Empty {
+			continue
+		}
+		if err := endTxn(ctx, cl, cfg, c, true); err != nil {
+			return 0, fmt.Errorf("kafka table %s: %w", cfg.Sink.cfg.name, err)
+		}
+	}
+	return abortLingering(ctx, cl, cfg, subtask, exec.CheckpointID(restoredCheckpointID+1))
+}
+
+// abortLingering fences <prefix>-<subtask>-<n> for n = from, from+1, …
+// until an id that was never used, and returns how many ids held a
+// transaction or producer state.
+func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, subtask int, from exec.CheckpointID) (int, error) {
+	timeoutMs := int32(min(cfg.TransactionTimeout.Milliseconds(), 1<<31-1))
+	fenced := 0
+	for n := from; n < from+maxFenceProbe; n++ {
+		txnID := TransactionalID(cfg.Prefix, subtask, n)
+		epoch, err := fence(ctx, cl, txnID, timeoutMs, cfg.Sink.cfg.requestTimeout)
+		if err != nil {
+			if terr := timeoutError(cfg, txnID, err); terr != nil {
+				return fenced, terr
+			}
+			return fenced, fmt.Errorf("kafka table %s: aborting lingering transactions: %w", cfg.Sink.cfg.name, err)
+		}
+		if epoch == 0 {
+			return fenced, nil // never used before: neither is any later id
+		}
+		fenced++
+		cfg.Logf("kafka table %s: fenced transactional id %s left by an earlier attempt (transactions after checkpoint %d are aborted)",
+			cfg.Sink.cfg.name, txnID, from-1)
+	}
+	cfg.Logf("kafka table %s: stopped probing for lingering transactions after %d transactional ids", cfg.Sink.cfg.name, maxFenceProbe)
+	return fenced, nil
+}
+
+// fence sends InitProducerID for txnID, which aborts its ongoing
+// transaction and bumps its epoch, and returns the new epoch: 0 means the
+// id had no producer state.
+func fence(ctx context.Context, cl *kgo.Client, txnID string, timeoutMs int32, bound time.Duration) (int16, error) {
+	var epoch int16
+	err := retryTxnRequest(ctx, bound, func(ctx context.Context) (int16, error) {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = kmsg.StringPtr(txnID)
+		req.TransactionTimeoutMillis = timeoutMs
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		epoch = resp.ProducerEpoch
+		return resp.ErrorCode, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fencing transactional id %s: %w", txnID, err)
+	}
+	return epoch, nil
+}
+
+// endTxn commits or aborts c's transaction with a raw EndTxn. A transaction
+// that ended before (fenced, or already committed) is logged, not an error:
+// c comes from a checkpoint, so the transaction was ours.
+func endTxn(ctx context.Context, cl *kgo.Client, cfg TxnConfig, c TxnCommittable, commit bool) error {
+	err := retryTxnRequest(ctx, cfg.Sink.cfg.requestTimeout, func(ctx context.Context) (int16, error) {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID = c.TransactionalID
+		req.ProducerID = c.ProducerID
+		req.ProducerEpoch = c.Epoch
+		req.Commit = commit
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		return resp.ErrorCode, nil
+	})
+	verb := "committing"
+	if !commit {
+		verb = "aborting"
+	}
+	switch {
+	case err == nil:
+		return nil
+	case isEndedTxnError(err):
+		// Either an earlier attempt already did it, or the broker aborted
+		// the transaction (transaction.timeout.ms, an operator's abort);
+		// the broker cannot tell which, and retrying cannot help.
+		cfg.Logf("kafka table %s: %s transactional id %s (producer id %d, epoch %d) of checkpoint %d: it ended before (%v): "+
+			"either an earlier attempt %s it, or it was aborted (transaction.timeout.ms exceeded, or aborted by an operator) and its records are lost",
+			cfg.Sink.cfg.name, verb, c.TransactionalID, c.ProducerID, c.Epoch, c.Checkpoint, err, pastTense(commit))
+		return nil
+	default:
+		return fmt.Errorf("%s transactional id %s (producer id %d, epoch %d) of checkpoint %d: %w",
+			verb, c.TransactionalID, c.ProducerID, c.Epoch, c.Checkpoint, err)
+	}
+}
+
+func pastTense(commit bool) string {
+	if commit {
+		return "committed"
+	}
+	return "aborted"
+}
+
+// isEndedTxnError reports whether an EndTxn error says the transaction is
+// not open with the given producer id and epoch any more. kfake reports a
+// fenced epoch as INVALID_TXN_STATE where Kafka says PRODUCER_FENCED.
+func isEndedTxnError(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidTxnState) ||
+		errors.Is(err, kerr.InvalidProducerIDMapping) || errors.Is(err, kerr.InvalidProducerEpoch)
+}
+
+// retryTxnRequest issues a transaction coordinator request until it
+// succeeds, fails with a non-retriable error, or bound elapses. The request
+// function returns the response's error code or a transport error.
+func retryTxnRequest(ctx context.Context, bound time.Duration, request func(context.Context) (int16, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	backoff := 20 * time.Millisecond
+	for {
+		code, err := request(ctx)
+		if err == nil {
+			err = kerr.ErrorForCode(code)
+			if err == nil {
+				return nil
+			}
+		}
+		if !isRetriableTxnError(err) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (gave up after %s)", err, bound)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// isRetriableTxnError reports whether a transaction request may succeed if
+// sent again: coordinator moves and loads, a concurrent transaction still
+// ending, or a transport failure (the client retries those itself first).
+func isRetriableTxnError(err error) bool {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable || errors.Is(err, kerr.ConcurrentTransactions)
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// transactionTimeout reads 'properties.transaction.timeout.ms' from props
+// (keys with or without the 'properties.' prefix).
+func transactionTimeout(props map[string]string) (time.Duration, error) {
+	v, ok := props[propTransactionTimeout]
+	if !ok {
+		v, ok = props[propertiesPrefix+propTransactionTimeout]
+	}
+	if !ok {
+		return DefaultTransactionTimeout, nil
+	}
+	ms, err := positiveInt(propertiesPrefix+propTransactionTimeout, v)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}

@@ -1,0 +1,475 @@
+package groupagg
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/expr/agg"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// memStore is a checkpointed state store for tests: it applies the Puts and
+// Deletes of snapshots and replays the entries as a StateReader.
+type memStore struct {
+	entries    map[string]memEntry
+	full       bool
+	puts, dels int
+}
+
+type memEntry struct {
+	kg    int
+	value []byte
+}
+
+func newMemStore() *memStore { return &memStore{entries: map[string]memEntry{}, full: true} }
+
+func (m *memStore) Full() bool { return m.full }
+
+func (m *memStore) Put(kg int, key, value []byte) error {
+	if kg != exec.KeyGroupNone && (kg < 0 || kg >= 128) {
+		return fmt.Errorf("key group %d out of range", kg)
+	}
+	if e, ok := m.entries[string(key)]; ok && e.kg != kg {
+		return fmt.Errorf("key %x moved from key group %d to %d", key, e.kg, kg)
+	}
+	m.entries[string(key)] = memEntry{kg: kg, value: slices.Clone(value)}
+	m.puts++
+	return nil
+}
+
+func (m *memStore) Delete(kg int, key []byte) error {
+	if e, ok := m.entries[string(key)]; ok && e.kg != kg {
+		return fmt.Errorf("delete of key %x in key group %d, stored in %d", key, kg, e.kg)
+	}
+	delete(m.entries, string(key))
+	m.dels++
+	return nil
+}
+
+// snapshot takes a snapshot of op into the store (full the first time).
+func (m *memStore) snapshot(t *testing.T, op exec.Operator, id exec.CheckpointID) {
+	t.Helper()
+	m.puts, m.dels = 0, 0
+	if err := op.(exec.CheckpointedOperator).SnapshotState(id, m); err != nil {
+		t.Fatal(err)
+	}
+	m.full = false
+}
+
+// clone copies the store as it is now (a completed checkpoint).
+func (m *memStore) clone() *memStore {
+	c := &memStore{entries: make(map[string]memEntry, len(m.entries)), full: true}
+	for k, e := range m.entries {
+		c.entries[k] = e
+	}
+	return c
+}
+
+// only keeps the entries of key groups [lo, hi) (and operator state).
+func (m *memStore) only(lo, hi int) *memStore {
+	c := &memStore{entries: map[string]memEntry{}, full: true}
+	for k, e := range m.entries {
+		if e.kg == exec.KeyGroupNone || (e.kg >= lo && e.kg < hi) {
+			c.entries[k] = e
+		}
+	}
+	return c
+}
+
+// Each implements exec.StateReader: key-group order, then key order.
+func (m *memStore) Each(fn func(kg int, key, value []byte) error) error {
+	keys := make([]string, 0, len(m.entries))
+	for k := range m.entries {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := m.entries[keys[i]], m.entries[keys[j]]
+		if a.kg != b.kg {
+			return a.kg < b.kg
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		if err := fn(m.entries[k].kg, []byte(k), m.entries[k].value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clockRuntime is an OperatorContext whose processing timers fire when a
+// script advances its clock.
+type clockRuntime struct {
+	now    int64
+	timers []int64
+}
+
+func (r *clockRuntime) ctx() *exec.OperatorContext {
+	return &exec.OperatorContext{
+		Name: "test", Parallelism: 1, MaxParallelism: 128,
+		Now:                     func() int64 { return r.now },
+		RegisterProcessingTimer: func(t int64) { r.timers = append(r.timers, t) },
+		Metrics:                 &exec.OperatorMetrics{},
+	}
+}
+
+// action is one step of a script: a batch, a watermark, the clock moving
+// to a time (firing the timers due), or the end of input.
+type action struct {
+	recs   []rec
+	wm     int64
+	clock  int64
+	finish bool
+}
+
+func rows(recs ...rec) action { return action{recs: recs} }
+func wmark(wm int64) action   { return action{wm: wm} }
+func clock(t int64) action    { return action{clock: t} }
+
+func run(t *testing.T, op exec.Operator, rt *clockRuntime, width int, a action) []string {
+	t.Helper()
+	var c collector
+	var err error
+	switch {
+	case a.recs != nil:
+		err = op.ProcessBatch(0, batchOf(width, a.recs...), &c)
+	case a.wm != 0:
+		err = op.ProcessWatermark(a.wm, &c)
+	case a.clock != 0:
+		rt.now = a.clock
+		for {
+			sort.Slice(rt.timers, func(i, j int) bool { return rt.timers[i] < rt.timers[j] })
+			if len(rt.timers) == 0 || rt.timers[0] > rt.now {
+				break
+			}
+			ts := rt.timers[0]
+			rt.timers = rt.timers[1:]
+			if err = op.(exec.ProcessingTimeHandler).OnProcessingTime(ts, &c); err != nil {
+				break
+			}
+		}
+	case a.finish:
+		err = op.Finish(&c)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.events
+}
+
+// checkRestores runs script uninterrupted, with a snapshot after every step
+// (the first full, then incremental), and checks its output against want.
+// Then, for every step, it restores a fresh operator from the checkpoint
+// taken there and runs the rest of the script: the output before the
+// checkpoint plus the restored operator's output must equal want.
+func checkRestores(t *testing.T, build func() exec.Operator, start int64, width int, script []action, want []string) {
+	t.Helper()
+	op := build()
+	rt := &clockRuntime{now: start}
+	if err := op.Open(rt.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	store := newMemStore()
+	store.snapshot(t, op, 1)
+	checkpoints := []*memStore{store.clone()}
+	clocks := []int64{rt.now}
+	var outs [][]string
+	var all []string
+	for i, a := range script {
+		out := run(t, op, rt, width, a)
+		outs = append(outs, out)
+		all = append(all, out...)
+		store.snapshot(t, op, exec.CheckpointID(i+2))
+		checkpoints = append(checkpoints, store.clone())
+		clocks = append(clocks, rt.now)
+	}
+	expect(t, "uninterrupted run", all, want...)
+	for k := range checkpoints {
+		restored := build()
+		if err := restored.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
+			t.Fatalf("restore at step %d: %v", k, err)
+		}
+		rt := &clockRuntime{now: clocks[k]}
+		if err := restored.Open(rt.ctx()); err != nil {
+			t.Fatalf("open after restore at step %d: %v", k, err)
+		}
+		got := slices.Concat(outs[:k]...)
+		for _, a := range script[k:] {
+			got = append(got, run(t, restored, rt, width, a)...)
+		}
+		expect(t, fmt.Sprintf("restored after step %d", k), got, want...)
+		// A full snapshot of the restored operator holds what the
+		// incremental ones accumulated.
+		full := newMemStore()
+		again := build()
+		if err := again.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
+			t.Fatal(err)
+		}
+		if err := again.Open((&clockRuntime{now: clocks[k]}).ctx()); err != nil {
+			t.Fatal(err)
+		}
+		full.snapshot(t, again, 1)
+		if !sameEntries(full, checkpoints[k]) {
+			t.Errorf("step %d: a full snapshot after restore differs from the incremental checkpoint", k)
+		}
+	}
+}
+
+func sameEntries(a, b *memStore) bool {
+	if len(a.entries) != len(b.entries) {
+		return false
+	}
+	for k, e := range a.entries {
+		f, ok := b.entries[k]
+		if !ok || f.kg != e.kg || string(f.value) != string(e.value) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestGroupAggregateRestore(t *testing.T) {
+	build := func() exec.Operator {
+		return must(t)(NewGroupAggregate(GroupAggSpec{
+			KeyCols: []int{0},
+			Aggs: handle(t, true, call("COUNT"), call("SUM", 1),
+				agg.Call{Name: "COUNT", ArgCols: []int{1}, ArgTypes: []types.Type{types.BigIntType}, Distinct: true, FilterCol: -1},
+				call("MAX", 1)),
+			GenerateUpdateBefore: true,
+		}))
+	}
+	// (user, amount) → COUNT(*), SUM(amount), COUNT(DISTINCT amount), MAX(amount)
+	script := []action{
+		rows(ins("a", 10), ins("b", 5)),
+		rows(ins("a", 10)),
+		rows(ins("a", 7), del("b", 5)),
+		rows(del("a", 10)),
+		rows(ins("b", 1), ins("c", 4)),
+		rows(del("a", 10), del("a", 7)),
+		rows(ins("a", 2)),
+	}
+	want := []string{
+		"+I(a, 1, 10, 1, 10)", "+I(b, 1, 5, 1, 5)",
+		"-U(a, 1, 10, 1, 10)", "+U(a, 2, 20, 1, 10)",
+		"-U(a, 2, 20, 1, 10)", "+U(a, 3, 27, 2, 10)", "-D(b, 1, 5, 1, 5)",
+		// one 10 is left: still 2 distinct values, MAX stays 10
+		"-U(a, 3, 27, 2, 10)", "+U(a, 2, 17, 2, 10)",
+		"+I(b, 1, 1, 1, 1)", "+I(c, 1, 4, 1, 4)",
+		"-U(a, 2, 17, 2, 10)", "+U(a, 1, 7, 1, 7)", "-D(a, 1, 7, 1, 7)",
+		"+I(a, 1, 2, 1, 2)",
+	}
+	checkRestores(t, build, 1000, 2, script, want)
+}
+
+func TestGroupAggregateMiniBatchRestore(t *testing.T) {
+	build := func() exec.Operator {
+		return must(t)(NewGroupAggregate(GroupAggSpec{
+			KeyCols:              []int{0},
+			Aggs:                 handle(t, true, call("COUNT"), call("SUM", 1)),
+			GenerateUpdateBefore: true,
+			MiniBatch:            MiniBatch{Enabled: true, AllowLatency: time.Second, Size: 4},
+		}))
+	}
+	// Checkpoints fall between rows of a bundle: the buffered rows are in the
+	// checkpoint and flushed after the restore when the bundle fills, the
+	// latency passes or a watermark comes.
+	script := []action{
+		rows(ins("a", 1), ins("b", 2)),
+		rows(ins("a", 3)),
+		rows(ins("c", 4), ins("b", 5)), // fills the bundle at c: flush; b starts the next
+		clock(2500),                    // latency of the bundle holding b
+		rows(ins("a", 10)),
+		wmark(7),
+		rows(del("a", 10), ins("d", 1)),
+		clock(3000), // not due yet: the bundle started at 2500
+		rows(ins("d", 2)),
+		clock(4000),
+		rows(del("d", 1)),
+		action{finish: true},
+	}
+	want := []string{
+		"+I(a, 2, 4)", "+I(b, 1, 2)", "+I(c, 1, 4)",
+		"-U(b, 1, 2)", "+U(b, 2, 7)",
+		"-U(a, 2, 4)", "+U(a, 3, 14)", "WM(7)",
+		"-U(a, 3, 14)", "+U(a, 2, 4)", "+I(d, 2, 3)",
+		"-U(d, 2, 3)", "+U(d, 1, 2)",
+	}
+	checkRestores(t, build, 1000, 2, script, want)
+}
+
+func TestGroupAggregateTTLRestore(t *testing.T) {
+	build := func() exec.Operator {
+		return must(t)(NewGroupAggregate(GroupAggSpec{
+			KeyCols: []int{0}, Aggs: handle(t, true, call("SUM", 1)),
+			GenerateUpdateBefore: true, StateTTL: time.Second,
+		}))
+	}
+	// Write times are in the checkpoint: a key expires 1 s after its last
+	// write whether or not a restore happened in between.
+	script := []action{
+		rows(ins("a", 1)),  // t=1000
+		clock(1500),        //
+		rows(ins("b", 5)),  // t=1500
+		clock(2000),        // a expires now
+		rows(ins("a", 4)),  // a starts afresh
+		rows(del("b", 5)),  // b still alive (written 1500)
+		rows(ins("b", 7)),  // b had been deleted: +I
+		clock(2999),        //
+		rows(ins("b", 1)),  // b written at 2000: alive at 2999
+		clock(4000),        // everything expired
+		rows(del("a", 4)),  // ignored
+		rows(ins("b", 10)), // afresh
+	}
+	want := []string{
+		"+I(a, 1)",
+		"+I(b, 5)",
+		"+I(a, 4)",
+		"-D(b, 5)",
+		"+I(b, 7)",
+		"-U(b, 7)", "+U(b, 8)",
+		"+I(b, 10)",
+	}
+	checkRestores(t, build, 1000, 2, script, want)
+}
+
+// TestIncrementalSnapshotsWriteChangedKeys counts the entries snapshots
+// write: a key changed since the previous snapshot is one Put, a removed key
+// one Delete, an untouched key nothing.
+func TestIncrementalSnapshotsWriteChangedKeys(t *testing.T) {
+	op := must(t)(NewGroupAggregate(GroupAggSpec{
+		KeyCols: []int{0}, Aggs: handle(t, true, call("SUM", 1)), GenerateUpdateBefore: true,
+	}))
+	rt := &clockRuntime{now: 1}
+	if err := op.Open(rt.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	store := newMemStore()
+	var recs []rec
+	for i := range 100 {
+		recs = append(recs, ins(fmt.Sprintf("k%d", i), i+1))
+	}
+	run(t, op, rt, 2, rows(recs...))
+	store.snapshot(t, op, 1)
+	if store.puts != 100 || store.dels != 0 {
+		t.Fatalf("full snapshot: %d puts, %d deletes; want 100, 0", store.puts, store.dels)
+	}
+	store.snapshot(t, op, 2)
+	if store.puts != 0 || store.dels != 0 {
+		t.Fatalf("snapshot without changes: %d puts, %d deletes", store.puts, store.dels)
+	}
+	// k1 and k2 change (k1 twice), k3 is removed, k200 is new, k201 comes
+	// and goes within the interval (nothing to write for it).
+	run(t, op, rt, 2, rows(ins("k1", 5), ins("k2", 1), ins("k1", 1), del("k3", 4), ins("k200", 1), ins("k201", 1), del("k201", 1)))
+	store.snapshot(t, op, 3)
+	if store.puts != 3 || store.dels != 1 {
+		t.Fatalf("incremental snapshot: %d puts, %d deletes; want 3 (k1, k2, k200), 1 (k3)", store.puts, store.dels)
+	}
+	if len(store.entries) != 100 {
+		t.Fatalf("%d entries, want 100", len(store.entries))
+	}
+	// The id of removed k3 is reused by k300: a Put of k300 only.
+	run(t, op, rt, 2, rows(ins("k300", 1)))
+	store.snapshot(t, op, 4)
+	if store.puts != 1 || store.dels != 0 || len(store.entries) != 101 {
+		t.Fatalf("after reuse: %d puts, %d deletes, %d entries", store.puts, store.dels, len(store.entries))
+	}
+}
+
+// TestRestoreSplitsByKeyGroup restores a checkpoint into two instances that
+// own half of the key groups each (a rescale to parallelism 2): routed by
+// key group, they continue as the single instance would.
+func TestRestoreSplitsByKeyGroup(t *testing.T) {
+	build := func() exec.Operator {
+		return must(t)(NewGroupAggregate(GroupAggSpec{
+			KeyCols: []int{0}, Aggs: handle(t, true, call("COUNT"), call("SUM", 1)), GenerateUpdateBefore: true,
+		}))
+	}
+	op := build()
+	rt := &clockRuntime{now: 1}
+	if err := op.Open(rt.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	var first, second []rec
+	for i := range 40 {
+		first = append(first, ins(fmt.Sprintf("u%d", i), i))
+		second = append(second, ins(fmt.Sprintf("u%d", i), 100))
+	}
+	run(t, op, rt, 2, rows(first...))
+	store := newMemStore()
+	store.snapshot(t, op, 1)
+	want := run(t, op, rt, 2, rows(second...))
+
+	halves := []exec.Operator{build(), build()}
+	for i, h := range halves {
+		if err := h.(exec.CheckpointedOperator).RestoreState(store.only(i*64, (i+1)*64)); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Open(rt.ctx()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, r := range second {
+		row := batchOf(2, r).Rows[0]
+		kg := types.KeyGroup(types.HashColumns(row, []int{0}), 128)
+		got = append(got, run(t, halves[kg/64], rt, 2, rows(r))...)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("split restore:\n%v\nwant\n%v", got, want)
+	}
+}
+
+func TestChangelogNormalizeRestore(t *testing.T) {
+	build := func() exec.Operator {
+		return must(t)(NewChangelogNormalize(NormalizeSpec{KeyCols: []int{0}, GenerateUpdateBefore: true}))
+	}
+	script := []action{
+		rows(ins("k1", "a"), ins("k2", "b")),
+		rows(ua("k1", "a")),
+		rows(ua("k1", "c")),
+		rows(del("k2", nil)),
+		rows(del("k2", nil), ua("k2", "d")),
+		rows(del("k1", nil)),
+	}
+	want := []string{
+		"+I(k1, a)", "+I(k2, b)",
+		"-U(k1, a)", "+U(k1, c)",
+		"-D(k2, b)",
+		"+I(k2, d)",
+		"-D(k1, c)",
+	}
+	checkRestores(t, build, 1000, 2, script, want)
+}
+
+func TestSinkUpsertMaterializerRestore(t *testing.T) {
+	build := func() exec.Operator {
+		return must(t)(NewSinkUpsertMaterializer(MaterializerSpec{KeyCols: []int{0}}))
+	}
+	// Rows (pk, v); the alive rows of a key are a list in arrival order.
+	script := []action{
+		rows(ins(1, "a"), ins(1, "b")),
+		rows(ins(2, "x")),
+		rows(del(1, "b")), // the last row goes: back to a
+		rows(ins(1, "c")),
+		rows(del(1, "a")), // not the last: nothing
+		rows(del(1, "c")), // none left
+		rows(del(2, "y")), // matches nothing
+		rows(del(2, "x")),
+	}
+	want := []string{
+		"+I(1, a)", "+U(1, b)",
+		"+I(2, x)",
+		"+U(1, a)",
+		"+U(1, c)",
+		"-D(1, c)",
+		"-D(2, x)",
+	}
+	checkRestores(t, build, 1000, 2, script, want)
+}

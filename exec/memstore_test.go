@@ -1,0 +1,262 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// memStore is an in-memory CheckpointStore for tests. Instance states keep
+// their live entries in a map; Seal copies them into an image, Persist
+// hands the image over as the ack's handle, Complete files the images of a
+// checkpoint. A store made by restoredFrom serves a completed checkpoint's
+// images as the restored state.
+type memStore struct {
+	mu        sync.Mutex
+	restore   map[instKey]*memImage
+	completed map[CheckpointID]map[instKey]*memImage
+	order     []CheckpointID // completed, in order
+	aborted   []CheckpointID
+	opened    map[instKey]int
+	closed    int
+
+	// Hooks, when set: persistHook runs in Persist (it may block on ctx),
+	// completeHook in Complete.
+	persistHook  func(ctx context.Context, id CheckpointID, k instKey) error
+	completeHook func(id CheckpointID) error
+}
+
+type instKey struct {
+	op      OperatorID
+	subtask int
+}
+
+type entryKey struct {
+	kg  int
+	key string
+}
+
+type memImage struct {
+	entries map[entryKey][]byte
+	pos     []byte
+}
+
+func newMemStore() *memStore {
+	return &memStore{completed: map[CheckpointID]map[instKey]*memImage{}, opened: map[instKey]int{}}
+}
+
+// restoredFrom returns a new store that restores checkpoint id of s.
+func (s *memStore) restoredFrom(id CheckpointID) *memStore {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns := newMemStore()
+	ns.restore = s.completed[id]
+	if ns.restore == nil {
+		panic(fmt.Sprintf("checkpoint %d did not complete", id))
+	}
+	// Keep the earlier checkpoints, as a real store retains them.
+	for cid, imgs := range s.completed {
+		ns.completed[cid] = imgs
+	}
+	return ns
+}
+
+func (s *memStore) OpenInstance(op OperatorID, subtask, parallelism int) (InstanceState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := instKey{op, subtask}
+	s.opened[k]++
+	in := &memInstance{store: s, key: k, live: map[entryKey][]byte{}, full: true}
+	if img, ok := s.restore[k]; ok {
+		in.restored = img
+		for ek, v := range img.entries {
+			in.live[ek] = v
+		}
+		in.full = false
+	}
+	return in, nil
+}
+
+func (s *memStore) Complete(_ context.Context, id CheckpointID, acks []InstanceAck) error {
+	if s.completeHook != nil {
+		if err := s.completeHook(id); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	imgs := map[instKey]*memImage{}
+	for _, a := range acks {
+		imgs[instKey{a.Op, a.Subtask}] = a.Handle.(*memImage)
+	}
+	s.completed[id] = imgs
+	s.order = append(s.order, id)
+	return nil
+}
+
+func (s *memStore) Abort(id CheckpointID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.aborted = append(s.aborted, id)
+}
+
+func (s *memStore) isCompleted(id CheckpointID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.completed[id] != nil
+}
+
+// completedSince reports whether a checkpoint ≥ id completed (committables
+// of an aborted checkpoint are committed with the next completed one).
+func (s *memStore) completedSince(id CheckpointID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for cid := range s.completed {
+		if cid >= id {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *memStore) completedIDs() []CheckpointID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.order)
+}
+
+func (s *memStore) abortedIDs() []CheckpointID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.aborted)
+}
+
+// image returns an instance's image in completed checkpoint id.
+func (s *memStore) image(id CheckpointID, op OperatorID, subtask int) *memImage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.completed[id][instKey{op, subtask}]
+}
+
+// instances lists the instances of completed checkpoint id.
+func (s *memStore) instances(id CheckpointID) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.completed[id] {
+		out = append(out, fmt.Sprintf("%s/%d", k.op, k.subtask))
+	}
+	sort.Strings(out)
+	return out
+}
+
+type memInstance struct {
+	store    *memStore
+	key      instKey
+	live     map[entryKey][]byte
+	full     bool
+	restored *memImage
+}
+
+func (in *memInstance) Restored() (StateReader, []byte, bool) {
+	if in.restored == nil {
+		return nil, nil, false
+	}
+	return memReader{in.restored.entries}, in.restored.pos, true
+}
+
+func (in *memInstance) Writer() StateWriter { return memWriter{in} }
+
+func (in *memInstance) Seal(id CheckpointID, position []byte) (SealedState, error) {
+	img := &memImage{entries: make(map[entryKey][]byte, len(in.live)), pos: slices.Clone(position)}
+	for k, v := range in.live {
+		img.entries[k] = v
+	}
+	in.full = false
+	return &memSealed{in: in, id: id, img: img}, nil
+}
+
+func (in *memInstance) Close() error {
+	in.store.mu.Lock()
+	in.store.closed++
+	in.store.mu.Unlock()
+	return nil
+}
+
+type memWriter struct{ in *memInstance }
+
+func (w memWriter) Full() bool { return w.in.full }
+func (w memWriter) Put(kg int, key, value []byte) error {
+	w.in.live[entryKey{kg, string(key)}] = slices.Clone(value)
+	return nil
+}
+func (w memWriter) Delete(kg int, key []byte) error {
+	delete(w.in.live, entryKey{kg, string(key)})
+	return nil
+}
+
+type memReader struct{ entries map[entryKey][]byte }
+
+func (r memReader) Each(fn func(kg int, key, value []byte) error) error {
+	keys := make([]entryKey, 0, len(r.entries))
+	for k := range r.entries {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].kg != keys[j].kg {
+			return keys[i].kg < keys[j].kg
+		}
+		return keys[i].key < keys[j].key
+	})
+	for _, k := range keys {
+		if err := fn(k.kg, []byte(k.key), r.entries[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type memSealed struct {
+	in  *memInstance
+	id  CheckpointID
+	img *memImage
+}
+
+func (s *memSealed) Persist(ctx context.Context) (InstanceAck, error) {
+	if h := s.in.store.persistHook; h != nil {
+		if err := h(ctx, s.id, s.in.key); err != nil {
+			return InstanceAck{}, err
+		}
+	}
+	n := 0
+	for k, v := range s.img.entries {
+		n += len(k.key) + len(v)
+	}
+	return InstanceAck{Op: s.in.key.op, Subtask: s.in.key.subtask, Handle: s.img, FullBytes: int64(n), UploadedBytes: int64(n)}, nil
+}
+
+func (s *memSealed) Discard() {}
+
+// entryStrings renders an image's entries as "kg:key=value", sorted.
+func (img *memImage) entryStrings() []string {
+	var out []string
+	for k, v := range img.entries {
+		out = append(out, fmt.Sprintf("%d:%s=%s", k.kg, k.key, v))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func joinIDs(ids []CheckpointID) string {
+	var sb strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprint(&sb, int64(id))
+	}
+	return sb.String()
+}

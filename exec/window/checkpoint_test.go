@@ -1,0 +1,378 @@
+package window
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/expr/agg"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// memStore is a checkpointed state store for tests: it applies the Puts and
+// Deletes of snapshots and replays the entries as a StateReader.
+type memStore struct {
+	entries    map[string]memEntry
+	full       bool
+	puts, dels int
+}
+
+type memEntry struct {
+	kg    int
+	value []byte
+}
+
+func newMemStore() *memStore { return &memStore{entries: map[string]memEntry{}, full: true} }
+
+func (m *memStore) Full() bool { return m.full }
+
+func (m *memStore) Put(kg int, key, value []byte) error {
+	if kg != exec.KeyGroupNone && (kg < 0 || kg >= 128) {
+		return fmt.Errorf("key group %d out of range", kg)
+	}
+	if e, ok := m.entries[string(key)]; ok && e.kg != kg {
+		return fmt.Errorf("key %x moved from key group %d to %d", key, e.kg, kg)
+	}
+	m.entries[string(key)] = memEntry{kg: kg, value: slices.Clone(value)}
+	m.puts++
+	return nil
+}
+
+func (m *memStore) Delete(kg int, key []byte) error {
+	if e, ok := m.entries[string(key)]; ok && e.kg != kg {
+		return fmt.Errorf("delete of key %x in key group %d, stored in %d", key, kg, e.kg)
+	}
+	delete(m.entries, string(key))
+	m.dels++
+	return nil
+}
+
+func (m *memStore) snapshot(t *testing.T, op exec.Operator, id exec.CheckpointID) {
+	t.Helper()
+	m.puts, m.dels = 0, 0
+	if err := op.(exec.CheckpointedOperator).SnapshotState(id, m); err != nil {
+		t.Fatal(err)
+	}
+	m.full = false
+}
+
+func (m *memStore) clone() *memStore {
+	c := &memStore{entries: make(map[string]memEntry, len(m.entries)), full: true}
+	for k, e := range m.entries {
+		c.entries[k] = e
+	}
+	return c
+}
+
+// keyed counts the keyed entries.
+func (m *memStore) keyed() int {
+	n := 0
+	for _, e := range m.entries {
+		if e.kg != exec.KeyGroupNone {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *memStore) Each(fn func(kg int, key, value []byte) error) error {
+	keys := make([]string, 0, len(m.entries))
+	for k := range m.entries {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := m.entries[keys[i]], m.entries[keys[j]]
+		if a.kg != b.kg {
+			return a.kg < b.kg
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		if err := fn(m.entries[k].kg, []byte(k), m.entries[k].value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// step is one action of a script: a batch of rows, a watermark, or the clock
+// moving to a time (firing the processing timers due).
+type step struct {
+	rows  []in
+	wm    int64
+	clock int64
+}
+
+func rowsAt(rows ...in) step { return step{rows: rows} }
+func wmAt(wm int64) step     { return step{wm: wm} }
+func clockAt(t int64) step   { return step{clock: t} }
+
+func (s step) run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector) {
+	t.Helper()
+	switch {
+	case s.rows != nil:
+		process(t, op, c, s.rows...)
+	case s.wm != 0:
+		watermark(t, op, c, s.wm)
+	case s.clock != 0:
+		rt.now = s.clock
+		for {
+			sort.Slice(rt.timers, func(i, j int) bool { return rt.timers[i] < rt.timers[j] })
+			if len(rt.timers) == 0 || rt.timers[0] > rt.now {
+				return
+			}
+			ts := rt.timers[0]
+			rt.timers = rt.timers[1:]
+			if err := op.(exec.ProcessingTimeHandler).OnProcessingTime(ts, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// checkRestores runs the script with a snapshot after every step (the first
+// full, the others incremental) and checks the output and the late rows
+// dropped against the hand-worked want and late. Then it restores a fresh
+// operator from the checkpoint of every step and runs the rest of the
+// script: the output must be the same, and so must the late rows.
+func checkRestores(t *testing.T, spec AggregateSpec, start int64, script []step, late int64, want ...string) {
+	t.Helper()
+	build := func() exec.Operator {
+		op, err := NewAggregate(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	op := build()
+	rt := &fakeRuntime{now: start}
+	mustOpen(t, op, rt)
+	store := newMemStore()
+	store.snapshot(t, op, 1)
+	checkpoints := []*memStore{store.clone()}
+	clocks := []int64{rt.now}
+	lateAt := []int64{0}
+	var outs [][]string
+	for i, s := range script {
+		c := &collector{}
+		s.run(t, op, rt, c)
+		outs = append(outs, c.events)
+		store.snapshot(t, op, exec.CheckpointID(i+2))
+		checkpoints = append(checkpoints, store.clone())
+		clocks = append(clocks, rt.now)
+		lateAt = append(lateAt, rt.metrics.LateRowsDropped.Load())
+	}
+	expect(t, "uninterrupted run", slices.Concat(outs...), want...)
+	if got := rt.metrics.LateRowsDropped.Load(); got != late {
+		t.Errorf("uninterrupted run: %d late rows dropped, want %d", got, late)
+	}
+	if n := store.keyed(); n != 0 {
+		t.Errorf("%d keyed entries left in the checkpoint after every window fired", n)
+	}
+	for k := range checkpoints {
+		restored := build()
+		if err := restored.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
+			t.Fatalf("restore at step %d: %v", k, err)
+		}
+		rt := &fakeRuntime{now: clocks[k]}
+		mustOpen(t, restored, rt)
+		got := slices.Concat(outs[:k]...)
+		c := &collector{}
+		for _, s := range script[k:] {
+			s.run(t, restored, rt, c)
+		}
+		got = append(got, c.events...)
+		expect(t, fmt.Sprintf("restored after step %d", k), got, want...)
+		if n := lateAt[k] + rt.metrics.LateRowsDropped.Load(); n != late {
+			t.Errorf("restored after step %d: %d late rows dropped, want %d", k, n, late)
+		}
+	}
+}
+
+func TestTumbleRestore(t *testing.T) {
+	// As TestTumbleEventTime: 5s arrives after window [0,10) fired and is
+	// dropped, also when a restore happened in between.
+	checkRestores(t, eventTime(exec.WindowSpec{Kind: exec.Tumble, Size: 10_000}), 0, []step{
+		rowsAt(in{"a", 1, sec(1)}, in{"b", 2, sec(3)}, in{"a", 3, sec(12)}),
+		rowsAt(in{"a", 4, sec(8)}, in{"b", 5, sec(9.999)}),
+		wmAt(sec(9.998)),
+		rowsAt(in{"c", 6, sec(2)}, in{"b", 7, sec(15)}),
+		wmAt(sec(9.999)),
+		rowsAt(in{"a", 8, sec(5)}, in{"b", 9, sec(19.999)}),
+		wmAt(sec(20)),
+		rowsAt(in{"a", 1, sec(19)}),
+		wmAt(exec.MaxWatermark),
+	}, 2,
+		"WM(00:00:09.998)",
+		"+I(a, 2, 5, 4, 00:00:00.000, 00:00:10.000, 00:00:09.999)",
+		"+I(b, 2, 7, 5, 00:00:00.000, 00:00:10.000, 00:00:09.999)",
+		"+I(c, 1, 6, 6, 00:00:00.000, 00:00:10.000, 00:00:09.999)",
+		"WM(00:00:09.999)",
+		"+I(a, 1, 3, 3, 00:00:10.000, 00:00:20.000, 00:00:19.999)",
+		"+I(b, 2, 16, 9, 00:00:10.000, 00:00:20.000, 00:00:19.999)",
+		"WM(00:00:20.000)",
+		"WM(max)")
+}
+
+func TestHopRestore(t *testing.T) {
+	// As TestHopEventTime: after the windows ending at 5s and 10s fired, 3s
+	// is dropped (its last window [0,10) fired) while 7s and 8s still count
+	// in [5,15).
+	checkRestores(t, eventTime(exec.WindowSpec{Kind: exec.Hop, Size: 10_000, Slide: 5_000}), 0, []step{
+		rowsAt(in{"a", 1, sec(1)}, in{"a", 2, sec(6)}),
+		rowsAt(in{"b", 4, sec(7)}, in{"a", 8, sec(12)}),
+		wmAt(sec(9.999)),
+		rowsAt(in{"a", 100, sec(3)}, in{"b", 50, sec(7)}),
+		rowsAt(in{"c", 20, sec(8)}),
+		wmAt(exec.MaxWatermark),
+	}, 1,
+		"+I(a, 1, 1, 1, 23:59:55.000, 00:00:05.000, 00:00:04.999)",
+		"+I(a, 2, 3, 2, 00:00:00.000, 00:00:10.000, 00:00:09.999)",
+		"+I(b, 1, 4, 4, 00:00:00.000, 00:00:10.000, 00:00:09.999)",
+		"WM(00:00:09.999)",
+		"+I(a, 2, 10, 8, 00:00:05.000, 00:00:15.000, 00:00:14.999)",
+		"+I(b, 2, 54, 50, 00:00:05.000, 00:00:15.000, 00:00:14.999)",
+		"+I(c, 1, 20, 20, 00:00:05.000, 00:00:15.000, 00:00:14.999)",
+		"+I(a, 1, 8, 8, 00:00:10.000, 00:00:20.000, 00:00:19.999)",
+		"WM(max)")
+}
+
+func TestCumulateRestore(t *testing.T) {
+	// As TestCumulateEventTime; 1s comes after its slice fired, but the
+	// period's last window [0,6) has not.
+	checkRestores(t, eventTime(exec.WindowSpec{Kind: exec.Cumulate, Step: 2_000, Size: 6_000}), 0, []step{
+		rowsAt(in{"a", 1, sec(0.5)}, in{"a", 2, sec(2.5)}, in{"b", 3, sec(3)}),
+		rowsAt(in{"a", 4, sec(5.9)}, in{"a", 5, sec(6.1)}),
+		wmAt(sec(3.999)),
+		rowsAt(in{"c", 10, sec(1)}),
+		wmAt(sec(7.999)),
+		wmAt(exec.MaxWatermark),
+	}, 0,
+		"+I(a, 1, 1, 1, 00:00:00.000, 00:00:02.000, 00:00:01.999)",
+		"+I(a, 2, 3, 2, 00:00:00.000, 00:00:04.000, 00:00:03.999)",
+		"+I(b, 1, 3, 3, 00:00:00.000, 00:00:04.000, 00:00:03.999)",
+		"WM(00:00:03.999)",
+		"+I(a, 3, 7, 4, 00:00:00.000, 00:00:06.000, 00:00:05.999)",
+		"+I(b, 1, 3, 3, 00:00:00.000, 00:00:06.000, 00:00:05.999)",
+		"+I(c, 1, 10, 10, 00:00:00.000, 00:00:06.000, 00:00:05.999)",
+		"+I(a, 1, 5, 5, 00:00:06.000, 00:00:08.000, 00:00:07.999)",
+		"WM(00:00:07.999)",
+		"+I(a, 1, 5, 5, 00:00:06.000, 00:00:10.000, 00:00:09.999)",
+		"+I(a, 1, 5, 5, 00:00:06.000, 00:00:12.000, 00:00:11.999)",
+		"WM(max)")
+}
+
+func TestSessionRestore(t *testing.T) {
+	// As TestSessionEventTime: b at 2s is late; a at 4s merges into the open
+	// session [0,15) and counts.
+	checkRestores(t, eventTime(exec.WindowSpec{Kind: exec.Session, Gap: 5_000}), 0, []step{
+		rowsAt(in{"a", 1, sec(0)}, in{"a", 2, sec(10)}),
+		rowsAt(in{"b", 3, sec(1)}, in{"a", 4, sec(5)}, in{"b", 5, sec(20)}),
+		wmAt(sec(10)),
+		rowsAt(in{"b", 6, sec(2)}),
+		rowsAt(in{"a", 7, sec(4)}),
+		wmAt(exec.MaxWatermark),
+	}, 1,
+		"+I(b, 1, 3, 3, 00:00:01.000, 00:00:06.000, 00:00:05.999)",
+		"WM(00:00:10.000)",
+		"+I(a, 4, 14, 7, 00:00:00.000, 00:00:15.000, 00:00:14.999)",
+		"+I(b, 1, 5, 5, 00:00:20.000, 00:00:25.000, 00:00:24.999)",
+		"WM(max)")
+}
+
+func TestProcessingTimeRestore(t *testing.T) {
+	// Rows are placed by the clock; the restored operator registers the
+	// timers of its pending windows again.
+	tumble := AggregateSpec{Window: exec.WindowSpec{Kind: exec.Tumble, Size: 10_000}, KeyCols: []int{0}, Aggs: countSumMax{col: 1}}
+	checkRestores(t, tumble, sec(1), []step{
+		rowsAt(in{"a", 1, 0}, in{"b", 2, 0}),
+		clockAt(sec(4)),
+		rowsAt(in{"a", 3, 0}),
+		clockAt(sec(10)),
+		rowsAt(in{"c", 5, 0}),
+		clockAt(sec(19)),
+		rowsAt(in{"c", 6, 0}),
+		clockAt(sec(20)),
+	}, 0,
+		"+I(a, 2, 4, 3, 00:00:00.000, 00:00:10.000, 00:00:09.999)",
+		"+I(b, 1, 2, 2, 00:00:00.000, 00:00:10.000, 00:00:09.999)",
+		"+I(c, 2, 11, 6, 00:00:10.000, 00:00:20.000, 00:00:19.999)")
+	session := AggregateSpec{Window: exec.WindowSpec{Kind: exec.Session, Gap: 5_000}, KeyCols: []int{0}, Aggs: countSumMax{col: 1}}
+	checkRestores(t, session, sec(0), []step{
+		rowsAt(in{"a", 1, 0}),
+		clockAt(sec(3)),
+		rowsAt(in{"a", 2, 0}),
+		clockAt(sec(6)),
+		rowsAt(in{"b", 4, 0}),
+		clockAt(sec(9)),
+		clockAt(sec(12)),
+	}, 0,
+		"+I(a, 2, 3, 2, 00:00:00.000, 00:00:08.000, 00:00:07.999)",
+		"+I(b, 1, 4, 4, 00:00:06.000, 00:00:11.000, 00:00:10.999)")
+}
+
+// TestDistinctAccumulatorRestore checks an accumulator holding a MAP (the
+// counted set of COUNT(DISTINCT)) across slices of a HOP window.
+func TestDistinctAccumulatorRestore(t *testing.T) {
+	h, err := agg.NewHandle([]agg.Call{
+		{Name: "COUNT", FilterCol: -1},
+		{Name: "COUNT", ArgCols: []int{1}, ArgTypes: []types.Type{types.BigIntType}, Distinct: true, FilterCol: -1},
+	}, agg.Options{NeedsMerge: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := AggregateSpec{Window: exec.WindowSpec{Kind: exec.Hop, Size: 10_000, Slide: 5_000, EventTime: true, TimeCol: 2},
+		KeyCols: []int{0}, Aggs: h}
+	checkRestores(t, spec, 0, []step{
+		rowsAt(in{"a", 1, sec(1)}, in{"a", 1, sec(2)}, in{"a", 2, sec(3)}),
+		rowsAt(in{"a", 2, sec(6)}, in{"a", 3, sec(7)}),
+		wmAt(sec(4.999)),
+		rowsAt(in{"a", 3, sec(8)}),
+		wmAt(exec.MaxWatermark),
+	}, 0,
+		// [-5,5): 1,1,2 → 3 rows, 2 distinct
+		"+I(a, 3, 2, 23:59:55.000, 00:00:05.000, 00:00:04.999)",
+		"WM(00:00:04.999)",
+		// [0,10): 1,1,2,2,3,3 → 6 rows, 3 distinct; [5,15): 2,3,3 → 3 rows, 2 distinct
+		"+I(a, 6, 3, 00:00:00.000, 00:00:10.000, 00:00:09.999)",
+		"+I(a, 3, 2, 00:00:05.000, 00:00:15.000, 00:00:14.999)",
+		"WM(max)")
+}
+
+// TestSlicingSnapshotsAreIncremental counts the entries written: only the
+// accumulators touched since the previous snapshot, and Deletes for those
+// of fired slices.
+func TestSlicingSnapshotsAreIncremental(t *testing.T) {
+	op, err := NewAggregate(eventTime(exec.WindowSpec{Kind: exec.Tumble, Size: 10_000}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &fakeRuntime{}
+	mustOpen(t, op, rt)
+	c := &collector{}
+	var rows []in
+	for i := range 50 {
+		rows = append(rows, in{fmt.Sprintf("k%d", i), 1, sec(1)}, in{fmt.Sprintf("k%d", i), 1, sec(11)})
+	}
+	process(t, op, c, rows...)
+	store := newMemStore()
+	store.snapshot(t, op, 1)
+	if store.puts != 101 || store.dels != 0 { // 100 accumulators and the progress
+		t.Fatalf("full snapshot: %d puts, %d deletes", store.puts, store.dels)
+	}
+	process(t, op, c, in{"k1", 1, sec(2)}, in{"k1", 1, sec(3)}, in{"k2", 1, sec(12)}, in{"new", 1, sec(13)})
+	store.snapshot(t, op, 2)
+	if store.puts != 4 || store.dels != 0 { // k1 [0,10), k2 and new [10,20), progress
+		t.Fatalf("incremental snapshot: %d puts, %d deletes", store.puts, store.dels)
+	}
+	watermark(t, op, c, sec(9.999))
+	store.snapshot(t, op, 3)
+	if store.puts != 1 || store.dels != 50 { // the progress; the 50 accumulators of [0,10)
+		t.Fatalf("after firing: %d puts, %d deletes", store.puts, store.dels)
+	}
+	if n := store.keyed(); n != 51 {
+		t.Fatalf("%d keyed entries, want 51", n)
+	}
+}

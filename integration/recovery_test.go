@@ -1,0 +1,182 @@
+package integration_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/connectors/builtin"
+	"github.com/flinksql/flinksql/connectors/datagen"
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/session"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// flakyFactory is datagen whose readers fail once, on the first attempt,
+// after failAfter rows in total: an injected task failure.
+type flakyFactory struct {
+	*datagen.Factory
+	failAfter int64
+	read      atomic.Int64
+	failed    atomic.Bool
+}
+
+func (f *flakyFactory) Identifier() string { return "flaky-datagen" }
+
+func (f *flakyFactory) CreateSource(tc *connectors.TableContext) (connectors.ScanSource, error) {
+	opts := map[string]string{}
+	for k, v := range tc.Options {
+		opts[k] = v
+	}
+	opts["connector"] = "datagen"
+	inner := *tc
+	inner.Options = opts
+	src, err := f.Factory.CreateSource(&inner)
+	if err != nil {
+		return nil, err
+	}
+	return &flakySource{ScanSource: src, f: f}, nil
+}
+
+type flakySource struct {
+	connectors.ScanSource
+	f *flakyFactory
+}
+
+func (s *flakySource) NewReader(subtask, parallelism int) (exec.SourceReader, error) {
+	r, err := s.ScanSource.NewReader(subtask, parallelism)
+	if err != nil {
+		return nil, err
+	}
+	return &flakyReader{CheckpointedReader: r.(exec.CheckpointedReader), f: s.f}, nil
+}
+
+type flakyReader struct {
+	exec.CheckpointedReader
+	f *flakyFactory
+}
+
+func (r *flakyReader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, error) {
+	res, err := r.CheckpointedReader.Read(ctx, b)
+	if r.f.read.Add(int64(b.Len())) > r.f.failAfter && r.f.failed.CompareAndSwap(false, true) {
+		return res, fmt.Errorf("injected failure after %d rows", r.f.failAfter)
+	}
+	return res, err
+}
+
+// committedIDs reads the ids in the committed (visible) part files of dir.
+func committedIDs(t *testing.T, dir string) []int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") || e.IsDir() {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			id, err := strconv.Atoi(strings.SplitN(sc.Text(), ",", 2)[0])
+			if err != nil {
+				t.Fatalf("%s: %q: %v", e.Name(), sc.Text(), err)
+			}
+			ids = append(ids, id)
+		}
+		f.Close()
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+// checkExactlyOnce asserts ids are exactly 0..n-1, each once.
+func checkExactlyOnce(t *testing.T, ids []int, n int) {
+	t.Helper()
+	if len(ids) != n {
+		dups, missing := 0, 0
+		seen := map[int]int{}
+		for _, id := range ids {
+			seen[id]++
+		}
+		for i := 0; i < n; i++ {
+			switch c := seen[i]; {
+			case c == 0:
+				missing++
+			case c > 1:
+				dups += c - 1
+			}
+		}
+		t.Fatalf("committed %d rows, want %d (%d duplicates, %d missing)", len(ids), n, dups, missing)
+	}
+	for i, id := range ids {
+		if id != i {
+			t.Fatalf("row %d is id %d: duplicates or gaps", i, id)
+		}
+	}
+}
+
+// TestRecoveryFromInjectedFailures fails the source once at a random row,
+// for several seeds and both state backends; the job restarts from its last
+// completed checkpoint and the filesystem sink's committed output must hold
+// every id exactly once, as a failure-free run does.
+func TestRecoveryFromInjectedFailures(t *testing.T) {
+	const rows = 3000
+	for _, backend := range []string{"hashmap", "rocksdb"} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			t.Run(fmt.Sprintf("%s/seed%d", backend, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 7))
+				f := &flakyFactory{Factory: datagen.NewFactory(), failAfter: 300 + rng.Int64N(rows-600)}
+				reg := builtin.NewRegistry(os.Stdout, os.Stderr)
+				reg.Register(f)
+				dir := t.TempDir()
+				s, err := session.New(session.Options{Registry: reg, Stderr: testWriter{t}, Config: map[string]string{
+					"execution.checkpointing.interval":      "50 ms",
+					"state.checkpoints.dir":                 filepath.Join(dir, "checkpoints"),
+					"state.backend.type":                    backend,
+					"restart-strategy.type":                 "fixed-delay",
+					"restart-strategy.fixed-delay.attempts": "3",
+					"restart-strategy.fixed-delay.delay":    "10 ms",
+					"parallelism.default":                   "2",
+					"pipeline.name":                         "recovery-" + backend,
+				}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				out := filepath.Join(dir, "out")
+				run(t, s, fmt.Sprintf(`
+CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'flaky-datagen', 'rows-per-second' = '20000',
+  'number-of-rows' = '%[1]d', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%[2]d',
+  'fields.k.min' = '0', 'fields.k.max' = '9');
+CREATE TABLE sink_out (id BIGINT, k INT) WITH ('connector' = 'filesystem', 'path' = '%[3]s', 'format' = 'csv');
+INSERT INTO sink_out SELECT id, k FROM gen;`, rows, rows-1, out))
+				if !f.failed.Load() {
+					t.Fatalf("the failure after %d rows was never injected", f.failAfter)
+				}
+				checkExactlyOnce(t, committedIDs(t, out), rows)
+			})
+		}
+	}
+}
+
+// testWriter sends the session's log lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
