@@ -409,3 +409,46 @@ func TestIdlePartitionReleasesWatermark(t *testing.T) {
 		t.Errorf("first windows = %v, want %s", got, want)
 	}
 }
+
+// TestKafkaSourceReadsCommittedByDefault: a record inside a transaction that
+// has not committed is invisible to a kafka source by default (read_committed,
+// a deliberate difference from Flink's KafkaSource, see the connector's
+// documentation) and visible with 'properties.isolation.level' =
+// 'read_uncommitted'.
+func TestKafkaSourceReadsCommittedByDefault(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"tx": 1})
+	produce(t, addr, "tx", rec{value: `{"v":1}`})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("open-txn"), kgo.DefaultProduceTopic("tx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(`{"v":2}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The transaction stays open while the queries run.
+	s := newSession(t, nil)
+	ddl := `CREATE TABLE %s (v INT) WITH ('connector' = 'kafka', 'topic' = 'tx', 'properties.bootstrap.servers' = '%s',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset', 'format' = 'json'%s);`
+	run(t, s, fmt.Sprintf(ddl, "by_default", addr, ""))
+	run(t, s, fmt.Sprintf(ddl, "uncommitted", addr, ", 'properties.isolation.level' = 'read_uncommitted'"))
+	got, err := query(t, s, "SELECT v FROM by_default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "+I[1]" {
+		t.Errorf("default isolation read %v, want only the committed +I[1]", got)
+	}
+	got, err = query(t, s, "SELECT v FROM uncommitted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "+I[1] +I[2]" {
+		t.Errorf("read_uncommitted read %v, want +I[1] +I[2]", got)
+	}
+}

@@ -14,9 +14,13 @@
 //   - 'scan.startup.mode' defaults to group-offsets; a partition without a
 //     committed offset then uses 'properties.auto.offset.reset', whose
 //     default is none (an error).
-//   - 'properties.isolation.level' defaults to read_uncommitted, the Kafka
-//     client's default, which Flink's KafkaSource does not override; set
-//     read_committed to hide aborted and open transactions.
+//   - 'properties.isolation.level' defaults to read_committed. This differs
+//     from Flink, whose KafkaSource keeps the Kafka client's default,
+//     read_uncommitted: a reader of a topic written with 'exactly-once'
+//     should not see aborted or still-open transactions, and for a topic
+//     written without transactions both levels return the same records (the
+//     last stable offset equals the high watermark). Set read_uncommitted to
+//     read records before their transaction commits.
 //   - Partitions found by discovery after the start are read from the
 //     earliest offset; discovery is off for bounded reads.
 //   - Partition ownership is Flink's KafkaSourceEnumerator rule: a topic's
@@ -373,13 +377,15 @@ func (c *tableConfig) consumerOpts() ([]kgo.Opt, bool, error) {
 		// The Java consumer's fetch.max.wait.ms default (franz-go waits 5 s):
 		// partitions added to the reader join the next fetch sooner.
 		kgo.FetchMaxWait(500*time.Millisecond))
-	readCommitted := false
+	readCommitted := true
+	opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if v, ok := c.props["isolation.level"]; ok {
 		switch strings.ToLower(strings.TrimSpace(v)) {
 		case "read_committed":
 			readCommitted = true
 			opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 		case "read_uncommitted":
+			readCommitted = false
 			opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
 		default:
 			return nil, false, fmt.Errorf("Invalid value for option '%sisolation.level'. Expected one of [read_committed, read_uncommitted], but was: %s", propertiesPrefix, v)
