@@ -135,3 +135,25 @@ CREATE TABLE sink2 (k INT, s INT) WITH ('connector' = 'blackhole');
 
 func BenchmarkGroupSumMiniBatchOff(b *testing.B) { groupSum(b, false) }
 func BenchmarkGroupSumMiniBatchOn(b *testing.B)  { groupSum(b, true) }
+
+// Issue 5: the TUMBLE pipeline (b) with checkpoints every second on each
+// state backend, against no checkpoints.
+func tumbleCheckpointed(b *testing.B, backend string) {
+	extra := []string{}
+	if backend != "" {
+		extra = []string{
+			"execution.checkpointing.interval", "1 s",
+			"state.backend.type", backend,
+			"state.checkpoints.dir", b.TempDir(),
+			"pipeline.name", "bench-" + backend,
+		}
+	}
+	runPipeline(b, `INSERT INTO sink
+SELECT CAST(k AS BIGINT), CAST(SUM(v) AS BIGINT), COUNT(*)
+FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY window_start, window_end, k;`, extra...)
+}
+
+func BenchmarkTumbleNoCheckpoints(b *testing.B)      { tumbleCheckpointed(b, "") }
+func BenchmarkTumbleCheckpointsHashmap(b *testing.B) { tumbleCheckpointed(b, "hashmap") }
+func BenchmarkTumbleCheckpointsRocksDB(b *testing.B) { tumbleCheckpointed(b, "rocksdb") }
