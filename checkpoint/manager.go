@@ -563,13 +563,21 @@ func (m *Manager) abort(id int64) {
 // retained on cancellation (DELETE_ON_CANCELLATION), every checkpoint of the
 // job is deleted.
 func (m *Manager) Close(cancelled bool) error {
+	return m.close(cancelled && !m.retainOnCancel)
+}
+
+// Discard deletes every checkpoint of the job and closes the manager: a job
+// that finished leaves nothing to resume from, as in Flink.
+func (m *Manager) Discard() error { return m.close(true) }
+
+func (m *Manager) close(discard bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil
 	}
 	m.closed = true
-	if !cancelled || m.retainOnCancel {
+	if !discard {
 		return nil
 	}
 	ctx := context.Background()
@@ -580,7 +588,7 @@ func (m *Manager) Close(cancelled bool) error {
 	m.completed = nil
 	objs, err := m.st.List(ctx, m.base)
 	if err != nil {
-		return fmt.Errorf("deleting checkpoints of cancelled job %q: %w", m.job, err)
+		return fmt.Errorf("deleting checkpoints of job %q: %w", m.job, err)
 	}
 	var errs []error
 	for _, o := range objs {
@@ -590,7 +598,7 @@ func (m *Manager) Close(cancelled bool) error {
 	}
 	m.registry = map[string]*sharedEntry{}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("deleting checkpoints of cancelled job %q: %w", m.job, err)
+		return fmt.Errorf("deleting checkpoints of job %q: %w", m.job, err)
 	}
 	return nil
 }

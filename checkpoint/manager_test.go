@@ -467,3 +467,19 @@ func TestNextIDSkipsAbortedCheckpoints(t *testing.T) {
 	}
 	wantObjects(t, st, "after abort", "shared/A", "chk-1/p1", "chk-1/_metadata")
 }
+
+// TestDiscardDeletesEverything: a finished job discards all its checkpoints,
+// whatever the retention on cancellation says.
+func TestDiscardDeletesEverything(t *testing.T) {
+	st := openTestStorage(t, "file")
+	m, err := NewManager(context.Background(), st, testJob, 2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpointFiles(t, m, 1, sh("A"), pr("p1"))
+	checkpointFiles(t, m, 2, sh("A"), sh("B"), pr("p2"))
+	if err := m.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	wantObjects(t, st, "after discard")
+}

@@ -180,3 +180,31 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// TestFinishedJobLeavesNoCheckpoint: a bounded job that finished discards its
+// checkpoints (as Flink does), so running the same pipeline again starts from
+// the beginning instead of resuming after the end: both runs write every row.
+func TestFinishedJobLeavesNoCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	for attempt := 1; attempt <= 2; attempt++ {
+		out := filepath.Join(dir, fmt.Sprintf("out%d", attempt))
+		s, err := session.New(session.Options{Stderr: testWriter{t}, Config: map[string]string{
+			"execution.checkpointing.interval": "50 ms",
+			"state.checkpoints.dir":            filepath.Join(dir, "checkpoints"),
+			"pipeline.name":                    "same-name",
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, s, fmt.Sprintf(`
+CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'datagen', 'rows-per-second' = '5000',
+  'number-of-rows' = '500', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '499');
+CREATE TABLE sink_out (id BIGINT, k INT) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv');
+INSERT INTO sink_out SELECT id, k FROM gen;`, out))
+		s.Close()
+		checkExactlyOnce(t, committedIDs(t, out), 500)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "checkpoints", "same-name")); len(entries) != 0 {
+		t.Errorf("the finished job left %d entries in its checkpoint directory", len(entries))
+	}
+}

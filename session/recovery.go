@@ -22,7 +22,10 @@ type checkpointing struct {
 	manager *checkpoint.Manager
 	kind    state.Kind
 	restore *checkpoint.Metadata // what the next attempt starts from (nil: fresh)
-	cancel  bool                 // delete checkpoints when the job is cancelled
+	// retainOnCancel keeps checkpoints of a cancelled job
+	// (RETAIN_ON_CANCELLATION); otherwise they are deleted, as when the job
+	// finishes. Only a failed or crashed job leaves checkpoints to resume from.
+	retainOnCancel bool
 }
 
 var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -74,8 +77,8 @@ func (s *Session) checkpointSetup(ctx context.Context, job string) (*checkpointi
 		return nil, fmt.Errorf("state.checkpoints.dir: %w", err)
 	}
 	retention := strings.ToUpper(s.conf.get("execution.checkpointing.externalized-checkpoint-retention"))
-	c.cancel = retention == "DELETE_ON_CANCELLATION"
-	m, err := checkpoint.NewManager(ctx, st, unsafePath.ReplaceAllString(job, "_"), s.conf.intValue("state.checkpoints.num-retained"), !c.cancel,
+	c.retainOnCancel = retention == "RETAIN_ON_CANCELLATION"
+	m, err := checkpoint.NewManager(ctx, st, unsafePath.ReplaceAllString(job, "_"), s.conf.intValue("state.checkpoints.num-retained"), c.retainOnCancel,
 		checkpoint.WithLog(s.stderr))
 	if err != nil {
 		return nil, err

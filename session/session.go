@@ -38,6 +38,10 @@ type Options struct {
 	Registry *connectors.Registry
 	// Now overrides the processing clock (tests).
 	Now func() time.Time
+	// Fault is called at the runtime's fault-injection points (crash
+	// drills, see exec.FaultPoints). When nil, New arms the point named by
+	// the FLINKSQL_FAULT environment variable (FaultEnv), if any.
+	Fault exec.FaultFunc
 }
 
 // Session is one SQL session. Its methods may be called from one goroutine at
@@ -48,6 +52,7 @@ type Session struct {
 	reg    *connectors.Registry
 	conf   config
 	now    func() time.Time
+	fault  exec.FaultFunc
 	mu     sync.Mutex // guards jobs
 	jobs   map[string]*runningJob
 	order  []string // job ids in start order
@@ -87,7 +92,15 @@ func New(opts Options) (*Session, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Session{stderr: opts.Stderr, cat: catalog.New(), reg: reg, conf: config{set: map[string]string{}}, now: now, jobs: map[string]*runningJob{}}
+	fault := opts.Fault
+	if fault == nil {
+		f, err := ParseFault(os.Getenv(FaultEnv), opts.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		fault = f
+	}
+	s := &Session{stderr: opts.Stderr, cat: catalog.New(), reg: reg, conf: config{set: map[string]string{}}, now: now, fault: fault, jobs: map[string]*runningJob{}}
 	for k, v := range opts.Config {
 		k = canonicalKey(k)
 		if err := checkOption(k, v); err != nil {
@@ -160,6 +173,7 @@ func (s *Session) execConfig() exec.Config {
 		AutoWatermarkInterval: s.conf.duration("pipeline.auto-watermark-interval"),
 		IdleTimeout:           s.conf.duration("table.exec.source.idle-timeout"),
 		Now:                   func() int64 { return s.now().UnixMilli() },
+		Fault:                 s.fault,
 	}
 }
 
@@ -456,10 +470,24 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 		j, cleanup = next, nextCleanup
 	}
 	if cp != nil {
+		// As in Flink: a finished job discards its checkpoints, a cancelled one
+		// too unless RETAIN_ON_CANCELLATION; a failed one keeps them, so that
+		// running the pipeline again resumes where it stopped.
 		s.mu.Lock()
-		cancelled := rj.status == "CANCELED"
+		status := rj.status
 		s.mu.Unlock()
-		cp.manager.Close(cancelled && cp.cancel)
+		var err error
+		switch {
+		case status == "FINISHED":
+			err = cp.manager.Discard()
+		case status == "CANCELED":
+			err = cp.manager.Close(true)
+		default:
+			err = cp.manager.Close(false)
+		}
+		if err != nil {
+			fmt.Fprintf(s.stderr, "[WARN] %v\n", err)
+		}
 	}
 }
 

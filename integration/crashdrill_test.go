@@ -1,0 +1,702 @@
+package integration_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The crash drill (issue 6): a windowed Kafka → Kafka pipeline runs as a
+// separate process against a broker in its own process, is killed with
+// SIGKILL at random moments and at each fault-injection point, and is
+// restarted (same pipeline.name and checkpoint directory, so it resumes from
+// the latest checkpoint) until a run finishes. An independent franz-go
+// reader then checks the output against sums computed here from the
+// generated events. With 'exactly-once' a read_committed reader must see
+// exactly one record per (key, window) with the right sum; with
+// 'at-least-once' a read_uncommitted reader must see every (key, window)
+// with the right sum at least once, and the drill reports the duplicates.
+//
+// Pacing. The whole input is in the topic before the first run, and the
+// engine would read it in a few tens of milliseconds, far less than one
+// checkpoint interval, leaving nothing to kill. The drill therefore writes
+// every event as its own record batch and sets the source's
+// 'properties.fetch.max.bytes' to 1: a fetch returns one batch, so each
+// reader subtask takes one event per round trip to the broker and a run
+// lasts seconds, during which checkpoints complete every 200 ms.
+
+const (
+	drillEvents     = 60000
+	drillKeys       = 8
+	drillSpanMs     = 200_000 // event time covered by the input
+	drillJitterMs   = 2000    // an event's timestamp is up to this much before its nominal time
+	drillWindowMs   = 10_000
+	drillPartitions = 4
+	drillSeed       = 20240601
+	// drillMaxKillDelay bounds the random delay between the first completed
+	// checkpoint of a run and the kill.
+	drillMaxKillDelay = 500 * time.Millisecond
+	drillRunTimeout   = 60 * time.Second
+)
+
+// drillEpoch is the event time of the first nominal timestamp's window.
+var drillEpoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type drillEvent struct {
+	key       string
+	amount    int64
+	ts        int64 // ms since drillEpoch
+	partition int32
+}
+
+// windowKey is one result of the pipeline: a key's 10-second window.
+type windowKey struct {
+	start int64 // ms since drillEpoch
+	key   string
+}
+
+func (w windowKey) String() string {
+	return fmt.Sprintf("(%s, %s)", w.key, drillEpoch.Add(time.Duration(w.start)*time.Millisecond).Format("2006-01-02 15:04:05"))
+}
+
+// drillInput generates the events: nominal times evenly spread over
+// drillSpanMs, each timestamp moved back by up to drillJitterMs (so the
+// input is out of order by at most that much, less than the watermark's 3 s
+// delay: no event is late), random keys and amounts, partitions round robin
+// (each partition's events are in nominal order).
+func drillInput(seed uint64) []drillEvent {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	evs := make([]drillEvent, drillEvents)
+	for i := range evs {
+		nominal := int64(drillJitterMs) + int64(i)*drillSpanMs/drillEvents
+		evs[i] = drillEvent{
+			key:       fmt.Sprintf("k%d", rng.IntN(drillKeys)),
+			amount:    1 + rng.Int64N(100),
+			ts:        nominal - rng.Int64N(drillJitterMs+1),
+			partition: int32(i % drillPartitions),
+		}
+	}
+	return evs
+}
+
+// drillExpected is what a TUMBLE(10 s) SUM per key gives, worked out
+// directly from the events.
+func drillExpected(evs []drillEvent) map[windowKey]int64 {
+	want := map[windowKey]int64{}
+	for _, e := range evs {
+		start := e.ts - e.ts%drillWindowMs // ts ≥ 0
+		want[windowKey{start, e.key}] += e.amount
+	}
+	return want
+}
+
+// drillPad fills an event's record so that two do not fit in a record batch
+// of drillBatchBytes (see Pacing above); the table has no such column and
+// the json format ignores it.
+var drillPad = strings.Repeat("x", 300)
+
+// drillBatchBytes is the producer's batch size limit (franz-go's smallest).
+const drillBatchBytes = 512
+
+func (e drillEvent) json() []byte {
+	ts := drillEpoch.Add(time.Duration(e.ts) * time.Millisecond).Format("2006-01-02 15:04:05.000")
+	return fmt.Appendf(nil, `{"k":"%s","amount":%d,"ts":"%s","pad":"%s"}`, e.key, e.amount, ts, drillPad)
+}
+
+// drillBroker runs `flinksql broker` in its own process.
+func drillBroker(t *testing.T, bin, dataDir string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "broker", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--partitions", fmt.Sprint(drillPartitions))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(timeout):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	select {
+	case line := <-lines:
+		addr, ok := strings.CutPrefix(line, "Kafka broker listening on ")
+		if !ok {
+			t.Fatalf("unexpected first line from flinksql broker: %q", line)
+		}
+		return addr
+	case <-exited:
+		t.Fatalf("flinksql broker exited before listening: %s", stderr.String())
+	case <-time.After(timeout):
+		t.Fatalf("flinksql broker printed no listening line within %s", timeout)
+	}
+	return ""
+}
+
+// produceDrillInput creates the topics and writes the events, one record
+// batch per event (see Pacing above).
+func produceDrillInput(t *testing.T, addr string, evs []drillEvent, outTopics ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		// Room for one event's record, not two.
+		kgo.ProducerBatchMaxBytes(drillBatchBytes), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopics(ctx, drillPartitions, 1, nil, append([]string{"events"}, outTopics...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp {
+		if r.Err != nil {
+			t.Fatalf("creating topic %s: %v", r.Topic, r.Err)
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for _, e := range evs {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: "events", Partition: e.partition, Value: e.json(),
+			Timestamp: drillEpoch.Add(time.Duration(e.ts) * time.Millisecond)}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("producing the events: %v", firstErr)
+	}
+}
+
+// drillSQL is the pipeline. The source reads the events up to their end
+// offsets at the start; the sink writes one record per (key, window).
+func drillSQL(addr, checkpoints, guarantee, outTopic string) string {
+	sinkOpts := fmt.Sprintf(`'sink.delivery-guarantee' = '%s'`, guarantee)
+	if guarantee == "exactly-once" {
+		sinkOpts += `,
+  'sink.transactional-id-prefix' = 'drill',
+  'properties.transaction.timeout.ms' = '60000'`
+	}
+	return fmt.Sprintf(`
+SET 'parallelism.default' = '2';
+SET 'execution.checkpointing.interval' = '200 ms';
+SET 'state.checkpoints.dir' = '%s';
+SET 'pipeline.name' = 'crash-drill-%s';
+SET 'restart-strategy.type' = 'none';
+SET 'table.local-time-zone' = 'UTC';
+
+CREATE TABLE events (
+  k STRING,
+  amount BIGINT,
+  ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '3' SECOND
+) WITH (
+  'connector' = 'kafka',
+  'topic' = 'events',
+  'properties.bootstrap.servers' = '%s',
+  'scan.startup.mode' = 'earliest-offset',
+  'scan.bounded.mode' = 'latest-offset',
+  'properties.isolation.level' = 'read_committed',
+  'properties.fetch.max.bytes' = '1',
+  'format' = 'json'
+);
+
+CREATE TABLE totals (
+  window_start TIMESTAMP(3),
+  k STRING,
+  total BIGINT
+) WITH (
+  'connector' = 'kafka',
+  'topic' = '%s',
+  'properties.bootstrap.servers' = '%s',
+  %s,
+  'format' = 'json'
+);
+
+INSERT INTO totals
+SELECT window_start, k, SUM(amount)
+FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY window_start, window_end, k;
+`, checkpoints, guarantee, addr, outTopic, addr, sinkOpts)
+}
+
+// drillRun is one planned run: killed by the test at a random moment, killed
+// by itself at a fault point, or left to finish.
+type drillRun struct {
+	fault  string // FLINKSQL_FAULT, "" for none
+	random bool   // the test kills it
+}
+
+// runResult is how a run ended.
+type runResult struct {
+	signaled bool // died by SIGKILL (the test's or its own)
+	faulted  bool // printed the [FAULT] line
+	restored bool // printed "Restoring job"
+	delay    time.Duration
+	ckpts    int // "Completed checkpoint" lines
+}
+
+// drillStats is what a drill did.
+type drillStats struct {
+	randomKills, faultKills, runs, restores int
+}
+
+// runDrillProcess runs the pipeline once as a process.
+func runDrillProcess(t *testing.T, bin, script, tmp string, r drillRun, rng *rand.Rand) (runResult, error) {
+	cmd := exec.Command(bin, "-f", script)
+	env := []string{"TMPDIR=" + tmp} // local state directories of killed runs stay in the test's directory
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FLINKSQL_FAULT=") && !strings.HasPrefix(kv, "TMPDIR=") {
+			env = append(env, kv)
+		}
+	}
+	if r.fault != "" {
+		env = append(env, "FLINKSQL_FAULT="+r.fault)
+	}
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return runResult{}, err
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		return runResult{}, err
+	}
+	var (
+		mu       sync.Mutex
+		res      runResult
+		log      []string
+		firstCkp = make(chan struct{})
+		done     = make(chan error, 1)
+	)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			mu.Lock()
+			log = append(log, line)
+			switch {
+			case strings.HasPrefix(line, "Completed checkpoint"):
+				res.ckpts++
+				if res.ckpts == 1 {
+					close(firstCkp)
+				}
+			case strings.HasPrefix(line, "[FAULT]"):
+				res.faulted = true
+			case strings.Contains(line, "Restoring job"):
+				res.restored = true
+			}
+			mu.Unlock()
+		}
+		done <- cmd.Wait()
+	}()
+	tail := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("stderr:\n%s\nstdout:\n%s", strings.Join(log, "\n"), stdout.String())
+	}
+	wait := func(within time.Duration) (error, bool) {
+		select {
+		case err := <-done:
+			return err, true
+		case <-time.After(within):
+			_ = cmd.Process.Kill()
+			<-done
+			return nil, false
+		}
+	}
+	var exitErr error
+	if r.random {
+		select {
+		case <-firstCkp:
+		case err := <-done:
+			return runResult{}, fmt.Errorf("the run ended (%v) before it completed a checkpoint\n%s", err, tail())
+		case <-time.After(drillRunTimeout):
+			_ = cmd.Process.Kill()
+			<-done
+			return runResult{}, fmt.Errorf("no checkpoint completed within %s\n%s", drillRunTimeout, tail())
+		}
+		delay := time.Duration(rng.Int64N(int64(drillMaxKillDelay)))
+		time.Sleep(delay) // the random moment of the kill
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			return runResult{}, err
+		}
+		res.delay = delay
+		exitErr, _ = wait(timeout)
+	} else {
+		var ok bool
+		exitErr, ok = wait(drillRunTimeout)
+		if !ok {
+			return runResult{}, fmt.Errorf("the run did not end within %s\n%s", drillRunTimeout, tail())
+		}
+	}
+	mu.Lock()
+	out := res
+	mu.Unlock()
+	var ee *exec.ExitError
+	switch {
+	case exitErr == nil:
+	case errors.As(exitErr, &ee):
+		ws, ok := ee.Sys().(syscall.WaitStatus)
+		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			return out, fmt.Errorf("the run failed: %v\n%s", exitErr, tail())
+		}
+		out.signaled = true
+	default:
+		return out, exitErr
+	}
+	want := r.random || r.fault != ""
+	if out.signaled != want {
+		return out, fmt.Errorf("the run ended with %v, want death by SIGKILL: %t\n%s", exitErr, want, tail())
+	}
+	if r.fault != "" && !out.faulted {
+		return out, fmt.Errorf("killed without reaching fault point %s\n%s", r.fault, tail())
+	}
+	return out, nil
+}
+
+// runDrill runs the planned runs in order and returns what happened.
+func runDrill(t *testing.T, bin, script, tmp string, plan []drillRun, seed uint64, afterRun func() string) drillStats {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var st drillStats
+	for i, r := range plan {
+		res, err := runDrillProcess(t, bin, script, tmp, r, rng)
+		if err != nil {
+			t.Fatalf("run %d (%+v): %v", i+1, r, err)
+		}
+		st.runs++
+		if res.restored {
+			st.restores++
+		}
+		switch {
+		case r.random:
+			st.randomKills++
+			t.Logf("run %d: killed %v after its first completed checkpoint (%d completed, restored: %t)", i+1, res.delay, res.ckpts, res.restored)
+		case r.fault != "":
+			st.faultKills++
+			t.Logf("run %d: killed itself at %s (%d checkpoints completed, restored: %t)", i+1, r.fault, res.ckpts, res.restored)
+		default:
+			t.Logf("run %d: finished (%d checkpoints completed, restored: %t)", i+1, res.ckpts, res.restored)
+		}
+		t.Logf("run %d: %s", i+1, afterRun())
+		if i > 0 && !res.restored {
+			t.Errorf("run %d did not restore from a checkpoint of the earlier runs", i+1)
+		}
+	}
+	return st
+}
+
+// readDrillOutput reads every record of topic up to its end with an
+// independent client: for read_committed up to the last stable offset, which
+// must equal the high watermark once the job ended (an open transaction
+// would hold read_committed readers back).
+func readDrillOutput(t *testing.T, addr, topic string, committed bool) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	// Control records are kept so that the reader can tell it reached the
+	// end: every offset up to the end is then a record it sees.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	hw, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := map[int32]int64{}
+	hw.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+	if committed {
+		lso, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lso.Each(func(o kadm.ListedOffset) {
+			if o.Offset != end[o.Partition] {
+				t.Errorf("%s[%d]: last stable offset %d < high watermark %d: a transaction is still open", topic, o.Partition, o.Offset, end[o.Partition])
+				end[o.Partition] = o.Offset
+			}
+		})
+	}
+	next := map[int32]int64{}
+	left := 0
+	for p, e := range end {
+		if e > 0 {
+			left++
+		}
+		next[p] = 0
+	}
+	var out []*kgo.Record
+	for left > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: positions %v, ends %v: %v", topic, next, end, ctx.Err())
+		}
+		for _, e := range fs.Errors() {
+			t.Fatalf("reading %s: %v", topic, e.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= end[r.Partition] {
+				return
+			}
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+			next[r.Partition] = r.Offset + 1
+			if next[r.Partition] == end[r.Partition] {
+				left--
+			}
+		})
+	}
+	return out
+}
+
+// totalRecord is a record the sink wrote.
+type totalRecord struct {
+	WindowStart string `json:"window_start"`
+	K           string `json:"k"`
+	Total       *int64 `json:"total"`
+}
+
+// drillReport compares the records with the expected sums.
+type drillReport struct {
+	records, distinct     int
+	missing, duplicates   []string
+	wrong, unknown, bad   []string
+	duplicateRecordsTotal int
+}
+
+func checkDrillOutput(recs []*kgo.Record, want map[windowKey]int64) drillReport {
+	rep := drillReport{records: len(recs)}
+	seen := map[windowKey]int{}
+	for _, r := range recs {
+		where := fmt.Sprintf("partition %d offset %d", r.Partition, r.Offset)
+		var tr totalRecord
+		if err := json.Unmarshal(r.Value, &tr); err != nil || tr.Total == nil {
+			rep.bad = append(rep.bad, fmt.Sprintf("%s: %q", where, r.Value))
+			continue
+		}
+		ws, err := time.Parse("2006-01-02 15:04:05.999999999", tr.WindowStart)
+		if err != nil {
+			rep.bad = append(rep.bad, fmt.Sprintf("%s: window_start %q: %v", where, tr.WindowStart, err))
+			continue
+		}
+		k := windowKey{ws.Sub(drillEpoch).Milliseconds(), tr.K}
+		sum, ok := want[k]
+		switch {
+		case !ok:
+			rep.unknown = append(rep.unknown, fmt.Sprintf("%s: %s", where, r.Value))
+			continue
+		case *tr.Total != sum:
+			rep.wrong = append(rep.wrong, fmt.Sprintf("%s: %v total %d, want %d", where, k, *tr.Total, sum))
+		}
+		seen[k]++
+	}
+	var keys []windowKey
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].start != keys[j].start {
+			return keys[i].start < keys[j].start
+		}
+		return keys[i].key < keys[j].key
+	})
+	for _, k := range keys {
+		switch n := seen[k]; {
+		case n == 0:
+			rep.missing = append(rep.missing, k.String())
+		case n > 1:
+			rep.duplicates = append(rep.duplicates, fmt.Sprintf("%v ×%d", k, n))
+			rep.duplicateRecordsTotal += n - 1
+		}
+		if seen[k] > 0 {
+			rep.distinct++
+		}
+	}
+	return rep
+}
+
+func (rep drillReport) errorf(t *testing.T, exact bool) {
+	t.Helper()
+	if len(rep.missing) > 0 {
+		t.Errorf("%d (key, window) results missing: %v", len(rep.missing), rep.missing)
+	}
+	if exact && len(rep.duplicates) > 0 {
+		t.Errorf("%d (key, window) results duplicated (%d extra records): %v", len(rep.duplicates), rep.duplicateRecordsTotal, rep.duplicates)
+	}
+	if len(rep.wrong) > 0 {
+		t.Errorf("%d records with a wrong sum: %v", len(rep.wrong), rep.wrong)
+	}
+	if len(rep.unknown) > 0 {
+		t.Errorf("%d records for no (key, window) of the input: %v", len(rep.unknown), rep.unknown)
+	}
+	if len(rep.bad) > 0 {
+		t.Errorf("%d records that do not decode: %v", len(rep.bad), rep.bad)
+	}
+}
+
+// TestCrashDrill is the crash drill of issue 6; see the top of this file.
+func TestCrashDrill(t *testing.T) {
+	start := time.Now()
+	dir := t.TempDir()
+	bin := buildBinary(t, dir)
+	addr := drillBroker(t, bin, filepath.Join(dir, "broker"))
+	evs := drillInput(drillSeed)
+	want := drillExpected(evs)
+	produceDrillInput(t, addr, evs, "totals", "totals_alo")
+	t.Logf("broker %s: %d events over %d keys, %d (key, window) results expected; setup took %v",
+		addr, len(evs), drillKeys, len(want), time.Since(start).Round(time.Millisecond))
+
+	targeted := func(points ...string) []drillRun {
+		var runs []drillRun
+		for _, p := range points {
+			runs = append(runs, drillRun{fault: p})
+		}
+		return runs
+	}
+	randomKills := func(n int) []drillRun {
+		runs := make([]drillRun, n)
+		for i := range runs {
+			runs[i].random = true
+		}
+		return runs
+	}
+
+	t.Run("exactly-once", func(t *testing.T) {
+		begin := time.Now()
+		var plan []drillRun
+		plan = append(plan, randomKills(5)...)
+		plan = append(plan, targeted("before-precommit", "after-precommit", "after-complete", "during-commit")...)
+		plan = append(plan, drillRun{}) // the run that finishes
+		script := filepath.Join(dir, "exactly-once.sql")
+		tmp := filepath.Join(dir, "tmp-exactly-once")
+		writeFile(t, script, drillSQL(addr, filepath.Join(dir, "checkpoints-exactly-once"), "exactly-once", "totals"))
+		mkdir(t, tmp)
+		st := runDrill(t, bin, script, tmp, plan, drillSeed, func() string { return topicEnds(t, addr, "totals") })
+		rep := checkDrillOutput(readDrillOutput(t, addr, "totals", true), want)
+		t.Logf("exactly-once: %d runs (%d random kills, %d fault-point kills, %d restores); read_committed: %d records, %d of %d (key, window) results, %d duplicated, %d missing, %d wrong; %v",
+			st.runs, st.randomKills, st.faultKills, st.restores, rep.records, rep.distinct, len(want),
+			len(rep.duplicates), len(rep.missing), len(rep.wrong), time.Since(begin).Round(time.Millisecond))
+		rep.errorf(t, true)
+		if rep.records != len(want) {
+			t.Errorf("read %d records, want exactly %d", rep.records, len(want))
+		}
+	})
+
+	t.Run("at-least-once", func(t *testing.T) {
+		begin := time.Now()
+		// Shorter than the exactly-once drill: it proves nothing exact. The
+		// sink has no commit, so during-commit is never reached.
+		var plan []drillRun
+		plan = append(plan, randomKills(3)...)
+		plan = append(plan, targeted("after-precommit", "after-complete")...)
+		plan = append(plan, drillRun{})
+		script := filepath.Join(dir, "at-least-once.sql")
+		tmp := filepath.Join(dir, "tmp-at-least-once")
+		writeFile(t, script, drillSQL(addr, filepath.Join(dir, "checkpoints-at-least-once"), "at-least-once", "totals_alo"))
+		mkdir(t, tmp)
+		st := runDrill(t, bin, script, tmp, plan, drillSeed+1, func() string { return topicEnds(t, addr, "totals_alo") })
+		rep := checkDrillOutput(readDrillOutput(t, addr, "totals_alo", false), want)
+		t.Logf("at-least-once: %d runs (%d random kills, %d fault-point kills, %d restores); read_uncommitted: %d records, %d of %d (key, window) results, %d duplicated (%d extra records), %d missing, %d wrong; %v",
+			st.runs, st.randomKills, st.faultKills, st.restores, rep.records, rep.distinct, len(want),
+			len(rep.duplicates), rep.duplicateRecordsTotal, len(rep.missing), len(rep.wrong), time.Since(begin).Round(time.Millisecond))
+		rep.errorf(t, false)
+	})
+	t.Logf("crash drill wall time %v", time.Since(start).Round(time.Millisecond))
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mkdir(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// topicEnds describes the end offsets of a topic.
+func topicEnds(t *testing.T, addr, topic string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	hw, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lso, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h, l int64
+	hw.Each(func(o kadm.ListedOffset) { h += o.Offset })
+	lso.Each(func(o kadm.ListedOffset) { l += o.Offset })
+	return fmt.Sprintf("%s: high watermarks sum %d, last stable offsets sum %d", topic, h, l)
+}
