@@ -261,3 +261,54 @@ func TestSourcePositionResumesAtNextLine(t *testing.T) {
 		t.Error("a truncated position was accepted")
 	}
 }
+
+// TestRestoreKeepsOtherTablesFiles: two tables write to the same directory;
+// when one restores, the other's pending file (needed by its own restored
+// checkpoint) must survive the cleanup.
+func TestRestoreKeepsOtherTablesFiles(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	open := func(table string) *Writer {
+		tc := tableContext(dir, nil)
+		tc.Name = "default_catalog.default_database." + table
+		snk, err := NewFactory().CreateSink(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := snk.NewWriter(0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.(*Writer)
+	}
+	a := open("out1")
+	if err := a.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeRows(t, a, 1, 2)
+	pendingA, err := a.PrepareCommit(1) // checkpoint 1 completed, commit not yet delivered
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+
+	// Table out2 restores first, in the same subtask: its cleanup must not
+	// touch out1's pending file.
+	b := open("out2")
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	a2 := open("out1")
+	if err := a2.Commit(pendingA); err != nil {
+		t.Fatalf("out1's restored commit after out2's restore: %v", err)
+	}
+	if got, _ := visibleLines(t, dir); strings.Join(got, "|") != strings.Join(lines(1, 2), "|") {
+		t.Fatalf("visible = %v", got)
+	}
+	a2.Close()
+}

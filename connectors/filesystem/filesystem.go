@@ -168,7 +168,7 @@ func (f *Factory) CreateSink(tc *connectors.TableContext) (connectors.Sink, erro
 		return nil, err
 	}
 	opts := connectors.Options(tc.Options)
-	s := &Sink{cfg: c}
+	s := &Sink{cfg: c, tag: sinkTag(tc.Name)}
 	if s.policy.fileSize, err = opts.MemorySize(OptRollingFileSize, defaultRollingFileSize); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package filesystem
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,6 +26,17 @@ type Sink struct {
 	extension   string
 	parallelism int
 	policy      rollingPolicy
+	// tag marks this table's hidden files (a hash of its identifier), so a
+	// restore removes only its own leftovers, never those of another table
+	// writing to the same directory.
+	tag string
+}
+
+// sinkTag is the tag of a table's hidden files: 8 hex digits of the SHA-256
+// of its identifier.
+func sinkTag(table string) string {
+	sum := sha256.Sum256([]byte(table))
+	return hex.EncodeToString(sum[:4])
 }
 
 // rollingPolicy says when an in-progress file is closed and becomes pending.
@@ -185,7 +198,8 @@ func (w *Writer) removeLeftovers() error {
 }
 
 // isOwnLeftover reports whether name is an in-progress or pending file
-// written by this subtask: .part-<uuid>-<subtask>-<n><ext>.inprogress.<uuid>.
+// written by this table's sink in this subtask, by an attempt other than this
+// writer's: .part-<uuid>-<subtask>-<n><ext>.inprogress.<tag>-<uuid>.
 func (w *Writer) isOwnLeftover(name string) bool {
 	const uuidLen = 36
 	rest, ok := strings.CutPrefix(name, ".part-")
@@ -199,7 +213,9 @@ func (w *Writer) isOwnLeftover(name string) bool {
 	}
 	part := rest[:i] // <subtask>-<n><ext>
 	sub, _, ok := strings.Cut(part, "-")
-	return ok && sub == strconv.Itoa(w.subtask) && !strings.HasPrefix(name, "."+w.partPrefix+"-")
+	return ok && sub == strconv.Itoa(w.subtask) &&
+		strings.HasPrefix(rest[i+len(".inprogress."):], w.sink.tag+"-") &&
+		!strings.HasPrefix(name, "."+w.partPrefix+"-")
 }
 
 // Write implements exec.SinkWriter.
@@ -255,7 +271,7 @@ func (w *Writer) openFile(now time.Time) error {
 	name := w.partPrefix + "-" + strconv.Itoa(w.subtask) + "-" + strconv.Itoa(w.counter) + s.extension
 	w.counter++
 	w.current = PendingFile{
-		InProgress: filepath.Join(s.cfg.dir, "."+name+".inprogress."+newUUID()),
+		InProgress: filepath.Join(s.cfg.dir, "."+name+".inprogress."+s.tag+"-"+newUUID()),
 		Final:      filepath.Join(s.cfg.dir, name),
 	}
 	f, err := os.OpenFile(w.current.InProgress, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
