@@ -12,6 +12,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -543,13 +544,44 @@ func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, subtask 
 			return fenced, fmt.Errorf("kafka table %s: aborting lingering transactions: %w", cfg.Sink.cfg.name, err)
 		}
 		if epoch == 0 {
-			return fenced, nil // never used before: neither is any later id
+			// Never used before. Ids can have gaps (a barrier superseded at an
+			// alignment, checkpoint ids an aborted attempt consumed), so also
+			// fence any transaction of this subtask after from that is still open.
+			n, err := abortOpenAfter(ctx, cl, cfg, subtask, from)
+			return fenced + n, err
 		}
 		fenced++
 		cfg.Logf("kafka table %s: fenced transactional id %s left by an earlier attempt (transactions after checkpoint %d are aborted)",
 			cfg.Sink.cfg.name, txnID, from-1)
 	}
 	cfg.Logf("kafka table %s: stopped probing for lingering transactions after %d transactional ids", cfg.Sink.cfg.name, maxFenceProbe)
+	return fenced, nil
+}
+
+// abortOpenAfter fences the open transactions <prefix>-<subtask>-<n>, n >= from,
+// that the broker lists.
+func abortOpenAfter(ctx context.Context, cl *kgo.Client, cfg TxnConfig, subtask int, from exec.CheckpointID) (int, error) {
+	open, err := listTransactions(ctx, kadm.NewClient(cl), cfg.Prefix)
+	if err != nil {
+		return 0, fmt.Errorf("kafka table %s: looking for lingering transactions: %w", cfg.Sink.cfg.name, err)
+	}
+	timeoutMs := int32(min(cfg.TransactionTimeout.Milliseconds(), 1<<31-1))
+	mine := cfg.Prefix + "-" + strconv.Itoa(subtask) + "-"
+	fenced := 0
+	for _, t := range open {
+		rest, ok := strings.CutPrefix(t.TransactionalID, mine)
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(rest, 10, 64); err != nil || exec.CheckpointID(n) < from {
+			continue
+		}
+		if _, err := fence(ctx, cl, t.TransactionalID, timeoutMs, cfg.Sink.cfg.requestTimeout); err != nil {
+			return fenced, fmt.Errorf("kafka table %s: aborting lingering transaction %s: %w", cfg.Sink.cfg.name, t.TransactionalID, err)
+		}
+		fenced++
+		cfg.Logf("kafka table %s: fenced transactional id %s left open after a gap in transactional ids", cfg.Sink.cfg.name, t.TransactionalID)
+	}
 	return fenced, nil
 }
 

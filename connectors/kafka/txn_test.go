@@ -697,3 +697,41 @@ func TestCheckExactlyOnceOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoverFencesAfterGap: transactions of this subtask are open at ids 2
+// and 4 after checkpoint 1, with 3 never used (a superseded barrier or an
+// aborted attempt's ids leave such gaps). Recovery must abort both, not stop
+// at the unused 3.
+func TestRecoverFencesAfterGap(t *testing.T) {
+	addr := startTxnCluster(t, 900000)
+	s := txnSink(t, addr, nil)
+	ctx := context.Background()
+	for _, n := range []int{2, 4} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID(TransactionalID(txnPrefix, 0, exec.CheckpointID(n))),
+			kgo.DefaultProduceTopic("out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("lingering")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := RecoverTransactions(ctx, TxnConfig{Sink: s}, nil, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("aborted %d lingering transactions, want 2 (job-0-2 and job-0-4)", n)
+	}
+	open, err := ListTransactions(ctx, addr, txnPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(open) != 0 {
+		t.Errorf("still open after recovery: %+v", open)
+	}
+}
