@@ -26,6 +26,7 @@ type Manager struct {
 	retainOnCancel bool
 	log            io.Writer
 	now            func() time.Time
+	plan           string // fingerprint recorded in each checkpoint
 
 	logMu sync.Mutex
 
@@ -72,6 +73,9 @@ func WithLog(w io.Writer) Option { return func(m *Manager) { m.log = w } }
 
 // WithClock sets the clock that stamps checkpoint metadata.
 func WithClock(now func() time.Time) Option { return func(m *Manager) { m.now = now } }
+
+// WithPlan records a fingerprint of the job's plan in every checkpoint.
+func WithPlan(fingerprint string) Option { return func(m *Manager) { m.plan = fingerprint } }
 
 // NewManager opens the checkpoints of job in st. It reads the _metadata of
 // every retained checkpoint to rebuild the shared-state registry, removes

@@ -40,6 +40,9 @@ type Metadata struct {
 	SyncDuration  time.Duration `json:"syncNanos"`
 	AsyncDuration time.Duration `json:"asyncNanos"`
 	Instances     []Instance    `json:"instances"`
+	// Plan fingerprints the job's plan; a checkpoint is only resumed by a job
+	// with the same plan (operator ids are positions in the plan).
+	Plan string `json:"plan,omitempty"`
 
 	// Where the checkpoint was read from: files resolve to src at base+Path.
 	src  Storage

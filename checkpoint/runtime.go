@@ -153,6 +153,7 @@ func (rs *runtimeStore) Complete(ctx context.Context, id exec.CheckpointID, acks
 		ID:        int64(id),
 		Timestamp: rs.m.now().UTC(),
 		Instances: make([]Instance, 0, len(acks)),
+		Plan:      rs.m.plan,
 	}
 	seen := map[instanceKey]bool{}
 	private := map[string]bool{}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/flinksql/flinksql/connectors/datagen"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/session"
+	"github.com/flinksql/flinksql/sql/parser"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -207,4 +209,125 @@ INSERT INTO sink_out SELECT id, k FROM gen;`, out))
 	if entries, _ := os.ReadDir(filepath.Join(dir, "checkpoints", "same-name")); len(entries) != 0 {
 		t.Errorf("the finished job left %d entries in its checkpoint directory", len(entries))
 	}
+}
+
+// failedRun runs a job whose source fails after 200 rows with no restart, so
+// the job fails and keeps its checkpoints, as a crashed one would.
+func failedRun(t *testing.T, dir string, conf map[string]string, insert string) {
+	t.Helper()
+	f := &flakyFactory{Factory: datagen.NewFactory(), failAfter: 200}
+	reg := builtin.NewRegistry(os.Stdout, os.Stderr)
+	reg.Register(f)
+	all := map[string]string{"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "restart-strategy.type": "none"}
+	for k, v := range conf {
+		all[k] = v
+	}
+	s, err := session.New(session.Options{Registry: reg, Stderr: testWriter{t}, Config: all})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, err = s.Execute(ctx, `
+CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'flaky-datagen', 'rows-per-second' = '2000',
+  'number-of-rows' = '100000', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '99999');
+CREATE TABLE totals (k INT, n BIGINT) WITH ('connector' = 'blackhole');
+`+insert)
+	if err == nil || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("the job should fail with the injected failure, got %v", err)
+	}
+}
+
+// TestCheckpointIdentity: a checkpoint is resumed only by the job it belongs
+// to. Unnamed jobs (default name insert-into_<sink>) never resume each other;
+// a named job refuses a checkpoint taken by a different plan; two live runs of
+// one named job are refused.
+func TestCheckpointIdentity(t *testing.T) {
+	dir := t.TempDir()
+	var log lockedLog
+	// Unnamed: the failed job's checkpoints stay, but a different query into
+	// the same sink starts fresh.
+	failedRun(t, dir, nil, `INSERT INTO totals SELECT k, COUNT(*) FROM gen GROUP BY k;`)
+	s, err := session.New(session.Options{Stderr: &log, Config: map[string]string{
+		"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, `
+CREATE TABLE g2 (id BIGINT, k INT) WITH ('connector' = 'datagen', 'number-of-rows' = '10', 'fields.id.kind' = 'sequence',
+  'fields.id.start' = '0', 'fields.id.end' = '9');
+CREATE TABLE totals (k INT, n BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO totals SELECT k, SUM(id) FROM g2 GROUP BY k;`)
+	s.Close()
+	if strings.Contains(log.String(), "Restoring") {
+		t.Errorf("an unnamed job resumed another job's checkpoint:\n%s", log.String())
+	}
+
+	// Named: a different plan under the same name is refused.
+	named := map[string]string{"pipeline.name": "totals-job"}
+	failedRun(t, dir, named, `INSERT INTO totals SELECT k, COUNT(*) FROM gen GROUP BY k;`)
+	s, err = session.New(session.Options{Stderr: testWriter{t}, Config: map[string]string{
+		"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "pipeline.name": "totals-job"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, err = s.Execute(ctx, `
+CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'datagen', 'number-of-rows' = '10');
+CREATE TABLE totals (k INT, n BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO totals SELECT k, CAST(SUM(id) AS BIGINT) FROM gen GROUP BY k;`)
+	if err == nil || !strings.Contains(err.Error(), "was taken by a different plan") {
+		t.Fatalf("resuming a checkpoint of a different plan: %v", err)
+	}
+
+	// Two live runs of one named job: the second is refused.
+	first, err := session.New(session.Options{Stderr: testWriter{t}, Config: map[string]string{
+		"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "pipeline.name": "live-job"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	unbounded := `
+CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'datagen', 'rows-per-second' = '100');
+CREATE TABLE totals (k INT, n BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO totals SELECT k, COUNT(*) FROM gen GROUP BY k;`
+	stmts, err := parser.ParseScript(unbounded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range stmts {
+		if _, err := first.ExecuteStatement(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, err := session.New(session.Options{Stderr: testWriter{t}, Config: map[string]string{
+		"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "pipeline.name": "live-job"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if _, err := second.Execute(ctx, unbounded); err == nil || !strings.Contains(err.Error(), "another running job uses this name") {
+		t.Fatalf("a second live run of a named job: %v", err)
+	}
+}
+
+// lockedLog collects what a session writes to stderr from several goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flinksql/flinksql/checkpoint"
@@ -22,6 +23,12 @@ type checkpointing struct {
 	manager *checkpoint.Manager
 	kind    state.Kind
 	restore *checkpoint.Metadata // what the next attempt starts from (nil: fresh)
+	// firstID is the first checkpoint ID this run uses: a restart resumes
+	// the run's own latest checkpoint once it has one (ID >= firstID), and
+	// until then the checkpoint it started from.
+	firstID int64
+	// lock holds the named job's directory for this process.
+	lock *os.File
 	// retainOnCancel keeps checkpoints of a cancelled job
 	// (RETAIN_ON_CANCELLATION); otherwise they are deleted, as when the job
 	// finishes. Only a failed or crashed job leaves checkpoints to resume from.
@@ -32,9 +39,13 @@ var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // checkpointSetup reads the checkpoint options for a job; nil when
 // checkpointing is off. It finds the checkpoint to resume from: the one named
-// by execution.state-recovery.path, or else the latest retained checkpoint of
-// a job with the same name in state.checkpoints.dir.
-func (s *Session) checkpointSetup(ctx context.Context, job string) (*checkpointing, error) {
+// by execution.state-recovery.path, or else, for a job whose 'pipeline.name'
+// was set, the latest retained checkpoint of that name in
+// state.checkpoints.dir, if it was taken by the same plan. A job without an
+// explicit name checkpoints into a directory of its own and never resumes by
+// name: default names such as insert-into_<sink> are shared by different
+// queries.
+func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*checkpointing, error) {
 	iv := strings.TrimSpace(s.conf.get("execution.checkpointing.interval"))
 	recovery := strings.TrimSpace(s.conf.get("execution.state-recovery.path"))
 	if iv == "" && recovery == "" {
@@ -78,19 +89,43 @@ func (s *Session) checkpointSetup(ctx context.Context, job string) (*checkpointi
 	}
 	retention := strings.ToUpper(s.conf.get("execution.checkpointing.externalized-checkpoint-retention"))
 	c.retainOnCancel = retention == "RETAIN_ON_CANCELLATION"
-	m, err := checkpoint.NewManager(ctx, st, unsafePath.ReplaceAllString(job, "_"), s.conf.intValue("state.checkpoints.num-retained"), c.retainOnCancel,
-		checkpoint.WithLog(s.stderr))
+	_, named := s.conf.set["pipeline.name"]
+	jobDir := unsafePath.ReplaceAllString(job, "_")
+	if !named {
+		jobDir += "-" + newJobID()[:12]
+	} else if local, ok := localDir(dir); ok {
+		// One process at a time per named job and directory: two would
+		// resume the same checkpoint and delete each other's files.
+		if c.lock, err = lockJob(local, jobDir); err != nil {
+			return nil, fmt.Errorf("'pipeline.name' '%s': %w", job, err)
+		}
+	}
+	m, err := checkpoint.NewManager(ctx, st, jobDir, s.conf.intValue("state.checkpoints.num-retained"), c.retainOnCancel,
+		checkpoint.WithLog(s.stderr), checkpoint.WithPlan(plan))
 	if err != nil {
+		c.unlock()
 		return nil, err
 	}
 	c.manager = m
-	if recovery != "" {
+	switch {
+	case recovery != "":
 		if c.restore, err = m.Load(ctx, recovery); err != nil {
+			c.unlock()
 			return nil, fmt.Errorf("execution.state-recovery.path: %w", err)
 		}
-	} else if c.restore, err = m.Latest(ctx); err != nil {
-		return nil, err
+	case named:
+		if c.restore, err = m.Latest(ctx); err != nil {
+			c.unlock()
+			return nil, err
+		}
 	}
+	if c.restore != nil && c.restore.Plan != "" && c.restore.Plan != plan {
+		c.unlock()
+		return nil, fmt.Errorf("Checkpoint %d of job '%s' was taken by a different plan (the query or its tables changed), so its state cannot be restored into this one. "+
+			"Use another 'pipeline.name', delete that job's checkpoints from '%s', or set 'execution.state-recovery.path' to a checkpoint of this plan.",
+			c.restore.ID, job, dir)
+	}
+	c.firstID = m.NextID()
 	if c.restore != nil {
 		fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d (taken %s).\n",
 			job, c.restore.ID, c.restore.Timestamp.UTC().Format(time.RFC3339))
@@ -175,4 +210,40 @@ func (r restartStrategy) next(n int) (time.Duration, bool) {
 		return time.Duration(d), true
 	}
 	return 0, false
+}
+
+// localDir returns the local path of a file:// or plain checkpoint directory.
+func localDir(dir string) (string, bool) {
+	if p, ok := strings.CutPrefix(dir, "file://"); ok {
+		return p, true
+	}
+	if strings.HasPrefix(dir, "/") {
+		return dir, true
+	}
+	return "", false
+}
+
+// lockJob takes an exclusive lock on <dir>/.<job>.lock. The kernel releases
+// it when the process dies, so a killed run never blocks its restart.
+func lockJob(dir, job string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "."+job+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another running job uses this name with checkpoint directory '%s'; a named pipeline runs in one process at a time", dir)
+	}
+	return f, nil
+}
+
+// unlock releases the job's directory lock.
+func (c *checkpointing) unlock() {
+	if c.lock != nil {
+		c.lock.Close()
+		c.lock = nil
+	}
 }

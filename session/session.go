@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -365,7 +364,7 @@ func (s *Session) jobName(plan *planner.Plan) string {
 func (s *Session) start(plan *planner.Plan) (*runningJob, error) {
 	name := s.jobName(plan)
 	ctx := context.Background()
-	cp, err := s.checkpointSetup(ctx, name)
+	cp, err := s.checkpointSetup(ctx, name, plan.Fingerprint())
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +427,11 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 	for n := 1; ; n++ {
 		err := j.Wait()
 		cleanup()
-		if err == nil || rj.stoppedNow() || errors.Is(err, context.Canceled) {
+		if rj.stoppedNow() {
+			finish("CANCELED", nil)
+			break
+		}
+		if err == nil {
 			finish("FINISHED", nil)
 			break
 		}
@@ -454,9 +457,13 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 				finish("FAILED", lerr)
 				break
 			}
-			if latest != nil {
+			// Only this run's own checkpoints replace the one it started from
+			// (a newer checkpoint of an earlier run must not be picked up).
+			if latest != nil && latest.ID >= cp.firstID {
 				cp.restore = latest
-				fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", rj.name, latest.ID)
+			}
+			if cp.restore != nil {
+				fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", rj.name, cp.restore.ID)
 			}
 		}
 		next, nextCleanup, serr := s.startAttempt(plan, rj.name, cp)
@@ -466,7 +473,13 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 		}
 		s.mu.Lock()
 		rj.current, rj.restarts = next, n
+		// A stop that came while the attempt was starting cancelled the old
+		// attempt; cancel this one too.
+		stopped := rj.stoppedNow()
 		s.mu.Unlock()
+		if stopped {
+			next.Cancel()
+		}
 		j, cleanup = next, nextCleanup
 	}
 	if cp != nil {
@@ -488,6 +501,7 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 		if err != nil {
 			fmt.Fprintf(s.stderr, "[WARN] %v\n", err)
 		}
+		cp.unlock()
 	}
 }
 
@@ -505,9 +519,11 @@ func (s *Session) stop(rj *runningJob) {
 	if rj.status == "RUNNING" {
 		rj.status = "CANCELED"
 	}
+	// Closing stopCh under the lock pairs with the supervisor's check after
+	// it installs a new attempt: either it sees the stop, or this cancels it.
+	rj.stopOnce.Do(func() { close(rj.stopCh) })
 	j := rj.current
 	s.mu.Unlock()
-	rj.stopOnce.Do(func() { close(rj.stopCh) })
 	j.Cancel()
 	<-rj.done
 }

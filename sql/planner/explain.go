@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 
 	"github.com/flinksql/flinksql/sql/parser"
@@ -93,4 +95,21 @@ func writeTree(b *strings.Builder, n Node, first, rest string, changelog bool) {
 			writeTree(b, in, rest+":- ", rest+":  ", changelog)
 		}
 	}
+}
+
+// Fingerprint identifies the plan's shape: the execution plan's text (every
+// node with its parameters), hashed. State of a checkpoint is only restored
+// into a job with the same fingerprint, since operator ids are positions in
+// the plan.
+func (pl *Plan) Fingerprint() string {
+	var b strings.Builder
+	for _, s := range pl.Sinks {
+		var n Node = s
+		if s.Name == "collect" {
+			n = s.inputs[0]
+		}
+		writeTree(&b, n, "", "", false)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:16])
 }
