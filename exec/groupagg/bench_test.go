@@ -64,7 +64,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 	for name, build := range ops {
 		t.Run(name, func(t *testing.T) {
 			op := must(t)(build())
-			rt := &fakeRuntime{now: 1}
+			rt := &fakeRuntime{Now: 1}
 			open(t, op, rt)
 			out := &discard{}
 			run := func() {
@@ -122,7 +122,7 @@ func benchSum(b *testing.B, keys int64, name string, mb MiniBatch) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := op.Open((&fakeRuntime{now: 1}).ctx()); err != nil {
+		if err := op.Open((&fakeRuntime{Now: 1}).Context()); err != nil {
 			b.Fatal(err)
 		}
 		batch := newBatch(2, batchSize, types.Insert)

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -15,22 +17,11 @@ var (
 	_ exec.CheckpointedOperator = (*sinkUpsertMaterializer)(nil)
 )
 
-// defaultMaxParallelism stands in when the runtime gives none
-// (pipeline.max-parallelism defaults to 128).
-const defaultMaxParallelism = 128
-
-func maxParallelism(ctx *exec.OperatorContext) int {
-	if ctx == nil || ctx.MaxParallelism <= 0 {
-		return defaultMaxParallelism
-	}
-	return ctx.MaxParallelism
-}
-
 // RestoreState implements exec.CheckpointedOperator. Entries are applied at
 // Open, once the operator has its runtime context.
 func (g *groupAggregate) RestoreState(r exec.StateReader) error {
 	var err error
-	g.restored, err = collect(r)
+	g.restored, err = snapshot.Collect(r)
 	if err != nil {
 		return fmt.Errorf("group aggregate: restoring state: %w", err)
 	}
@@ -48,7 +39,7 @@ func (g *groupAggregate) RestoreState(r exec.StateReader) error {
 // the same changes as a run without the failure, only not before the
 // barrier.
 func (g *groupAggregate) SnapshotState(_ exec.CheckpointID, w exec.StateWriter) error {
-	maxPar := maxParallelism(g.ctx)
+	maxPar := snapshot.MaxParallelism(g.ctx)
 	if err := g.state.(*heapValueState).snapshot(w, maxPar, &g.snapBuf); err != nil {
 		return fmt.Errorf("group aggregate: snapshot: %w", err)
 	}
@@ -70,14 +61,10 @@ func (g *groupAggregate) appendBundleKey(dst []byte, row types.Row, seq uint64) 
 }
 
 func (g *groupAggregate) snapshotBundle(w exec.StateWriter, maxPar int) error {
-	start := 0
-	for i, end := range g.bundleDelEnds {
-		if err := w.Delete(g.bundleDelGroups[i], g.bundleDels[start:end]); err != nil {
-			return err
-		}
-		start = end
+	if err := g.bundleDels.Write(w, maxPar); err != nil {
+		return err
 	}
-	g.bundleDels, g.bundleDelEnds, g.bundleDelGroups = g.bundleDels[:0], g.bundleDelEnds[:0], g.bundleDelGroups[:0]
+	g.bundleDels.Reset()
 	bd := g.bundle
 	if bd == nil {
 		return nil
@@ -106,12 +93,9 @@ func (g *groupAggregate) snapshotBundle(w exec.StateWriter, maxPar int) error {
 // flushed, to be deleted at the next snapshot.
 func (g *groupAggregate) forgetBundle() {
 	bd := g.bundle
-	maxPar := maxParallelism(g.ctx)
 	for i := 0; i < bd.written; i++ {
 		row := bd.rows.Rows[i]
-		g.bundleDels = g.appendBundleKey(g.bundleDels, row, bd.seqs[i])
-		g.bundleDelEnds = append(g.bundleDelEnds, len(g.bundleDels))
-		g.bundleDelGroups = append(g.bundleDelGroups, types.KeyGroup(types.HashColumns(row, g.keyCols), maxPar))
+		g.bundleDels.Add(g.appendBundleKey(g.bundleDels.Buffer(), row, bd.seqs[i]), types.HashColumns(row, g.keyCols))
 	}
 }
 
@@ -127,29 +111,29 @@ func (g *groupAggregate) applyRestored() error {
 		return nil
 	}
 	st := g.state.(*heapValueState)
-	st.changes.tracking = true
+	st.changes.Tracking = true
 	var rows []restoredRow
 	for _, e := range g.restored {
-		if len(e.key) == 0 {
+		if len(e.Key) == 0 {
 			return fmt.Errorf("group aggregate: restoring state: empty key")
 		}
-		switch e.key[0] {
+		switch e.Key[0] {
 		case tagValue:
-			if err := st.restore(e.key, e.value); err != nil {
+			if err := st.restore(e.Key, e.Value); err != nil {
 				return fmt.Errorf("group aggregate: restoring state: %w", err)
 			}
 		case tagBundle:
-			_, rest, err := decodeKey(e.key, len(g.keyCols))
-			if err != nil || len(rest) != 8 || len(e.value) == 0 {
+			_, rest, err := keyed.DecodeKey(e.Key, len(g.keyCols))
+			if err != nil || len(rest) != 8 || len(e.Value) == 0 {
 				return fmt.Errorf("group aggregate: restoring state: malformed mini-batch entry")
 			}
-			row, tail, err := types.DecodeRow(e.value[1:])
+			row, tail, err := types.DecodeRow(e.Value[1:])
 			if err != nil || len(tail) != 0 {
 				return fmt.Errorf("group aggregate: restoring state: malformed mini-batch row")
 			}
-			rows = append(rows, restoredRow{seq: binary.BigEndian.Uint64(rest), kind: types.RowKind(e.value[0]), row: row})
+			rows = append(rows, restoredRow{seq: binary.BigEndian.Uint64(rest), kind: types.RowKind(e.Value[0]), row: row})
 		default:
-			return fmt.Errorf("group aggregate: restoring state: unknown entry kind %q", e.key[0])
+			return fmt.Errorf("group aggregate: restoring state: unknown entry kind %q", e.Key[0])
 		}
 	}
 	g.restored = nil
@@ -188,7 +172,7 @@ func (g *groupAggregate) applyRestored() error {
 // RestoreState implements exec.CheckpointedOperator.
 func (n *changelogNormalize) RestoreState(r exec.StateReader) error {
 	var err error
-	n.restored, err = collect(r)
+	n.restored, err = snapshot.Collect(r)
 	if err != nil {
 		return fmt.Errorf("changelog normalize: restoring state: %w", err)
 	}
@@ -201,7 +185,7 @@ func (n *changelogNormalize) SnapshotState(_ exec.CheckpointID, w exec.StateWrit
 	if n.state == nil {
 		return nil
 	}
-	if err := n.state.(*heapValueState).snapshot(w, maxParallelism(n.ctx), &n.snapBuf); err != nil {
+	if err := n.state.(*heapValueState).snapshot(w, snapshot.MaxParallelism(n.ctx), &n.snapBuf); err != nil {
 		return fmt.Errorf("changelog normalize: snapshot: %w", err)
 	}
 	return nil
@@ -213,7 +197,7 @@ func (n *changelogNormalize) applyRestored() error {
 	if len(entries) == 0 {
 		return nil
 	}
-	w, err := valueWidth(entries[0].value)
+	w, err := valueWidth(entries[0].Value)
 	if err != nil {
 		return fmt.Errorf("changelog normalize: restoring state: %w", err)
 	}
@@ -221,12 +205,12 @@ func (n *changelogNormalize) applyRestored() error {
 		return err
 	}
 	st := n.state.(*heapValueState)
-	st.changes.tracking = true
+	st.changes.Tracking = true
 	for _, e := range entries {
-		if len(e.key) == 0 || e.key[0] != tagValue {
+		if len(e.Key) == 0 || e.Key[0] != tagValue {
 			return fmt.Errorf("changelog normalize: restoring state: unknown entry")
 		}
-		if err := st.restore(e.key, e.value); err != nil {
+		if err := st.restore(e.Key, e.Value); err != nil {
 			return fmt.Errorf("changelog normalize: restoring state: %w", err)
 		}
 	}
@@ -239,7 +223,7 @@ func (n *changelogNormalize) applyRestored() error {
 // RestoreState implements exec.CheckpointedOperator.
 func (m *sinkUpsertMaterializer) RestoreState(r exec.StateReader) error {
 	var err error
-	m.restored, err = collect(r)
+	m.restored, err = snapshot.Collect(r)
 	if err != nil {
 		return fmt.Errorf("sink upsert materializer: restoring state: %w", err)
 	}
@@ -252,7 +236,7 @@ func (m *sinkUpsertMaterializer) SnapshotState(_ exec.CheckpointID, w exec.State
 	if m.state == nil {
 		return nil
 	}
-	if err := m.state.(*heapListState).snapshot(w, maxParallelism(m.ctx), &m.snapBuf); err != nil {
+	if err := m.state.(*heapListState).snapshot(w, snapshot.MaxParallelism(m.ctx), &m.snapBuf); err != nil {
 		return fmt.Errorf("sink upsert materializer: snapshot: %w", err)
 	}
 	return nil
@@ -263,10 +247,10 @@ func (m *sinkUpsertMaterializer) applyRestored() error {
 	m.restored = nil
 	first := true
 	for _, e := range entries {
-		if len(e.key) == 0 || e.key[0] != tagList {
+		if len(e.Key) == 0 || e.Key[0] != tagList {
 			return fmt.Errorf("sink upsert materializer: restoring state: unknown entry")
 		}
-		stamp, rows, err := decodeList(e.value)
+		stamp, rows, err := decodeList(e.Value)
 		if err != nil {
 			return fmt.Errorf("sink upsert materializer: restoring state: %w", err)
 		}
@@ -277,10 +261,10 @@ func (m *sinkUpsertMaterializer) applyRestored() error {
 			if err := m.init(len(rows[0])); err != nil {
 				return err
 			}
-			m.state.(*heapListState).changes.tracking = true
+			m.state.(*heapListState).changes.Tracking = true
 			first = false
 		}
-		if err := m.state.(*heapListState).restore(e.key, stamp, rows); err != nil {
+		if err := m.state.(*heapListState).restore(e.Key, stamp, rows); err != nil {
 			return fmt.Errorf("sink upsert materializer: restoring state: %w", err)
 		}
 	}

@@ -2,6 +2,7 @@ package groupagg
 
 import (
 	"fmt"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"slices"
 	"sort"
 	"strings"
@@ -13,110 +14,10 @@ import (
 	"github.com/flinksql/flinksql/sql/types"
 )
 
-// memStore is a checkpointed state store for tests: it applies the Puts and
-// Deletes of snapshots and replays the entries as a StateReader.
-type memStore struct {
-	entries    map[string]memEntry
-	full       bool
-	puts, dels int
-}
+// memStore is the checkpoint store of these tests.
+type memStore = optest.Store
 
-type memEntry struct {
-	kg    int
-	value []byte
-}
-
-func newMemStore() *memStore { return &memStore{entries: map[string]memEntry{}, full: true} }
-
-func (m *memStore) Full() bool { return m.full }
-
-func (m *memStore) Put(kg int, key, value []byte) error {
-	if kg != exec.KeyGroupNone && (kg < 0 || kg >= 128) {
-		return fmt.Errorf("key group %d out of range", kg)
-	}
-	if e, ok := m.entries[string(key)]; ok && e.kg != kg {
-		return fmt.Errorf("key %x moved from key group %d to %d", key, e.kg, kg)
-	}
-	m.entries[string(key)] = memEntry{kg: kg, value: slices.Clone(value)}
-	m.puts++
-	return nil
-}
-
-func (m *memStore) Delete(kg int, key []byte) error {
-	if e, ok := m.entries[string(key)]; ok && e.kg != kg {
-		return fmt.Errorf("delete of key %x in key group %d, stored in %d", key, kg, e.kg)
-	}
-	delete(m.entries, string(key))
-	m.dels++
-	return nil
-}
-
-// snapshot takes a snapshot of op into the store (full the first time).
-func (m *memStore) snapshot(t *testing.T, op exec.Operator, id exec.CheckpointID) {
-	t.Helper()
-	m.puts, m.dels = 0, 0
-	if err := op.(exec.CheckpointedOperator).SnapshotState(id, m); err != nil {
-		t.Fatal(err)
-	}
-	m.full = false
-}
-
-// clone copies the store as it is now (a completed checkpoint).
-func (m *memStore) clone() *memStore {
-	c := &memStore{entries: make(map[string]memEntry, len(m.entries)), full: true}
-	for k, e := range m.entries {
-		c.entries[k] = e
-	}
-	return c
-}
-
-// only keeps the entries of key groups [lo, hi) (and operator state).
-func (m *memStore) only(lo, hi int) *memStore {
-	c := &memStore{entries: map[string]memEntry{}, full: true}
-	for k, e := range m.entries {
-		if e.kg == exec.KeyGroupNone || (e.kg >= lo && e.kg < hi) {
-			c.entries[k] = e
-		}
-	}
-	return c
-}
-
-// Each implements exec.StateReader: key-group order, then key order.
-func (m *memStore) Each(fn func(kg int, key, value []byte) error) error {
-	keys := make([]string, 0, len(m.entries))
-	for k := range m.entries {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := m.entries[keys[i]], m.entries[keys[j]]
-		if a.kg != b.kg {
-			return a.kg < b.kg
-		}
-		return keys[i] < keys[j]
-	})
-	for _, k := range keys {
-		if err := fn(m.entries[k].kg, []byte(k), m.entries[k].value); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// clockRuntime is an OperatorContext whose processing timers fire when a
-// script advances its clock.
-type clockRuntime struct {
-	now    int64
-	timers []int64
-}
-
-func (r *clockRuntime) ctx() *exec.OperatorContext {
-	return &exec.OperatorContext{
-		Name: "test", Parallelism: 1, MaxParallelism: 128,
-		Now:                     func() int64 { return r.now },
-		RegisterProcessingTimer: func(t int64) { r.timers = append(r.timers, t) },
-		Metrics:                 &exec.OperatorMetrics{},
-	}
-}
+func newMemStore() *memStore { return optest.NewStore() }
 
 // action is one step of a script: a batch, a watermark, the clock moving
 // to a time (firing the timers due), or the end of input.
@@ -131,7 +32,7 @@ func rows(recs ...rec) action { return action{recs: recs} }
 func wmark(wm int64) action   { return action{wm: wm} }
 func clock(t int64) action    { return action{clock: t} }
 
-func run(t *testing.T, op exec.Operator, rt *clockRuntime, width int, a action) []string {
+func run(t *testing.T, op exec.Operator, rt *fakeRuntime, width int, a action) []string {
 	t.Helper()
 	var c collector
 	var err error
@@ -141,25 +42,14 @@ func run(t *testing.T, op exec.Operator, rt *clockRuntime, width int, a action) 
 	case a.wm != 0:
 		err = op.ProcessWatermark(a.wm, &c)
 	case a.clock != 0:
-		rt.now = a.clock
-		for {
-			sort.Slice(rt.timers, func(i, j int) bool { return rt.timers[i] < rt.timers[j] })
-			if len(rt.timers) == 0 || rt.timers[0] > rt.now {
-				break
-			}
-			ts := rt.timers[0]
-			rt.timers = rt.timers[1:]
-			if err = op.(exec.ProcessingTimeHandler).OnProcessingTime(ts, &c); err != nil {
-				break
-			}
-		}
+		rt.AdvanceTo(t, a.clock, op, &c)
 	case a.finish:
 		err = op.Finish(&c)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.events
+	return c.Events
 }
 
 // checkRestores runs script uninterrupted, with a snapshot after every step
@@ -170,23 +60,23 @@ func run(t *testing.T, op exec.Operator, rt *clockRuntime, width int, a action) 
 func checkRestores(t *testing.T, build func() exec.Operator, start int64, width int, script []action, want []string) {
 	t.Helper()
 	op := build()
-	rt := &clockRuntime{now: start}
-	if err := op.Open(rt.ctx()); err != nil {
+	rt := &fakeRuntime{Now: start}
+	if err := op.Open(rt.Context()); err != nil {
 		t.Fatal(err)
 	}
 	store := newMemStore()
-	store.snapshot(t, op, 1)
-	checkpoints := []*memStore{store.clone()}
-	clocks := []int64{rt.now}
+	store.Snapshot(t, op, 1)
+	checkpoints := []*memStore{store.Clone()}
+	clocks := []int64{rt.Now}
 	var outs [][]string
 	var all []string
 	for i, a := range script {
 		out := run(t, op, rt, width, a)
 		outs = append(outs, out)
 		all = append(all, out...)
-		store.snapshot(t, op, exec.CheckpointID(i+2))
-		checkpoints = append(checkpoints, store.clone())
-		clocks = append(clocks, rt.now)
+		store.Snapshot(t, op, exec.CheckpointID(i+2))
+		checkpoints = append(checkpoints, store.Clone())
+		clocks = append(clocks, rt.Now)
 	}
 	expect(t, "uninterrupted run", all, want...)
 	for k := range checkpoints {
@@ -194,8 +84,8 @@ func checkRestores(t *testing.T, build func() exec.Operator, start int64, width 
 		if err := restored.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
 			t.Fatalf("restore at step %d: %v", k, err)
 		}
-		rt := &clockRuntime{now: clocks[k]}
-		if err := restored.Open(rt.ctx()); err != nil {
+		rt := &fakeRuntime{Now: clocks[k]}
+		if err := restored.Open(rt.Context()); err != nil {
 			t.Fatalf("open after restore at step %d: %v", k, err)
 		}
 		got := slices.Concat(outs[:k]...)
@@ -210,27 +100,14 @@ func checkRestores(t *testing.T, build func() exec.Operator, start int64, width 
 		if err := again.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
 			t.Fatal(err)
 		}
-		if err := again.Open((&clockRuntime{now: clocks[k]}).ctx()); err != nil {
+		if err := again.Open((&fakeRuntime{Now: clocks[k]}).Context()); err != nil {
 			t.Fatal(err)
 		}
-		full.snapshot(t, again, 1)
-		if !sameEntries(full, checkpoints[k]) {
+		full.Snapshot(t, again, 1)
+		if !full.Same(checkpoints[k]) {
 			t.Errorf("step %d: a full snapshot after restore differs from the incremental checkpoint", k)
 		}
 	}
-}
-
-func sameEntries(a, b *memStore) bool {
-	if len(a.entries) != len(b.entries) {
-		return false
-	}
-	for k, e := range a.entries {
-		f, ok := b.entries[k]
-		if !ok || f.kg != e.kg || string(f.value) != string(e.value) {
-			return false
-		}
-	}
-	return true
 }
 
 func TestGroupAggregateRestore(t *testing.T) {
@@ -344,8 +221,8 @@ func TestIncrementalSnapshotsWriteChangedKeys(t *testing.T) {
 	op := must(t)(NewGroupAggregate(GroupAggSpec{
 		KeyCols: []int{0}, Aggs: handle(t, true, call("SUM", 1)), GenerateUpdateBefore: true,
 	}))
-	rt := &clockRuntime{now: 1}
-	if err := op.Open(rt.ctx()); err != nil {
+	rt := &fakeRuntime{Now: 1}
+	if err := op.Open(rt.Context()); err != nil {
 		t.Fatal(err)
 	}
 	store := newMemStore()
@@ -354,29 +231,29 @@ func TestIncrementalSnapshotsWriteChangedKeys(t *testing.T) {
 		recs = append(recs, ins(fmt.Sprintf("k%d", i), i+1))
 	}
 	run(t, op, rt, 2, rows(recs...))
-	store.snapshot(t, op, 1)
-	if store.puts != 100 || store.dels != 0 {
-		t.Fatalf("full snapshot: %d puts, %d deletes; want 100, 0", store.puts, store.dels)
+	store.Snapshot(t, op, 1)
+	if store.Puts != 100 || store.Dels != 0 {
+		t.Fatalf("full snapshot: %d puts, %d deletes; want 100, 0", store.Puts, store.Dels)
 	}
-	store.snapshot(t, op, 2)
-	if store.puts != 0 || store.dels != 0 {
-		t.Fatalf("snapshot without changes: %d puts, %d deletes", store.puts, store.dels)
+	store.Snapshot(t, op, 2)
+	if store.Puts != 0 || store.Dels != 0 {
+		t.Fatalf("snapshot without changes: %d puts, %d deletes", store.Puts, store.Dels)
 	}
 	// k1 and k2 change (k1 twice), k3 is removed, k200 is new, k201 comes
 	// and goes within the interval (nothing to write for it).
 	run(t, op, rt, 2, rows(ins("k1", 5), ins("k2", 1), ins("k1", 1), del("k3", 4), ins("k200", 1), ins("k201", 1), del("k201", 1)))
-	store.snapshot(t, op, 3)
-	if store.puts != 3 || store.dels != 1 {
-		t.Fatalf("incremental snapshot: %d puts, %d deletes; want 3 (k1, k2, k200), 1 (k3)", store.puts, store.dels)
+	store.Snapshot(t, op, 3)
+	if store.Puts != 3 || store.Dels != 1 {
+		t.Fatalf("incremental snapshot: %d puts, %d deletes; want 3 (k1, k2, k200), 1 (k3)", store.Puts, store.Dels)
 	}
-	if len(store.entries) != 100 {
-		t.Fatalf("%d entries, want 100", len(store.entries))
+	if len(store.Entries) != 100 {
+		t.Fatalf("%d entries, want 100", len(store.Entries))
 	}
 	// The id of removed k3 is reused by k300: a Put of k300 only.
 	run(t, op, rt, 2, rows(ins("k300", 1)))
-	store.snapshot(t, op, 4)
-	if store.puts != 1 || store.dels != 0 || len(store.entries) != 101 {
-		t.Fatalf("after reuse: %d puts, %d deletes, %d entries", store.puts, store.dels, len(store.entries))
+	store.Snapshot(t, op, 4)
+	if store.Puts != 1 || store.Dels != 0 || len(store.Entries) != 101 {
+		t.Fatalf("after reuse: %d puts, %d deletes, %d entries", store.Puts, store.Dels, len(store.Entries))
 	}
 }
 
@@ -390,8 +267,8 @@ func TestRestoreSplitsByKeyGroup(t *testing.T) {
 		}))
 	}
 	op := build()
-	rt := &clockRuntime{now: 1}
-	if err := op.Open(rt.ctx()); err != nil {
+	rt := &fakeRuntime{Now: 1}
+	if err := op.Open(rt.Context()); err != nil {
 		t.Fatal(err)
 	}
 	var first, second []rec
@@ -401,15 +278,15 @@ func TestRestoreSplitsByKeyGroup(t *testing.T) {
 	}
 	run(t, op, rt, 2, rows(first...))
 	store := newMemStore()
-	store.snapshot(t, op, 1)
+	store.Snapshot(t, op, 1)
 	want := run(t, op, rt, 2, rows(second...))
 
 	halves := []exec.Operator{build(), build()}
 	for i, h := range halves {
-		if err := h.(exec.CheckpointedOperator).RestoreState(store.only(i*64, (i+1)*64)); err != nil {
+		if err := h.(exec.CheckpointedOperator).RestoreState(store.Only(i*64, (i+1)*64)); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Open(rt.ctx()); err != nil {
+		if err := h.Open(rt.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}

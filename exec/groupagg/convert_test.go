@@ -26,12 +26,12 @@ func TestChangelogNormalize(t *testing.T) {
 		var c collector
 		for i, s := range input {
 			feed(t, op, &c, 3, s.in...)
-			expect(t, "step "+string(rune('1'+i)), c.take(), s.want...)
+			expect(t, "step "+string(rune('1'+i)), c.Take(), s.want...)
 		}
 		if err := op.ProcessWatermark(42, &c); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, "watermark", c.take(), "WM(42)")
+		expect(t, "watermark", c.Take(), "WM(42)")
 	})
 	t.Run("upsert output", func(t *testing.T) {
 		op := must(t)(NewChangelogNormalize(NormalizeSpec{KeyCols: []int{0}}))
@@ -40,21 +40,21 @@ func TestChangelogNormalize(t *testing.T) {
 		for _, s := range input {
 			feed(t, op, &c, 3, s.in...)
 		}
-		expect(t, "no -U", c.take(),
+		expect(t, "no -U", c.Take(),
 			"+I(1, a, 10)", "+U(1, b, 10)", "+I(2, x, 1)", "-D(1, b, 10)", "-D(2, x, 1)",
 			"+I(1, c, 5)", "+U(1, d, 6)")
 	})
 	t.Run("state TTL", func(t *testing.T) {
 		op := must(t)(NewChangelogNormalize(NormalizeSpec{KeyCols: []int{0}, GenerateUpdateBefore: true, StateTTL: time.Second}))
-		rt := &fakeRuntime{now: 5000}
+		rt := &fakeRuntime{Now: 5000}
 		open(t, op, rt)
 		var c collector
 		feed(t, op, &c, 3, ins(1, "a", 10), ua(1, "a", 10))
-		expect(t, "identical row re-emitted under TTL", c.take(),
+		expect(t, "identical row re-emitted under TTL", c.Take(),
 			"+I(1, a, 10)", "-U(1, a, 10)", "+U(1, a, 10)")
-		rt.now = 6000
+		rt.Now = 6000
 		feed(t, op, &c, 3, del(1, nil, nil), ua(1, "b", 2))
-		expect(t, "expired key", c.take(), "+I(1, b, 2)")
+		expect(t, "expired key", c.Take(), "+I(1, b, 2)")
 	})
 }
 
@@ -64,7 +64,7 @@ func TestChangelogNormalize(t *testing.T) {
 func TestSinkUpsertMaterializer(t *testing.T) {
 	t.Run("no upsert key", func(t *testing.T) {
 		op := must(t)(NewSinkUpsertMaterializer(MaterializerSpec{KeyCols: []int{1}, StateTTL: time.Second}))
-		rt := &fakeRuntime{now: 1}
+		rt := &fakeRuntime{Now: 1}
 		open(t, op, rt)
 		var c collector
 		steps := []step{
@@ -78,15 +78,15 @@ func TestSinkUpsertMaterializer(t *testing.T) {
 		}
 		for i, s := range steps {
 			feed(t, op, &c, 3, s.in...)
-			expect(t, "step "+string(rune('1'+i)), c.take(), s.want...)
+			expect(t, "step "+string(rune('1'+i)), c.Take(), s.want...)
 		}
-		rt.now = 1002 // a4 was written at 1: expired
+		rt.Now = 1002 // a4 was written at 1: expired
 		feed(t, op, &c, 3, del(4, 1, "a4"))
-		expect(t, "after expiry", c.take())
+		expect(t, "after expiry", c.Take())
 	})
 	t.Run("upsert key", func(t *testing.T) {
 		op := must(t)(NewSinkUpsertMaterializer(MaterializerSpec{KeyCols: []int{1}, UpsertKey: []int{0}, StateTTL: time.Second}))
-		rt := &fakeRuntime{now: 1}
+		rt := &fakeRuntime{Now: 1}
 		open(t, op, rt)
 		var c collector
 		steps := []step{
@@ -99,11 +99,11 @@ func TestSinkUpsertMaterializer(t *testing.T) {
 		}
 		for i, s := range steps {
 			feed(t, op, &c, 3, s.in...)
-			expect(t, "step "+string(rune('1'+i)), c.take(), s.want...)
+			expect(t, "step "+string(rune('1'+i)), c.Take(), s.want...)
 		}
-		rt.now = 1002
+		rt.Now = 1002
 		feed(t, op, &c, 3, del(4, 1, "a4"))
-		expect(t, "after expiry", c.take())
+		expect(t, "after expiry", c.Take())
 	})
 	// After +I a1, a2, a3 (emitting +I a1, +U a2, +U a3), retractions in
 	// every order: nothing until the last alive row goes, then +U of the new
@@ -154,10 +154,10 @@ func TestSinkUpsertMaterializer(t *testing.T) {
 				open(t, op, &fakeRuntime{})
 				var c collector
 				feed(t, op, &c, 3, ins(1, 1, "a1"), ins(2, 1, "a2"), ins(3, 1, "a3"))
-				expect(t, "inserts", c.take(), "+I(1, 1, a1)", "+U(2, 1, a2)", "+U(3, 1, a3)")
+				expect(t, "inserts", c.Take(), "+I(1, 1, a1)", "+U(2, 1, a2)", "+U(3, 1, a3)")
 				for i, s := range r.steps {
 					feed(t, op, &c, 3, s.in...)
-					expect(t, "retraction "+string(rune('1'+i)), c.take(), s.want...)
+					expect(t, "retraction "+string(rune('1'+i)), c.Take(), s.want...)
 				}
 			})
 		}
@@ -170,9 +170,9 @@ func TestSinkUpsertMaterializer(t *testing.T) {
 		open(t, op, &fakeRuntime{})
 		var c collector
 		feed(t, op, &c, 3, ins(1, 1, "A"), ins(2, 1, "B"), ins(1, 1, "A"), del(1, 1, "A"))
-		expect(t, "first retraction", c.take(), "+I(1, 1, A)", "+U(2, 1, B)", "+U(1, 1, A)")
+		expect(t, "first retraction", c.Take(), "+I(1, 1, A)", "+U(2, 1, B)", "+U(1, 1, A)")
 		feed(t, op, &c, 3, ub(1, 1, "A"), del(9, 1, "none"), del(2, 1, "B"), del(5, 7, "x"))
-		expect(t, "second retraction", c.take(), "+U(2, 1, B)", "-D(2, 1, B)")
+		expect(t, "second retraction", c.Take(), "+U(2, 1, B)", "-D(2, 1, B)")
 	})
 }
 
@@ -181,7 +181,7 @@ func TestDropUpdateBefore(t *testing.T) {
 	open(t, op, &fakeRuntime{})
 	var c collector
 	feed(t, op, &c, 2, ins("a", 1), ub("a", 1), ua("a", 2), del("a", 2))
-	expect(t, "drops -U", c.take(), "+I(a, 1)", "+U(a, 2)", "-D(a, 2)")
+	expect(t, "drops -U", c.Take(), "+I(a, 1)", "+U(a, 2)", "-D(a, 2)")
 
 	b := batchOf(2, ins("b", 1), ua("b", 2))
 	var got *types.Batch
@@ -194,7 +194,7 @@ func TestDropUpdateBefore(t *testing.T) {
 	if err := op.ProcessWatermark(9, &c); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, "watermark", c.take(), "WM(9)")
+	expect(t, "watermark", c.Take(), "WM(9)")
 }
 
 type outputFunc func(b *types.Batch) error

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -64,13 +65,11 @@ type groupAggregate struct {
 	flushAt int64 // time of the pending mini-batch latency timer; 0 when none
 	nextSeq uint64
 
-	restored []restoredEntry // from RestoreState, applied at Open
+	restored []snapshot.Entry // from RestoreState, applied at Open
 	snapBuf  []byte
 	// Keys of mini-batch rows in the checkpointed store that were flushed
 	// since: deleted at the next snapshot.
-	bundleDels      []byte
-	bundleDelEnds   []int
-	bundleDelGroups []int
+	bundleDels snapshot.Deletes
 }
 
 // NewGroupAggregate returns the operator of an unwindowed group aggregation

@@ -109,12 +109,12 @@ func TestGroupAggregateChangelogs(t *testing.T) {
 			var c collector
 			for i, s := range tc.steps {
 				feed(t, op, &c, 2, s.in...)
-				expect(t, "step "+string(rune('1'+i)), c.take(), s.want...)
+				expect(t, "step "+string(rune('1'+i)), c.Take(), s.want...)
 			}
 			if err := op.Finish(&c); err != nil {
 				t.Fatal(err)
 			}
-			expect(t, "finish", c.take())
+			expect(t, "finish", c.Take())
 		})
 	}
 }
@@ -135,7 +135,7 @@ func TestAggregateOfAggregate(t *testing.T) {
 	out := pipe{op: users, out: &c}
 	// totals emits +I(a,10) +I(b,10) -U(a,10) +U(a,15) +I(c,15) -D(b,10).
 	feed(t, totals, out, 2, ins("a", 10), ins("b", 10), ins("a", 5), ins("c", 15), del("b", 10))
-	expect(t, "users per total", c.take(),
+	expect(t, "users per total", c.Take(),
 		"+I(10, 1)",
 		"-U(10, 1)", "+U(10, 2)",
 		"-U(10, 2)", "+U(10, 1)",
@@ -145,7 +145,7 @@ func TestAggregateOfAggregate(t *testing.T) {
 	if err := totals.ProcessWatermark(7, out); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, "watermark", c.take(), "WM(7)")
+	expect(t, "watermark", c.Take(), "WM(7)")
 }
 
 func miniBatchOp(t *testing.T, size int) (op *groupAggregate, rt *fakeRuntime) {
@@ -156,7 +156,7 @@ func miniBatchOp(t *testing.T, size int) (op *groupAggregate, rt *fakeRuntime) {
 		GenerateUpdateBefore: true,
 		MiniBatch:            MiniBatch{Enabled: true, AllowLatency: time.Second, Size: size},
 	}))
-	rt = &fakeRuntime{now: 10_000}
+	rt = &fakeRuntime{Now: 10_000}
 	open(t, o, rt)
 	return o.(*groupAggregate), rt
 }
@@ -166,33 +166,33 @@ func TestMiniBatchFlushes(t *testing.T) {
 		op, rt := miniBatchOp(t, 3)
 		var c collector
 		feed(t, op, &c, 2, ins("a", 1), ins("b", 2))
-		expect(t, "buffered", c.take())
-		expect(t, "latency timer", fmtTimers(rt.timers), "11000")
+		expect(t, "buffered", c.Take())
+		expect(t, "latency timer", fmtTimers(rt.Timers), "11000")
 		// The third row fills the bundle; d starts the next one.
 		feed(t, op, &c, 2, ins("a", 3), ins("d", 4))
-		expect(t, "flushed by size", c.take(), "+I(a, 2, 4)", "+I(b, 1, 2)")
+		expect(t, "flushed by size", c.Take(), "+I(a, 2, 4)", "+I(b, 1, 2)")
 		// A -U/+U pair of a and a row of b fold into one change per key.
-		rt.now = 10_500
+		rt.Now = 10_500
 		feed(t, op, &c, 2, ub("a", 3), ua("a", 30))
-		expect(t, "flushed by size", c.take(), "+I(d, 1, 4)", "-U(a, 2, 4)", "+U(a, 2, 31)")
+		expect(t, "flushed by size", c.Take(), "+I(d, 1, 4)", "-U(a, 2, 4)", "+U(a, 2, 31)")
 		// The latency timer of the first bundle is stale by now.
 		if err := op.OnProcessingTime(11_000, &c); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, "stale timer", c.take())
+		expect(t, "stale timer", c.Take())
 	})
 	t.Run("processing timer", func(t *testing.T) {
 		op, rt := miniBatchOp(t, 100)
 		var c collector
 		feed(t, op, &c, 2, ins("d", 1), ins("d", 2), ins("e", 5))
 		feed(t, op, &c, 2, ins("d", 3))
-		expect(t, "buffered", c.take())
-		expect(t, "one timer per bundle", fmtTimers(rt.timers), "11000")
-		rt.now = 11_000
+		expect(t, "buffered", c.Take())
+		expect(t, "one timer per bundle", fmtTimers(rt.Timers), "11000")
+		rt.Now = 11_000
 		if err := op.OnProcessingTime(11_000, &c); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, "flushed by timer", c.take(), "+I(d, 3, 6)", "+I(e, 1, 5)")
+		expect(t, "flushed by timer", c.Take(), "+I(d, 3, 6)", "+I(e, 1, 5)")
 	})
 	t.Run("watermark", func(t *testing.T) {
 		op, _ := miniBatchOp(t, 100)
@@ -205,7 +205,7 @@ func TestMiniBatchFlushes(t *testing.T) {
 		if err := op.ProcessWatermark(200, &c); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, "flushed before each watermark", c.take(),
+		expect(t, "flushed before each watermark", c.Take(),
 			"+I(b, 2, 10)", "WM(100)",
 			"-D(b, 2, 10)", "+I(c, 1, 1)", "WM(200)")
 	})
@@ -216,7 +216,7 @@ func TestMiniBatchFlushes(t *testing.T) {
 		if err := op.Finish(&c); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, "first finish", c.take(), "+I(a, 2, 31)")
+		expect(t, "first finish", c.Take(), "+I(a, 2, 31)")
 		// e: accumulated and retracted within the bundle, never emitted;
 		// z: no state, so its leading retraction is skipped;
 		// a: one change against the state before the bundle.
@@ -224,7 +224,7 @@ func TestMiniBatchFlushes(t *testing.T) {
 		if err := op.Finish(&c); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, "flushed at finish", c.take(), "+I(z, 1, 6)", "-U(a, 2, 31)", "+U(a, 3, 32)")
+		expect(t, "flushed at finish", c.Take(), "+I(z, 1, 6)", "-U(a, 2, 31)", "+U(a, 3, 32)")
 		if n := op.state.size(); n != 2 {
 			t.Errorf("keys in state: %d, want 2 (a, z)", n)
 		}
@@ -240,7 +240,7 @@ func TestMiniBatchFlushes(t *testing.T) {
 		if err := op.Finish(&c); err != nil {
 			t.Fatal(err)
 		}
-		expect(t, "no change emitted", c.take(), "+I(a, 1, 5)")
+		expect(t, "no change emitted", c.Take(), "+I(a, 1, 5)")
 	})
 }
 
@@ -257,33 +257,33 @@ func TestGroupAggregateStateTTL(t *testing.T) {
 		KeyCols: []int{0}, Aggs: handle(t, true, call("SUM", 1)),
 		GenerateUpdateBefore: true, StateTTL: time.Second,
 	}))
-	rt := &fakeRuntime{now: 1000}
+	rt := &fakeRuntime{Now: 1000}
 	open(t, op, rt)
 	var c collector
 	feed(t, op, &c, 2, ins("a", 1))
-	expect(t, "t=1000", c.take(), "+I(a, 1)")
-	rt.now = 1500
+	expect(t, "t=1000", c.Take(), "+I(a, 1)")
+	rt.Now = 1500
 	// With TTL on, an unchanged result is still emitted (it refreshes the
 	// TTL of downstream state).
 	feed(t, op, &c, 2, ins("a", 0))
-	expect(t, "t=1500", c.take(), "-U(a, 1)", "+U(a, 1)")
-	rt.now = 2499
+	expect(t, "t=1500", c.Take(), "-U(a, 1)", "+U(a, 1)")
+	rt.Now = 2499
 	feed(t, op, &c, 2, ins("b", 5), ins("a", 1))
-	expect(t, "t=2499", c.take(), "+I(b, 5)", "-U(a, 1)", "+U(a, 2)")
-	rt.now = 3499
+	expect(t, "t=2499", c.Take(), "+I(b, 5)", "-U(a, 1)", "+U(a, 2)")
+	rt.Now = 3499
 	// a was written at 2499, so it expires at 3499 and restarts.
 	feed(t, op, &c, 2, ins("a", 4))
-	expect(t, "t=3499", c.take(), "+I(a, 4)")
+	expect(t, "t=3499", c.Take(), "+I(a, 4)")
 	// b expired too: its retraction finds no state and is ignored.
 	feed(t, op, &c, 2, del("b", 5))
-	expect(t, "t=3499 retract", c.take())
+	expect(t, "t=3499 retract", c.Take())
 
 	g := op.(*groupAggregate)
-	if len(rt.timers) == 0 {
+	if len(rt.Timers) == 0 {
 		t.Fatal("no cleanup timer registered")
 	}
-	rt.now = 4499
-	for _, ts := range rt.timers {
+	rt.Now = 4499
+	for _, ts := range rt.Timers {
 		if err := g.OnProcessingTime(ts, &c); err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +291,7 @@ func TestGroupAggregateStateTTL(t *testing.T) {
 	if n := g.state.size(); n != 0 {
 		t.Errorf("keys after the sweep: %d, want 0", n)
 	}
-	expect(t, "sweep emits nothing", c.take())
+	expect(t, "sweep emits nothing", c.Take())
 }
 
 func TestGroupAggregateOptions(t *testing.T) {
@@ -323,5 +323,5 @@ func TestGlobalAggregate(t *testing.T) {
 	open(t, op, &fakeRuntime{})
 	var c collector
 	feed(t, op, &c, 2, ins("a", 1), ins("b", 1), del("a", 1), del("b", 1))
-	expect(t, "global count", c.take(), "+I(1)", "-U(1)", "+U(2)", "-U(2)", "+U(1)", "-D(1)")
+	expect(t, "global count", c.Take(), "+I(1)", "-U(1)", "+U(2)", "-U(2)", "+U(1)", "-D(1)")
 }

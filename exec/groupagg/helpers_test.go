@@ -2,7 +2,7 @@ package groupagg
 
 import (
 	"fmt"
-	"strings"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
@@ -12,27 +12,13 @@ import (
 
 // collector records what an operator emits, rows as "+I(a, 1)" and
 // watermarks as "WM(5)".
-type collector struct {
-	events []string
-}
+type collector = optest.Collector
 
-func (c *collector) Push(b *types.Batch) error {
-	for i, r := range b.Rows {
-		c.events = append(c.events, b.Kinds[i].String()+"("+format(r)+")")
-	}
-	return nil
-}
+// fakeRuntime is an OperatorContext with a settable clock that records the
+// timers registered.
+type fakeRuntime = optest.Runtime
 
-func (c *collector) PushWatermark(wm int64) error {
-	c.events = append(c.events, fmt.Sprintf("WM(%d)", wm))
-	return nil
-}
-
-func (c *collector) take() []string {
-	e := c.events
-	c.events = nil
-	return e
-}
+var expect = optest.Expect
 
 // pipe feeds what it receives into the next operator.
 type pipe struct {
@@ -42,41 +28,6 @@ type pipe struct {
 
 func (p pipe) Push(b *types.Batch) error    { return p.op.ProcessBatch(0, b, p.out) }
 func (p pipe) PushWatermark(wm int64) error { return p.op.ProcessWatermark(wm, p.out) }
-
-func format(r types.Row) string {
-	parts := make([]string, len(r))
-	for i, v := range r {
-		switch v.K {
-		case types.KindNull:
-			parts[i] = "NULL"
-		case types.KindInt:
-			parts[i] = fmt.Sprint(v.N)
-		case types.KindString:
-			parts[i] = v.S
-		default:
-			parts[i] = fmt.Sprintf("%v", v)
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// fakeRuntime is an OperatorContext with a settable clock that records the
-// timers registered.
-type fakeRuntime struct {
-	now    int64
-	timers []int64
-}
-
-func (f *fakeRuntime) ctx() *exec.OperatorContext {
-	return &exec.OperatorContext{
-		Name:                    "test",
-		Parallelism:             1,
-		MaxParallelism:          128,
-		Now:                     func() int64 { return f.now },
-		RegisterProcessingTimer: func(t int64) { f.timers = append(f.timers, t) },
-		Metrics:                 &exec.OperatorMetrics{},
-	}
-}
 
 // rec is one input row written as its kind and values: strings become
 // VARCHAR, ints BIGINT, nil NULL.
@@ -126,7 +77,7 @@ func must(t *testing.T) func(exec.Operator, error) exec.Operator {
 
 func open(t *testing.T, op exec.Operator, rt *fakeRuntime) {
 	t.Helper()
-	if err := op.Open(rt.ctx()); err != nil {
+	if err := op.Open(rt.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -136,13 +87,6 @@ func feed(t *testing.T, op exec.Operator, out exec.Output, width int, recs ...re
 	t.Helper()
 	if err := op.ProcessBatch(0, batchOf(width, recs...), out); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func expect(t *testing.T, what string, got []string, want ...string) {
-	t.Helper()
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("%s:\ngot:\n  %s\nwant:\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
 

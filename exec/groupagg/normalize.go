@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -28,7 +29,7 @@ type changelogNormalize struct {
 	emit  emitter
 	now   int64
 
-	restored []restoredEntry // from RestoreState, applied at Open
+	restored []snapshot.Entry // from RestoreState, applied at Open
 	snapBuf  []byte
 }
 

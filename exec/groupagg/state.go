@@ -1,6 +1,9 @@
 package groupagg
 
-import "github.com/flinksql/flinksql/sql/types"
+import (
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
+	"github.com/flinksql/flinksql/sql/types"
+)
 
 // valueState is the per-key state of the group aggregate and of
 // ChangelogNormalize: a fixed number of values per key, plus the processing
@@ -37,7 +40,7 @@ type heapValueState struct {
 	vals    []types.Value
 	stamp   []int64
 	alive   []bool
-	changes changes
+	changes snapshot.Changes
 }
 
 func newHeapValueState(keyCols []int, width int) *heapValueState {
@@ -71,13 +74,13 @@ func (s *heapValueState) key(id int32) []types.Value { return s.keys.key(id) }
 
 func (s *heapValueState) written(id int32, now int64) {
 	s.stamp[id] = now
-	s.changes.touch(id)
+	s.changes.Touch(id)
 }
 
 func (s *heapValueState) lastWrite(id int32) int64 { return s.stamp[id] }
 
 func (s *heapValueState) remove(id int32) {
-	s.changes.removed(id, s.keys.hash(id), tagValue, s.keys.key(id))
+	s.changes.Removed(id, s.keys.hash(id), tagValue, s.keys.key(id))
 	clear(s.values(id))
 	s.alive[id] = false
 	s.keys.release(id)
@@ -122,7 +125,7 @@ type heapListState struct {
 	alive   []bool
 	spare   []types.Row
 	chunk   []types.Value
-	changes changes
+	changes snapshot.Changes
 }
 
 func newHeapListState(keyCols []int, width int) *heapListState {
@@ -187,13 +190,13 @@ func (s *heapListState) removeRow(id int32, i int) {
 
 func (s *heapListState) written(id int32, now int64) {
 	s.stamp[id] = now
-	s.changes.touch(id)
+	s.changes.Touch(id)
 }
 
 func (s *heapListState) lastWrite(id int32) int64 { return s.stamp[id] }
 
 func (s *heapListState) remove(id int32) {
-	s.changes.removed(id, s.keys.hash(id), tagList, s.keys.key(id))
+	s.changes.Removed(id, s.keys.hash(id), tagList, s.keys.key(id))
 	l := s.lists[id]
 	for i, r := range l {
 		s.recycle(r)

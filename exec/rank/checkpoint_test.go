@@ -2,88 +2,18 @@ package rank
 
 import (
 	"fmt"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
 )
 
-// memStore is a checkpointed state store for tests: it applies the Puts and
-// Deletes of snapshots and replays the entries as a StateReader.
-type memStore struct {
-	entries    map[string]memEntry
-	full       bool
-	puts, dels int
-}
+// memStore is the checkpoint store of these tests.
+type memStore = optest.Store
 
-type memEntry struct {
-	kg    int
-	value []byte
-}
-
-func newMemStore() *memStore { return &memStore{entries: map[string]memEntry{}, full: true} }
-
-func (m *memStore) Full() bool { return m.full }
-
-func (m *memStore) Put(kg int, key, value []byte) error {
-	if kg != exec.KeyGroupNone && (kg < 0 || kg >= 128) {
-		return fmt.Errorf("key group %d out of range", kg)
-	}
-	if e, ok := m.entries[string(key)]; ok && e.kg != kg {
-		return fmt.Errorf("key %x moved from key group %d to %d", key, e.kg, kg)
-	}
-	m.entries[string(key)] = memEntry{kg: kg, value: slices.Clone(value)}
-	m.puts++
-	return nil
-}
-
-func (m *memStore) Delete(kg int, key []byte) error {
-	if e, ok := m.entries[string(key)]; ok && e.kg != kg {
-		return fmt.Errorf("delete of key %x in key group %d, stored in %d", key, kg, e.kg)
-	}
-	delete(m.entries, string(key))
-	m.dels++
-	return nil
-}
-
-func (m *memStore) snapshot(t *testing.T, op exec.Operator, id exec.CheckpointID) {
-	t.Helper()
-	m.puts, m.dels = 0, 0
-	if err := op.(exec.CheckpointedOperator).SnapshotState(id, m); err != nil {
-		t.Fatal(err)
-	}
-	m.full = false
-}
-
-func (m *memStore) clone() *memStore {
-	c := &memStore{entries: make(map[string]memEntry, len(m.entries)), full: true}
-	for k, e := range m.entries {
-		c.entries[k] = e
-	}
-	return c
-}
-
-func (m *memStore) Each(fn func(kg int, key, value []byte) error) error {
-	keys := make([]string, 0, len(m.entries))
-	for k := range m.entries {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := m.entries[keys[i]], m.entries[keys[j]]
-		if a.kg != b.kg {
-			return a.kg < b.kg
-		}
-		return keys[i] < keys[j]
-	})
-	for _, k := range keys {
-		if err := fn(m.entries[k].kg, []byte(k), m.entries[k].value); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func newMemStore() *memStore { return optest.NewStore() }
 
 // step is one action of a script: rows (one batch), a watermark, or the
 // clock moving to a time, firing the processing timers due.
@@ -103,18 +33,7 @@ func (s step) run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector)
 	case s.wm != 0:
 		watermark(t, op, c, s.wm)
 	case s.clock != 0:
-		rt.now = s.clock
-		for {
-			sort.Slice(rt.timers, func(i, j int) bool { return rt.timers[i] < rt.timers[j] })
-			if len(rt.timers) == 0 || rt.timers[0] > rt.now {
-				return
-			}
-			ts := rt.timers[0]
-			rt.timers = rt.timers[1:]
-			if err := op.(exec.ProcessingTimeHandler).OnProcessingTime(ts, c); err != nil {
-				t.Fatal(err)
-			}
-		}
+		rt.AdvanceTo(t, s.clock, op, c)
 	}
 }
 
@@ -132,25 +51,25 @@ func checkRestores(t *testing.T, build func() (exec.Operator, error), start int6
 		return op
 	}
 	op := mk()
-	rt := &fakeRuntime{now: start}
+	rt := &fakeRuntime{Now: start}
 	open(t, op, rt)
 	store := newMemStore()
-	store.snapshot(t, op, 1)
-	checkpoints := []*memStore{store.clone()}
-	clocks := []int64{rt.now}
+	store.Snapshot(t, op, 1)
+	checkpoints := []*memStore{store.Clone()}
+	clocks := []int64{rt.Now}
 	lateAt := []int64{0}
 	var outs [][]string
 	for i, s := range script {
-		c := &collector{}
+		c := newCollector()
 		s.run(t, op, rt, c)
-		outs = append(outs, c.events)
-		store.snapshot(t, op, exec.CheckpointID(i+2))
-		checkpoints = append(checkpoints, store.clone())
-		clocks = append(clocks, rt.now)
-		lateAt = append(lateAt, rt.metrics.LateRowsDropped.Load())
+		outs = append(outs, c.Events)
+		store.Snapshot(t, op, exec.CheckpointID(i+2))
+		checkpoints = append(checkpoints, store.Clone())
+		clocks = append(clocks, rt.Now)
+		lateAt = append(lateAt, rt.Metrics.LateRowsDropped.Load())
 	}
 	expect(t, "uninterrupted run", slices.Concat(outs...), want...)
-	if n := rt.metrics.LateRowsDropped.Load(); n != late {
+	if n := rt.Metrics.LateRowsDropped.Load(); n != late {
 		t.Errorf("uninterrupted run: %d late rows, want %d", n, late)
 	}
 	for k := range checkpoints {
@@ -158,15 +77,15 @@ func checkRestores(t *testing.T, build func() (exec.Operator, error), start int6
 		if err := restored.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
 			t.Fatalf("restore at step %d: %v", k, err)
 		}
-		rt := &fakeRuntime{now: clocks[k]}
+		rt := &fakeRuntime{Now: clocks[k]}
 		open(t, restored, rt)
 		got := slices.Concat(outs[:k]...)
-		c := &collector{}
+		c := newCollector()
 		for _, s := range script[k:] {
 			s.run(t, restored, rt, c)
 		}
-		expect(t, fmt.Sprintf("restored after step %d", k), append(got, c.events...), want...)
-		if n := lateAt[k] + rt.metrics.LateRowsDropped.Load(); n != late {
+		expect(t, fmt.Sprintf("restored after step %d", k), append(got, c.Events...), want...)
+		if n := lateAt[k] + rt.Metrics.LateRowsDropped.Load(); n != late {
 			t.Errorf("restored after step %d: %d late rows, want %d", k, n, late)
 		}
 	}
@@ -294,27 +213,27 @@ func TestTopNSnapshotsAreIncremental(t *testing.T) {
 	}
 	rt := &fakeRuntime{}
 	open(t, op, rt)
-	c := &collector{}
+	c := newCollector()
 	var rows []rowSpec
 	for i := range 30 {
 		rows = append(rows, ins(fmt.Sprintf("p%d", i), "x", 10))
 	}
 	process(t, op, c, rows...)
 	store := newMemStore()
-	store.snapshot(t, op, 1)
-	if store.puts != 30 {
-		t.Fatalf("full snapshot: %d puts", store.puts)
+	store.Snapshot(t, op, 1)
+	if store.Puts != 30 {
+		t.Fatalf("full snapshot: %d puts", store.Puts)
 	}
 	// p1 changes; p2's first z takes rank 2, its second ranks 3 and is not
 	// kept (append-only Top-N keeps RankEnd rows); p3's 5 ranks 3 too.
 	process(t, op, c, ins("p1", "y", 20), ins("p2", "z", 1), ins("p2", "z", 1))
-	store.snapshot(t, op, 2)
-	if store.puts != 2 || store.dels != 0 {
-		t.Fatalf("incremental snapshot: %d puts, %d deletes; want 2 (p1, p2), 0", store.puts, store.dels)
+	store.Snapshot(t, op, 2)
+	if store.Puts != 2 || store.Dels != 0 {
+		t.Fatalf("incremental snapshot: %d puts, %d deletes; want 2 (p1, p2), 0", store.Puts, store.Dels)
 	}
 	process(t, op, c, ins("p2", "w", 0), ins("p3", "v", 10), ins("p3", "u", 5))
-	store.snapshot(t, op, 3)
-	if store.puts != 1 || store.dels != 0 { // p3: v ranks 2; u ranks 3, dropped
-		t.Fatalf("third snapshot: %d puts, %d deletes; want 1 (p3), 0", store.puts, store.dels)
+	store.Snapshot(t, op, 3)
+	if store.Puts != 1 || store.Dels != 0 { // p3: v ranks 2; u ranks 3, dropped
+		t.Fatalf("third snapshot: %d puts, %d deletes; want 1 (p3), 0", store.Puts, store.Dels)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -81,7 +83,7 @@ type dedup struct {
 	em      emitter
 	keepRow bool // state holds the kept row
 
-	restored []restoredEntry // from RestoreState, applied at Open
+	restored []snapshot.Entry // from RestoreState, applied at Open
 	snapBuf  []byte
 }
 
@@ -198,19 +200,19 @@ func (d *dedup) Close() error                                     { d.state = ni
 // heapDedupStore is the in-memory dedupStore: entries and kept rows in flat
 // arrays indexed by key id.
 type heapDedupStore struct {
-	keys    *keyTable
+	keys    *keyed.Table
 	width   int // values per kept row; 0 when rows are not kept
 	entries []dedupEntry
 	rows    []types.Value
-	changes changes
+	changes snapshot.Changes
 }
 
 func newHeapDedupStore(keyCols []int, width int) *heapDedupStore {
-	return &heapDedupStore{keys: newKeyTable(keyCols), width: width}
+	return &heapDedupStore{keys: keyed.NewTable(keyCols), width: width}
 }
 
 func (s *heapDedupStore) lookup(row types.Row, h uint64) (int32, bool) {
-	id, added := s.keys.lookup(row, h)
+	id, added := s.keys.Lookup(row, h)
 	if int(id) == len(s.entries) {
 		s.entries = append(s.entries, dedupEntry{})
 		for range s.width {
@@ -232,14 +234,14 @@ func (s *heapDedupStore) kept(id int32) types.Row {
 
 func (s *heapDedupStore) expire(cutoff int64) int64 {
 	oldest := int64(math.MaxInt64)
-	for id := int32(0); int(id) < s.keys.span(); id++ {
-		if !s.keys.inUse(id) {
+	for id := int32(0); int(id) < s.keys.Span(); id++ {
+		if !s.keys.InUse(id) {
 			continue
 		}
 		if w := s.entries[id].written; w <= cutoff {
-			s.changes.removed(id, s.keys.hashes[id], tagDedup, s.keys.key(id))
+			s.changes.Removed(id, s.keys.Hash(id), tagDedup, s.keys.Key(id))
 			clear(s.kept(id))
-			s.keys.release(id)
+			s.keys.Release(id)
 		} else {
 			oldest = min(oldest, w)
 		}
@@ -247,6 +249,6 @@ func (s *heapDedupStore) expire(cutoff int64) int64 {
 	return oldest
 }
 
-func (s *heapDedupStore) size() int { return s.keys.size() }
+func (s *heapDedupStore) size() int { return s.keys.Size() }
 
-func (s *heapDedupStore) touch(id int32) { s.changes.touch(id) }
+func (s *heapDedupStore) touch(id int32) { s.changes.Touch(id) }

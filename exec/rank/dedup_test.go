@@ -99,15 +99,15 @@ func TestDeduplicate(t *testing.T) {
 				}
 				rt := &fakeRuntime{}
 				open(t, op, rt)
-				c := &collector{}
+				c := newCollector()
 				if oneBatch {
 					process(t, op, c, tc.in...)
 				} else {
 					processEach(t, op, c, tc.in...)
 				}
-				expect(t, tc.name, c.take(), tc.want...)
-				if len(rt.timers) != 0 {
-					t.Errorf("timers registered without TTL: %v", rt.timers)
+				expect(t, tc.name, c.Take(), tc.want...)
+				if len(rt.Timers) != 0 {
+					t.Errorf("timers registered without TTL: %v", rt.Timers)
 				}
 			}
 		})
@@ -116,69 +116,69 @@ func TestDeduplicate(t *testing.T) {
 
 func TestDeduplicateTTL(t *testing.T) {
 	const ttl = 10 * time.Second
-	rt := &fakeRuntime{now: 1000}
+	rt := &fakeRuntime{Now: 1000}
 	op, err := NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: -1, KeepLast: true, GenerateUpdateBefore: true, StateTTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
 	open(t, op, rt)
-	c := &collector{}
+	c := newCollector()
 	st := op.(*dedup)
 
 	process(t, op, c, ins("a", 1, sec(0)))
-	expect(t, "first row", c.take(), "+I(a, 1, 0s)")
+	expect(t, "first row", c.Take(), "+I(a, 1, 0s)")
 	expect(t, "sweep timer after the first row", timers(rt), "11000")
 
-	rt.now = 5000
+	rt.Now = 5000
 	process(t, op, c, ins("a", 1, sec(0)), ins("b", 1, sec(0)))
 	// With TTL on, an unchanged last row is emitted again so that downstream
 	// state is refreshed too.
-	expect(t, "refresh", c.take(), "-U(a, 1, 0s)", "+U(a, 1, 0s)", "+I(b, 1, 0s)")
+	expect(t, "refresh", c.Take(), "-U(a, 1, 0s)", "+U(a, 1, 0s)", "+I(b, 1, 0s)")
 	expect(t, "no second pending timer", timers(rt), "11000")
 
-	rt.now = 11000
+	rt.Now = 11000
 	fireTimer(t, op, c, 11000)
 	if n := st.state.size(); n != 2 {
 		t.Fatalf("after the sweep at 11s: %d keys, want 2 (both written at 5s)", n)
 	}
 	expect(t, "next sweep when the oldest key expires", timers(rt), "11000", "15000")
 
-	rt.now = 14000
+	rt.Now = 14000
 	process(t, op, c, ins("b", 2, sec(0)))
-	expect(t, "b updated", c.take(), "-U(b, 1, 0s)", "+U(b, 2, 0s)")
+	expect(t, "b updated", c.Take(), "-U(b, 1, 0s)", "+U(b, 2, 0s)")
 
-	rt.now = 15000
+	rt.Now = 15000
 	fireTimer(t, op, c, 15000)
 	if n := st.state.size(); n != 1 {
 		t.Fatalf("after the sweep at 15s: %d keys, want 1 (a expired)", n)
 	}
 	expect(t, "sweep for b", timers(rt), "11000", "15000", "24000")
 
-	rt.now = 16000
+	rt.Now = 16000
 	process(t, op, c, ins("a", 3, sec(0)), ins("b", 3, sec(0)))
-	expect(t, "a forgotten, b kept", c.take(), "+I(a, 3, 0s)", "-U(b, 2, 0s)", "+U(b, 3, 0s)")
-	expect(t, "sweep output", c.take())
+	expect(t, "a forgotten, b kept", c.Take(), "+I(a, 3, 0s)", "-U(b, 2, 0s)", "+U(b, 3, 0s)")
+	expect(t, "sweep output", c.Take())
 }
 
 // Keep first writes its state once, so (as with Flink's OnCreateAndWrite
 // TTL) a key expires TTL after its first row however many rows follow; the
 // lazy check forgets it before any sweep ran.
 func TestDeduplicateKeepFirstTTL(t *testing.T) {
-	rt := &fakeRuntime{now: 1000}
+	rt := &fakeRuntime{Now: 1000}
 	op, err := NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: -1, StateTTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	open(t, op, rt)
-	c := &collector{}
+	c := newCollector()
 	process(t, op, c, ins("b", 1, sec(0)))
-	rt.now = 3000
+	rt.Now = 3000
 	process(t, op, c, ins("b", 2, sec(0)))
-	rt.now = 10999
+	rt.Now = 10999
 	process(t, op, c, ins("b", 3, sec(0)))
-	rt.now = 11000
+	rt.Now = 11000
 	process(t, op, c, ins("b", 4, sec(0)), ins("b", 5, sec(0)))
-	expect(t, "keep first with TTL", c.take(), "+I(b, 1, 0s)", "+I(b, 4, 0s)")
+	expect(t, "keep first with TTL", c.Take(), "+I(b, 1, 0s)", "+I(b, 4, 0s)")
 	expect(t, "timers", timers(rt), "11000")
 }
 
@@ -188,7 +188,7 @@ func TestDeduplicateErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	open(t, op, &fakeRuntime{})
-	c := &collector{}
+	c := newCollector()
 	if err := op.ProcessBatch(0, batchOf(t, del("a", 1, sec(1))), c); err == nil || !strings.Contains(err.Error(), "insert-only") {
 		t.Errorf("a -D row: got %v, want an insert-only error", err)
 	}
@@ -217,7 +217,7 @@ func fireTimer(t *testing.T, op exec.Operator, c *collector, ts int64) {
 
 func timers(rt *fakeRuntime) []string {
 	var s []string
-	for _, t := range rt.timers {
+	for _, t := range rt.Timers {
 		s = append(s, fmt.Sprint(t))
 	}
 	return s

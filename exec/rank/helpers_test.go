@@ -2,7 +2,7 @@ package rank
 
 import (
 	"fmt"
-	"strings"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"testing"
 	"time"
 
@@ -10,72 +10,22 @@ import (
 	"github.com/flinksql/flinksql/sql/types"
 )
 
-// collector records what an operator emits, one string per row or
-// watermark.
-type collector struct{ events []string }
+// collector records what an operator emits; newCollector prints
+// timestamps and watermarks with formatTime.
+type collector = optest.Collector
 
-func (c *collector) Push(b *types.Batch) error {
-	for i, r := range b.Rows {
-		c.events = append(c.events, b.Kinds[i].String()+"("+formatRow(r)+")")
-	}
-	return nil
-}
+func newCollector() *collector { return &collector{Time: formatTime} }
 
-func (c *collector) PushWatermark(wm int64) error {
-	if wm == exec.MaxWatermark {
-		c.events = append(c.events, "WM(max)")
-	} else {
-		c.events = append(c.events, fmt.Sprintf("WM(%s)", formatTime(wm)))
-	}
-	return nil
-}
+func formatRow(r types.Row) string { return newCollector().Format(r) }
 
-func (c *collector) take() []string {
-	e := c.events
-	c.events = nil
-	return e
-}
+// fakeRuntime is a test's OperatorContext with a settable clock.
+type fakeRuntime = optest.Runtime
+
+var expect = optest.Expect
 
 // formatTime prints a timestamp as seconds after the Unix epoch, e.g. 9.999s.
 func formatTime(ms int64) string {
 	return fmt.Sprintf("%gs", float64(ms)/1000)
-}
-
-func formatRow(r types.Row) string {
-	parts := make([]string, len(r))
-	for i, v := range r {
-		switch v.K {
-		case types.KindNull:
-			parts[i] = "NULL"
-		case types.KindInt:
-			parts[i] = fmt.Sprint(v.N)
-		case types.KindString:
-			parts[i] = v.S
-		case types.KindTimestamp:
-			parts[i] = formatTime(v.Millis())
-		default:
-			parts[i] = fmt.Sprintf("%v", v)
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// fakeRuntime is a test's OperatorContext with a settable clock.
-type fakeRuntime struct {
-	now     int64
-	timers  []int64
-	metrics exec.OperatorMetrics
-}
-
-func (f *fakeRuntime) ctx() *exec.OperatorContext {
-	return &exec.OperatorContext{
-		Name:                    "rank",
-		Parallelism:             1,
-		MaxParallelism:          128,
-		Now:                     func() int64 { return f.now },
-		RegisterProcessingTimer: func(t int64) { f.timers = append(f.timers, t) },
-		Metrics:                 &f.metrics,
-	}
 }
 
 // rowSpec is a test row: its kind and its values, written as Go values
@@ -120,7 +70,7 @@ func batchOf(t *testing.T, rows ...rowSpec) *types.Batch {
 
 func open(t *testing.T, op exec.Operator, rt *fakeRuntime) {
 	t.Helper()
-	if err := op.Open(rt.ctx()); err != nil {
+	if err := op.Open(rt.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -145,13 +95,6 @@ func watermark(t *testing.T, op exec.Operator, c *collector, wm int64) {
 	t.Helper()
 	if err := op.ProcessWatermark(wm, c); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func expect(t *testing.T, what string, got []string, want ...string) {
-	t.Helper()
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("%s:\ngot:\n  %s\nwant:\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -39,148 +41,11 @@ const (
 	tagProgress   = 'p'
 )
 
-const (
-	markDirty     = 1 // changed since the last snapshot
-	markPersisted = 2 // present in the checkpointed store
-)
-
-const defaultMaxParallelism = 128
-
-func maxParallelism(ctx *exec.OperatorContext) int {
-	if ctx == nil || ctx.MaxParallelism <= 0 {
-		return defaultMaxParallelism
-	}
-	return ctx.MaxParallelism
-}
-
 var (
 	_ exec.CheckpointedOperator = (*dedup)(nil)
 	_ exec.CheckpointedOperator = (*topN)(nil)
 	_ exec.CheckpointedOperator = (*windowRank)(nil)
 )
-
-// changes tracks the entries of a keyTable-indexed store that changed since
-// the last snapshot. Tracking starts with the first snapshot or a restore.
-type changes struct {
-	tracking  bool
-	marks     []uint8
-	dirty     []int32
-	delKeys   []byte
-	delEnds   []int
-	delHashes []uint64
-}
-
-func (c *changes) grow(id int32) {
-	for int(id) >= len(c.marks) {
-		c.marks = append(c.marks, 0)
-	}
-}
-
-func (c *changes) touch(id int32) {
-	if !c.tracking {
-		return
-	}
-	c.grow(id)
-	if c.marks[id]&markDirty == 0 {
-		c.marks[id] |= markDirty
-		c.dirty = append(c.dirty, id)
-	}
-}
-
-func (c *changes) removed(id int32, h uint64, tag byte, key []types.Value) {
-	if !c.tracking {
-		return
-	}
-	c.grow(id)
-	if c.marks[id]&markPersisted != 0 {
-		c.delKeys = appendKey(c.delKeys, tag, key)
-		c.delEnds = append(c.delEnds, len(c.delKeys))
-		c.delHashes = append(c.delHashes, h)
-	}
-	c.marks[id] = 0
-}
-
-func (c *changes) restored(id int32) {
-	c.tracking = true
-	c.grow(id)
-	c.marks[id] = markPersisted
-}
-
-// write writes Deletes, then Puts of the dirty live ids (every live id when
-// full). enc appends an id's entry to buf: key out[:k], value out[k:].
-func (c *changes) write(w exec.StateWriter, maxPar int, live func(id int32) bool, span int,
-	enc func(buf []byte, id int32) (out []byte, k int, h uint64), buf *[]byte) error {
-	start := 0
-	for i, end := range c.delEnds {
-		if err := w.Delete(types.KeyGroup(c.delHashes[i], maxPar), c.delKeys[start:end]); err != nil {
-			return err
-		}
-		start = end
-	}
-	c.delKeys, c.delEnds, c.delHashes = c.delKeys[:0], c.delEnds[:0], c.delHashes[:0]
-	put := func(id int32) error {
-		out, k, h := enc((*buf)[:0], id)
-		*buf = out
-		c.grow(id)
-		c.marks[id] = markPersisted
-		return w.Put(types.KeyGroup(h, maxPar), out[:k], out[k:])
-	}
-	if w.Full() || !c.tracking {
-		for id := int32(0); int(id) < span; id++ {
-			if live(id) {
-				if err := put(id); err != nil {
-					return err
-				}
-			}
-		}
-	} else {
-		for _, id := range c.dirty {
-			if c.marks[id]&markDirty != 0 && live(id) {
-				if err := put(id); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	c.dirty = c.dirty[:0]
-	c.tracking = true
-	return nil
-}
-
-func appendKey(dst []byte, tag byte, key []types.Value) []byte {
-	dst = append(dst, tag)
-	for _, v := range key {
-		dst = types.AppendValue(dst, v)
-	}
-	return dst
-}
-
-func decodeKey(src []byte, n int) ([]types.Value, []byte, error) {
-	if len(src) == 0 {
-		return nil, nil, fmt.Errorf("empty state key")
-	}
-	src = src[1:]
-	key := make([]types.Value, n)
-	var err error
-	for i := range key {
-		if key[i], src, err = types.DecodeValue(src); err != nil {
-			return nil, nil, fmt.Errorf("state key: %w", err)
-		}
-	}
-	return key, src, nil
-}
-
-// keyRow places key values at the key columns of a row of width w.
-func keyRow(cols []int, key []types.Value, w int) types.Row {
-	for _, c := range cols {
-		w = max(w, c+1)
-	}
-	row := make(types.Row, w)
-	for i, c := range cols {
-		row[c] = key[i]
-	}
-	return row
-}
 
 func decodeRows(src []byte) ([]types.Row, []byte, error) {
 	n, k := binary.Uvarint(src)
@@ -198,32 +63,13 @@ func decodeRows(src []byte) ([]types.Row, []byte, error) {
 	return rows, src, nil
 }
 
-type restoredEntry struct {
-	key, value []byte
-}
-
-func collect(r exec.StateReader) ([]restoredEntry, error) {
-	var out []restoredEntry
-	err := r.Each(func(_ int, key, value []byte) error {
-		out = append(out, restoredEntry{key: slices.Clone(key), value: slices.Clone(value)})
-		return nil
-	})
-	return out, err
-}
-
-// key returns the key values of id.
-func (t *keyTable) key(id int32) []types.Value {
-	w := len(t.cols)
-	return t.vals[int(id)*w : int(id+1)*w : int(id+1)*w]
-}
-
 // Deduplication.
 
 // RestoreState implements exec.CheckpointedOperator; entries are applied
 // at Open.
 func (d *dedup) RestoreState(r exec.StateReader) error {
 	var err error
-	if d.restored, err = collect(r); err != nil {
+	if d.restored, err = snapshot.Collect(r); err != nil {
 		return fmt.Errorf("deduplicate: restoring state: %w", err)
 	}
 	return nil
@@ -235,16 +81,14 @@ func (d *dedup) SnapshotState(_ exec.CheckpointID, w exec.StateWriter) error {
 	if !ok {
 		return nil // no row yet
 	}
-	if err := st.changes.write(w, maxParallelism(d.ttl.ctx), st.keys.inUseAt, st.keys.span(), st.encode, &d.snapBuf); err != nil {
+	if err := st.changes.Write(w, snapshot.MaxParallelism(d.ttl.ctx), w.Full(), st.keys.InUse, st.keys.Span(), st.encode, &d.snapBuf); err != nil {
 		return fmt.Errorf("deduplicate: snapshot: %w", err)
 	}
 	return nil
 }
 
-func (t *keyTable) inUseAt(id int32) bool { return t.used[id] }
-
 func (s *heapDedupStore) encode(buf []byte, id int32) ([]byte, int, uint64) {
-	buf = appendKey(buf, tagDedup, s.keys.key(id))
+	buf = keyed.AppendKey(buf, tagDedup, s.keys.Key(id))
 	k := len(buf)
 	e := s.entries[id]
 	buf = binary.AppendVarint(buf, e.rowtime)
@@ -252,7 +96,7 @@ func (s *heapDedupStore) encode(buf []byte, id int32) ([]byte, int, uint64) {
 	if s.width > 0 {
 		buf = types.AppendRow(buf, s.kept(id))
 	}
-	return buf, k, s.keys.hashes[id]
+	return buf, k, s.keys.Hash(id)
 }
 
 func (d *dedup) applyRestored() error {
@@ -269,16 +113,16 @@ func (d *dedup) applyRestored() error {
 	var all []decoded
 	width := 0
 	for _, e := range entries {
-		if len(e.key) == 0 || e.key[0] != tagDedup {
+		if len(e.Key) == 0 || e.Key[0] != tagDedup {
 			return fmt.Errorf("deduplicate: restoring state: unknown entry")
 		}
-		key, rest, err := decodeKey(e.key, len(d.spec.KeyCols))
+		key, rest, err := keyed.DecodeKey(e.Key, len(d.spec.KeyCols))
 		if err != nil || len(rest) != 0 {
-			return fmt.Errorf("deduplicate: restoring state: malformed key %x", e.key)
+			return fmt.Errorf("deduplicate: restoring state: malformed key %x", e.Key)
 		}
 		var x decoded
 		x.key = key
-		v := e.value
+		v := e.Value
 		var k1, k2 int
 		x.rowtime, k1 = binary.Varint(v)
 		if k1 > 0 {
@@ -300,11 +144,11 @@ func (d *dedup) applyRestored() error {
 		all = append(all, x)
 	}
 	st := newHeapDedupStore(d.spec.KeyCols, width)
-	st.changes.tracking = true
+	st.changes.Tracking = true
 	d.state = st
 	oldest := int64(math.MaxInt64)
 	for _, x := range all {
-		row := keyRow(d.spec.KeyCols, x.key, 0)
+		row := keyed.Row(d.spec.KeyCols, x.key)
 		id, added := st.lookup(row, types.HashColumns(row, d.spec.KeyCols))
 		if !added {
 			return fmt.Errorf("deduplicate: restoring state: key restored twice")
@@ -316,7 +160,7 @@ func (d *dedup) applyRestored() error {
 			}
 			copy(st.kept(id), x.row)
 		}
-		st.changes.restored(id)
+		st.changes.Restored(id)
 		oldest = min(oldest, x.written)
 	}
 	if d.ttl.enabled() {
@@ -331,7 +175,7 @@ func (d *dedup) applyRestored() error {
 // at Open.
 func (t *topN) RestoreState(r exec.StateReader) error {
 	var err error
-	if t.restored, err = collect(r); err != nil {
+	if t.restored, err = snapshot.Collect(r); err != nil {
 		return fmt.Errorf("rank: restoring state: %w", err)
 	}
 	return nil
@@ -343,14 +187,14 @@ func (t *topN) SnapshotState(_ exec.CheckpointID, w exec.StateWriter) error {
 	if !ok {
 		return nil
 	}
-	if err := st.changes.write(w, maxParallelism(t.ttl.ctx), st.keys.inUseAt, st.keys.span(), st.encode, &t.snapBuf); err != nil {
+	if err := st.changes.Write(w, snapshot.MaxParallelism(t.ttl.ctx), w.Full(), st.keys.InUse, st.keys.Span(), st.encode, &t.snapBuf); err != nil {
 		return fmt.Errorf("rank: snapshot: %w", err)
 	}
 	return nil
 }
 
 func (s *heapRankStore) encode(buf []byte, id int32) ([]byte, int, uint64) {
-	buf = appendKey(buf, tagTopN, s.keys.key(id))
+	buf = keyed.AppendKey(buf, tagTopN, s.keys.Key(id))
 	k := len(buf)
 	p := s.parts[id]
 	buf = binary.AppendVarint(buf, p.written)
@@ -358,7 +202,7 @@ func (s *heapRankStore) encode(buf []byte, id int32) ([]byte, int, uint64) {
 	for i := range p.len() {
 		buf = types.AppendRow(buf, p.at(i))
 	}
-	return buf, k, s.keys.hashes[id]
+	return buf, k, s.keys.Hash(id)
 }
 
 func (t *topN) applyRestored() error {
@@ -367,26 +211,26 @@ func (t *topN) applyRestored() error {
 	var st *heapRankStore
 	oldest := int64(math.MaxInt64)
 	for _, e := range entries {
-		if len(e.key) == 0 || e.key[0] != tagTopN {
+		if len(e.Key) == 0 || e.Key[0] != tagTopN {
 			return fmt.Errorf("rank: restoring state: unknown entry")
 		}
-		key, rest, err := decodeKey(e.key, len(t.spec.PartitionCols))
+		key, rest, err := keyed.DecodeKey(e.Key, len(t.spec.PartitionCols))
 		if err != nil || len(rest) != 0 {
-			return fmt.Errorf("rank: restoring state: malformed key %x", e.key)
+			return fmt.Errorf("rank: restoring state: malformed key %x", e.Key)
 		}
-		written, k := binary.Varint(e.value)
+		written, k := binary.Varint(e.Value)
 		if k <= 0 {
 			return fmt.Errorf("rank: restoring state: malformed value")
 		}
-		rows, tail, err := decodeRows(e.value[k:])
+		rows, tail, err := decodeRows(e.Value[k:])
 		if err != nil || len(tail) != 0 || len(rows) == 0 {
 			return fmt.Errorf("rank: restoring state: malformed rows (%v)", err)
 		}
 		if st == nil {
 			st = newHeapRankStore(t.spec.PartitionCols, len(rows[0]))
-			st.changes.tracking = true
+			st.changes.Tracking = true
 		}
-		row := keyRow(t.spec.PartitionCols, key, 0)
+		row := keyed.Row(t.spec.PartitionCols, key)
 		id, p := st.partition(row, types.HashColumns(row, t.spec.PartitionCols))
 		if p.len() != 0 {
 			return fmt.Errorf("rank: restoring state: partition restored twice")
@@ -398,7 +242,7 @@ func (t *topN) applyRestored() error {
 			p.insert(i, r)
 		}
 		p.written = written
-		st.changes.restored(id)
+		st.changes.Restored(id)
 		oldest = min(oldest, written)
 	}
 	if st != nil {
@@ -416,7 +260,7 @@ func (t *topN) applyRestored() error {
 // at Open.
 func (w *windowRank) RestoreState(r exec.StateReader) error {
 	var err error
-	if w.restored, err = collect(r); err != nil {
+	if w.restored, err = snapshot.Collect(r); err != nil {
 		return fmt.Errorf("window rank: restoring state: %w", err)
 	}
 	w.restoring = true
@@ -424,7 +268,7 @@ func (w *windowRank) RestoreState(r exec.StateReader) error {
 }
 
 func appendWindowPartKey(dst []byte, key []types.Value, start, end int64) []byte {
-	dst = appendKey(dst, tagWindowPart, key)
+	dst = keyed.AppendKey(dst, tagWindowPart, key)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(start))
 	return binary.BigEndian.AppendUint64(dst, uint64(end))
 }
@@ -439,22 +283,18 @@ func (w *windowRank) hashOf(p *sortedRows) uint64 {
 // window and partition that changed since the last snapshot, the entries of
 // fired windows as Deletes, and the watermark.
 func (w *windowRank) SnapshotState(_ exec.CheckpointID, sw exec.StateWriter) error {
-	maxPar := maxParallelism(w.ctx)
-	start := 0
-	for i, end := range w.delEnds {
-		if err := sw.Delete(w.delGroups[i], w.delKeys[start:end]); err != nil {
-			return fmt.Errorf("window rank: snapshot: %w", err)
-		}
-		start = end
+	maxPar := snapshot.MaxParallelism(w.ctx)
+	if err := w.dels.Write(sw, maxPar); err != nil {
+		return fmt.Errorf("window rank: snapshot: %w", err)
 	}
-	w.delKeys, w.delEnds, w.delGroups = w.delKeys[:0], w.delEnds[:0], w.delGroups[:0]
+	w.dels.Reset()
 	full := sw.Full() || !w.tracking
 	for _, win := range w.windows {
 		for id, p := range win.parts {
-			if p.len() == 0 || (!full && win.marks[id]&markDirty == 0) {
+			if p.len() == 0 || (!full && win.marks[id]&snapshot.MarkDirty == 0) {
 				continue
 			}
-			b := appendWindowPartKey(w.snapBuf[:0], win.keys.key(int32(id)), win.start, win.end)
+			b := appendWindowPartKey(w.snapBuf[:0], win.keys.Key(int32(id)), win.start, win.end)
 			k := len(b)
 			b = binary.AppendUvarint(b, uint64(id))
 			b = binary.AppendUvarint(b, uint64(p.len()))
@@ -465,7 +305,7 @@ func (w *windowRank) SnapshotState(_ exec.CheckpointID, sw exec.StateWriter) err
 			if err := sw.Put(types.KeyGroup(w.hashOf(p), maxPar), b[:k], b[k:]); err != nil {
 				return fmt.Errorf("window rank: snapshot: %w", err)
 			}
-			win.marks[id] = markPersisted
+			win.marks[id] = snapshot.MarkPersisted
 		}
 	}
 	w.tracking = true
@@ -492,7 +332,7 @@ func (w *windowRank) touch(win *rankWindow, id int32) {
 	for int(id) >= len(win.marks) {
 		win.marks = append(win.marks, 0)
 	}
-	win.marks[id] |= markDirty
+	win.marks[id] |= snapshot.MarkDirty
 }
 
 // dropped records the entries of a fired window for deletion.
@@ -500,12 +340,9 @@ func (w *windowRank) dropped(win *rankWindow) {
 	if !w.tracking {
 		return
 	}
-	maxPar := maxParallelism(w.ctx)
 	for id, p := range win.parts {
-		if id < len(win.marks) && win.marks[id]&markPersisted != 0 && p.len() > 0 {
-			w.delKeys = appendWindowPartKey(w.delKeys, win.keys.key(int32(id)), win.start, win.end)
-			w.delEnds = append(w.delEnds, len(w.delKeys))
-			w.delGroups = append(w.delGroups, types.KeyGroup(w.hashOf(p), maxPar))
+		if id < len(win.marks) && win.marks[id]&snapshot.MarkPersisted != 0 && p.len() > 0 {
+			w.dels.Add(appendWindowPartKey(w.dels.Buffer(), win.keys.Key(int32(id)), win.start, win.end), w.hashOf(p))
 		}
 	}
 }
@@ -527,13 +364,13 @@ func (w *windowRank) applyRestored() error {
 	var parts []restoredPart
 	first := true
 	for _, e := range entries {
-		if len(e.key) == 0 {
+		if len(e.Key) == 0 {
 			return fmt.Errorf("window rank: restoring state: empty key")
 		}
-		switch e.key[0] {
+		switch e.Key[0] {
 		case tagProgress:
-			wm, k := binary.Varint(e.value)
-			if k <= 0 || k != len(e.value) {
+			wm, k := binary.Varint(e.Value)
+			if k <= 0 || k != len(e.Value) {
 				return fmt.Errorf("window rank: restoring state: malformed watermark")
 			}
 			if first {
@@ -542,22 +379,22 @@ func (w *windowRank) applyRestored() error {
 				w.wm = min(w.wm, wm)
 			}
 		case tagWindowPart:
-			key, rest, err := decodeKey(e.key, len(w.spec.PartitionCols))
+			key, rest, err := keyed.DecodeKey(e.Key, len(w.spec.PartitionCols))
 			if err != nil || len(rest) != 16 {
-				return fmt.Errorf("window rank: restoring state: malformed key %x", e.key)
+				return fmt.Errorf("window rank: restoring state: malformed key %x", e.Key)
 			}
-			order, k := binary.Uvarint(e.value)
+			order, k := binary.Uvarint(e.Value)
 			if k <= 0 {
 				return fmt.Errorf("window rank: restoring state: malformed value")
 			}
-			rows, tail, err := decodeRows(e.value[k:])
+			rows, tail, err := decodeRows(e.Value[k:])
 			if err != nil || len(tail) != 0 || len(rows) == 0 {
 				return fmt.Errorf("window rank: restoring state: malformed rows (%v)", err)
 			}
 			parts = append(parts, restoredPart{key: key, order: order, rows: rows,
 				start: int64(binary.BigEndian.Uint64(rest[:8])), end: int64(binary.BigEndian.Uint64(rest[8:]))})
 		default:
-			return fmt.Errorf("window rank: restoring state: unknown entry kind %q", e.key[0])
+			return fmt.Errorf("window rank: restoring state: unknown entry kind %q", e.Key[0])
 		}
 	}
 	// Partitions go back into their windows in their order of first arrival,
@@ -582,8 +419,8 @@ func (w *windowRank) applyRestored() error {
 		if win == nil {
 			continue // fired at the restored watermark (a rescale brought an older one)
 		}
-		row := keyRow(w.spec.PartitionCols, rp.key, 0)
-		id, added := win.keys.lookup(row, types.HashColumns(row, w.spec.PartitionCols))
+		row := keyed.Row(w.spec.PartitionCols, rp.key)
+		id, added := win.keys.Lookup(row, types.HashColumns(row, w.spec.PartitionCols))
 		if !added {
 			return fmt.Errorf("window rank: restoring state: partition restored twice")
 		}
@@ -600,7 +437,7 @@ func (w *windowRank) applyRestored() error {
 		for int(id) >= len(win.marks) {
 			win.marks = append(win.marks, 0)
 		}
-		win.marks[id] = markPersisted
+		win.marks[id] = snapshot.MarkPersisted
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -97,7 +99,7 @@ type topN struct {
 	state      rankStore
 	em         emitter
 
-	restored []restoredEntry // from RestoreState, applied at Open
+	restored []snapshot.Entry // from RestoreState, applied at Open
 	snapBuf  []byte
 }
 
@@ -269,18 +271,18 @@ func (t *topN) Close() error                                     { t.state = nil
 
 // heapRankStore is the in-memory rankStore.
 type heapRankStore struct {
-	keys    *keyTable
+	keys    *keyed.Table
 	width   int
 	parts   []*sortedRows // by partition id; kept for reuse after release
-	changes changes
+	changes snapshot.Changes
 }
 
 func newHeapRankStore(partCols []int, width int) *heapRankStore {
-	return &heapRankStore{keys: newKeyTable(partCols), width: width}
+	return &heapRankStore{keys: keyed.NewTable(partCols), width: width}
 }
 
 func (s *heapRankStore) partition(row types.Row, h uint64) (int32, *sortedRows) {
-	id, _ := s.keys.lookup(row, h)
+	id, _ := s.keys.Lookup(row, h)
 	if int(id) == len(s.parts) {
 		s.parts = append(s.parts, &sortedRows{width: s.width})
 	}
@@ -288,15 +290,15 @@ func (s *heapRankStore) partition(row types.Row, h uint64) (int32, *sortedRows) 
 }
 
 func (s *heapRankStore) release(id int32) {
-	s.changes.removed(id, s.keys.hashes[id], tagTopN, s.keys.key(id))
+	s.changes.Removed(id, s.keys.Hash(id), tagTopN, s.keys.Key(id))
 	s.parts[id].reset()
-	s.keys.release(id)
+	s.keys.Release(id)
 }
 
 func (s *heapRankStore) expire(cutoff int64) int64 {
 	oldest := int64(math.MaxInt64)
-	for id := int32(0); int(id) < s.keys.span(); id++ {
-		if !s.keys.inUse(id) {
+	for id := int32(0); int(id) < s.keys.Span(); id++ {
+		if !s.keys.InUse(id) {
 			continue
 		}
 		if w := s.parts[id].written; w <= cutoff {
@@ -308,6 +310,6 @@ func (s *heapRankStore) expire(cutoff int64) int64 {
 	return oldest
 }
 
-func (s *heapRankStore) size() int { return s.keys.size() }
+func (s *heapRankStore) size() int { return s.keys.Size() }
 
-func (s *heapRankStore) touch(id int32) { s.changes.touch(id) }
+func (s *heapRankStore) touch(id int32) { s.changes.Touch(id) }

@@ -136,13 +136,13 @@ func TestTopN(t *testing.T) {
 					t.Fatal(err)
 				}
 				open(t, op, &fakeRuntime{})
-				c := &collector{}
+				c := newCollector()
 				if oneBatch {
 					process(t, op, c, tc.in...)
 				} else {
 					processEach(t, op, c, tc.in...)
 				}
-				expect(t, tc.name, c.take(), tc.want...)
+				expect(t, tc.name, c.Take(), tc.want...)
 			}
 		})
 	}
@@ -212,9 +212,9 @@ func TestRetractableTopN(t *testing.T) {
 				t.Fatal(err)
 			}
 			open(t, op, &fakeRuntime{})
-			c := &collector{}
+			c := newCollector()
 			processEach(t, op, c, in...)
-			expect(t, tc.name, c.take(), tc.want...)
+			expect(t, tc.name, c.Take(), tc.want...)
 		})
 	}
 }
@@ -225,38 +225,38 @@ func TestRetractableTopNDuplicates(t *testing.T) {
 		t.Fatal(err)
 	}
 	open(t, op, &fakeRuntime{})
-	c := &collector{}
+	c := newCollector()
 	// Two equal rows: one retraction removes one of them.
 	processEach(t, op, c, ins("A", "a", 1), ins("A", "a", 1), del("A", "a", 1), del("A", "a", 1), del("A", "a", 1))
-	expect(t, "duplicates", c.take(), "+I(A, a, 1)", "-D(A, a, 1)", "+I(A, a, 1)", "-D(A, a, 1)")
+	expect(t, "duplicates", c.Take(), "+I(A, a, 1)", "-D(A, a, 1)", "+I(A, a, 1)", "-D(A, a, 1)")
 	if n := op.(*topN).state.size(); n != 0 {
 		t.Errorf("%d partitions left after every row was retracted", n)
 	}
 }
 
 func TestTopNTTL(t *testing.T) {
-	rt := &fakeRuntime{now: 0}
+	rt := &fakeRuntime{Now: 0}
 	op, err := NewRank(RankSpec{PartitionCols: []int{0}, SortKeys: byPriceDesc, RankStart: 1, RankEnd: 1, StateTTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	open(t, op, rt)
-	c := &collector{}
+	c := newCollector()
 	process(t, op, c, ins("A", "x", 5), ins("B", "y", 5))
-	rt.now = 600
+	rt.Now = 600
 	process(t, op, c, ins("A", "z", 6), ins("B", "w", 1)) // w is not ranked: B is not written
-	expect(t, "before expiry", c.take(), "+I(A, x, 5)", "+I(B, y, 5)", "-D(A, x, 5)", "+I(A, z, 6)")
-	rt.now = 1000
+	expect(t, "before expiry", c.Take(), "+I(A, x, 5)", "+I(B, y, 5)", "-D(A, x, 5)", "+I(A, z, 6)")
+	rt.Now = 1000
 	fireTimer(t, op, c, 1000)
 	if n := op.(*topN).state.size(); n != 1 {
 		t.Fatalf("after the sweep at 1s: %d partitions, want 1", n)
 	}
-	rt.now = 1599
+	rt.Now = 1599
 	process(t, op, c, ins("A", "v", 1), ins("B", "u", 1))
-	expect(t, "after B expired", c.take(), "+I(B, u, 1)")
-	rt.now = 1600
+	expect(t, "after B expired", c.Take(), "+I(B, u, 1)")
+	rt.Now = 1600
 	process(t, op, c, ins("A", "t", 1)) // lazily expired
-	expect(t, "after A expired", c.take(), "+I(A, t, 1)")
+	expect(t, "after A expired", c.Take(), "+I(A, t, 1)")
 	expect(t, "timers", timers(rt), "1000", "1600")
 }
 
@@ -276,13 +276,13 @@ func TestTopNErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	open(t, op, &fakeRuntime{})
-	err = op.ProcessBatch(0, batchOf(t, del("A", "a", 1)), &collector{})
+	err = op.ProcessBatch(0, batchOf(t, del("A", "a", 1)), newCollector())
 	if err == nil || !strings.Contains(err.Error(), "insert-only") {
 		t.Errorf("append-only Top-N with a -D row: got %v", err)
 	}
 	wide, _ := NewRank(RankSpec{SortKeys: []exec.SortKey{{Col: 7}}, RankStart: 1, RankEnd: 1})
 	open(t, wide, &fakeRuntime{})
-	err = wide.ProcessBatch(0, batchOf(t, ins("A", "a", 1)), &collector{})
+	err = wide.ProcessBatch(0, batchOf(t, ins("A", "a", 1)), newCollector())
 	if err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Errorf("sort column beyond the row: got %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -70,9 +72,9 @@ func NewWindowRank(spec WindowRankSpec) (exec.Operator, error) {
 type rankWindow struct {
 	start, end int64
 	fire       int64 // the watermark at which the window fires
-	keys       *keyTable
+	keys       *keyed.Table
 	parts      []*sortedRows // by partition id, which is the order of first arrival
-	marks      []uint8       // per partition id: markDirty, markPersisted
+	marks      []uint8       // per partition id: snapshot.MarkDirty, snapshot.MarkPersisted
 }
 
 type windowRank struct {
@@ -93,13 +95,11 @@ type windowRank struct {
 	// checkpointing: see snapshot.go
 	ctx       *exec.OperatorContext
 	hashCols  []int // partition columns, window_start, window_end: how the input is hashed
-	restored  []restoredEntry
+	restored  []snapshot.Entry
 	restoring bool
 	snapBuf   []byte
 	tracking  bool
-	delKeys   []byte
-	delEnds   []int
-	delGroups []int
+	dels      snapshot.Deletes
 }
 
 func (w *windowRank) Open(ctx *exec.OperatorContext) error {
@@ -140,7 +140,7 @@ func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error 
 			}
 			w.last = win
 		}
-		id, added := win.keys.lookup(row, types.HashColumns(row, w.spec.PartitionCols))
+		id, added := win.keys.Lookup(row, types.HashColumns(row, w.spec.PartitionCols))
 		if added && int(id) == len(win.parts) {
 			win.parts = append(win.parts, w.newPart())
 		}
@@ -177,7 +177,7 @@ func (w *windowRank) window(start, end int64) *rankWindow {
 		win = w.spareWins[n-1]
 		w.spareWins = w.spareWins[:n-1]
 	} else {
-		win = &rankWindow{keys: newKeyTable(w.spec.PartitionCols)}
+		win = &rankWindow{keys: keyed.NewTable(w.spec.PartitionCols)}
 	}
 	win.start, win.end, win.fire = start, end, fire
 	w.windows = append(w.windows, nil)
@@ -252,7 +252,7 @@ func (w *windowRank) fire() error {
 		}
 		clear(win.parts)
 		win.parts = win.parts[:0]
-		win.keys.reset()
+		win.keys.Reset()
 		w.spareWins = append(w.spareWins, win)
 		n++
 	}

@@ -22,14 +22,14 @@ func TestWindowTopN(t *testing.T) {
 	}
 	rt := &fakeRuntime{}
 	open(t, op, rt)
-	c := &collector{}
+	c := newCollector()
 	process(t, op, c, w1("A", 5), w1("B", 7), w2("B", 1), w1("A", 9), w1("A", 3))
 	process(t, op, c, w1("B", 2), w1("B", 8), w1("B", 8))
 	watermark(t, op, c, 9998)
-	expect(t, "before window_end - 1", c.take(), "WM(9.998s)")
+	expect(t, "before window_end - 1", c.Take(), "WM(9.998s)")
 
 	watermark(t, op, c, 9999)
-	expect(t, "first window", c.take(),
+	expect(t, "first window", c.Take(),
 		"+I(A, 9, 0s, 10s, 1)", "+I(A, 5, 0s, 10s, 2)",
 		// The second 8 ties with the first and ranks 3.
 		"+I(B, 8, 0s, 10s, 1)", "+I(B, 8, 0s, 10s, 2)",
@@ -37,11 +37,11 @@ func TestWindowTopN(t *testing.T) {
 	)
 
 	process(t, op, c, w1("A", 100), w2("A", 4), w2("A", 6), w1("B", 1))
-	if n := rt.metrics.LateRowsDropped.Load(); n != 2 {
+	if n := rt.Metrics.LateRowsDropped.Load(); n != 2 {
 		t.Errorf("late rows dropped: %d, want 2", n)
 	}
 	watermark(t, op, c, exec.MaxWatermark)
-	expect(t, "second window", c.take(),
+	expect(t, "second window", c.Take(),
 		"+I(B, 1, 10s, 20s, 1)",
 		"+I(A, 6, 10s, 20s, 1)", "+I(A, 4, 10s, 20s, 2)",
 		"WM(max)",
@@ -49,7 +49,7 @@ func TestWindowTopN(t *testing.T) {
 	if err := op.Finish(c); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, "finish", c.take())
+	expect(t, "finish", c.Take())
 }
 
 func TestWindowTopNRange(t *testing.T) {
@@ -61,11 +61,11 @@ func TestWindowTopNRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	open(t, op, &fakeRuntime{})
-	c := &collector{}
+	c := newCollector()
 	// Windows arrive out of order; they still fire by window_end.
 	process(t, op, c, w2("A", 1), w2("A", 2), w1("A", 1), w1("A", 4), w1("A", 3), w1("A", 2))
 	watermark(t, op, c, 30000)
-	expect(t, "ranks 2 and 3", c.take(),
+	expect(t, "ranks 2 and 3", c.Take(),
 		"+I(A, 3, 0s, 10s)", "+I(A, 2, 0s, 10s)",
 		"+I(A, 1, 10s, 20s)",
 		"WM(30s)",
@@ -113,10 +113,10 @@ func TestWindowDeduplicate(t *testing.T) {
 				t.Fatal(err)
 			}
 			open(t, op, &fakeRuntime{})
-			c := &collector{}
+			c := newCollector()
 			process(t, op, c, in...)
 			watermark(t, op, c, 9999)
-			expect(t, tc.name, c.take(), append(tc.want, "WM(9.999s)")...)
+			expect(t, tc.name, c.Take(), append(tc.want, "WM(9.999s)")...)
 		})
 	}
 }
@@ -133,12 +133,12 @@ func TestWindowRankTimeZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	open(t, op, &fakeRuntime{})
-	c := &collector{}
+	c := newCollector()
 	process(t, op, c, ins("A", 1, 9*time.Hour, 10*time.Hour))
 	watermark(t, op, c, (8*time.Hour).Milliseconds()-2)
-	expect(t, "not yet", c.take(), "WM(28799.998s)")
+	expect(t, "not yet", c.Take(), "WM(28799.998s)")
 	watermark(t, op, c, (8*time.Hour).Milliseconds()-1)
-	expect(t, "fired", c.take(), "+I(A, 1, 32400s, 36000s)", "WM(28799.999s)")
+	expect(t, "fired", c.Take(), "+I(A, 1, 32400s, 36000s)", "WM(28799.999s)")
 }
 
 func TestWindowRankErrors(t *testing.T) {
@@ -156,10 +156,10 @@ func TestWindowRankErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	open(t, op, &fakeRuntime{})
-	if err := op.ProcessBatch(0, batchOf(t, ins("A", 1, nil, sec(1))), &collector{}); err == nil {
+	if err := op.ProcessBatch(0, batchOf(t, ins("A", 1, nil, sec(1))), newCollector()); err == nil {
 		t.Error("NULL window_start accepted")
 	}
-	if err := op.ProcessBatch(0, batchOf(t, ub("A", 1, sec(0), sec(1))), &collector{}); err == nil {
+	if err := op.ProcessBatch(0, batchOf(t, ub("A", 1, sec(0), sec(1))), newCollector()); err == nil {
 		t.Error("-U row accepted")
 	}
 }

@@ -50,7 +50,7 @@ func benchWindow(b *testing.B, w exec.WindowSpec) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := op.Open((&fakeRuntime{}).ctx()); err != nil {
+	if err := op.Open((&fakeRuntime{}).Context()); err != nil {
 		b.Fatal(err)
 	}
 	batch := types.NewBatch(3, batchSize)
@@ -109,7 +109,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := op.Open((&fakeRuntime{}).ctx()); err != nil {
+		if err := op.Open((&fakeRuntime{}).Context()); err != nil {
 			t.Fatal(err)
 		}
 		const keys, rowsPerMs = 1000, 10

@@ -2,8 +2,8 @@ package window
 
 import (
 	"fmt"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"slices"
-	"sort"
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
@@ -11,91 +11,10 @@ import (
 	"github.com/flinksql/flinksql/sql/types"
 )
 
-// memStore is a checkpointed state store for tests: it applies the Puts and
-// Deletes of snapshots and replays the entries as a StateReader.
-type memStore struct {
-	entries    map[string]memEntry
-	full       bool
-	puts, dels int
-}
+// memStore is the checkpoint store of these tests.
+type memStore = optest.Store
 
-type memEntry struct {
-	kg    int
-	value []byte
-}
-
-func newMemStore() *memStore { return &memStore{entries: map[string]memEntry{}, full: true} }
-
-func (m *memStore) Full() bool { return m.full }
-
-func (m *memStore) Put(kg int, key, value []byte) error {
-	if kg != exec.KeyGroupNone && (kg < 0 || kg >= 128) {
-		return fmt.Errorf("key group %d out of range", kg)
-	}
-	if e, ok := m.entries[string(key)]; ok && e.kg != kg {
-		return fmt.Errorf("key %x moved from key group %d to %d", key, e.kg, kg)
-	}
-	m.entries[string(key)] = memEntry{kg: kg, value: slices.Clone(value)}
-	m.puts++
-	return nil
-}
-
-func (m *memStore) Delete(kg int, key []byte) error {
-	if e, ok := m.entries[string(key)]; ok && e.kg != kg {
-		return fmt.Errorf("delete of key %x in key group %d, stored in %d", key, kg, e.kg)
-	}
-	delete(m.entries, string(key))
-	m.dels++
-	return nil
-}
-
-func (m *memStore) snapshot(t *testing.T, op exec.Operator, id exec.CheckpointID) {
-	t.Helper()
-	m.puts, m.dels = 0, 0
-	if err := op.(exec.CheckpointedOperator).SnapshotState(id, m); err != nil {
-		t.Fatal(err)
-	}
-	m.full = false
-}
-
-func (m *memStore) clone() *memStore {
-	c := &memStore{entries: make(map[string]memEntry, len(m.entries)), full: true}
-	for k, e := range m.entries {
-		c.entries[k] = e
-	}
-	return c
-}
-
-// keyed counts the keyed entries.
-func (m *memStore) keyed() int {
-	n := 0
-	for _, e := range m.entries {
-		if e.kg != exec.KeyGroupNone {
-			n++
-		}
-	}
-	return n
-}
-
-func (m *memStore) Each(fn func(kg int, key, value []byte) error) error {
-	keys := make([]string, 0, len(m.entries))
-	for k := range m.entries {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := m.entries[keys[i]], m.entries[keys[j]]
-		if a.kg != b.kg {
-			return a.kg < b.kg
-		}
-		return keys[i] < keys[j]
-	})
-	for _, k := range keys {
-		if err := fn(m.entries[k].kg, []byte(k), m.entries[k].value); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func newMemStore() *memStore { return optest.NewStore() }
 
 // step is one action of a script: a batch of rows, a watermark, or the clock
 // moving to a time (firing the processing timers due).
@@ -117,18 +36,7 @@ func (s step) run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector)
 	case s.wm != 0:
 		watermark(t, op, c, s.wm)
 	case s.clock != 0:
-		rt.now = s.clock
-		for {
-			sort.Slice(rt.timers, func(i, j int) bool { return rt.timers[i] < rt.timers[j] })
-			if len(rt.timers) == 0 || rt.timers[0] > rt.now {
-				return
-			}
-			ts := rt.timers[0]
-			rt.timers = rt.timers[1:]
-			if err := op.(exec.ProcessingTimeHandler).OnProcessingTime(ts, c); err != nil {
-				t.Fatal(err)
-			}
-		}
+		rt.AdvanceTo(t, s.clock, op, c)
 	}
 }
 
@@ -147,28 +55,28 @@ func checkRestores(t *testing.T, spec AggregateSpec, start int64, script []step,
 		return op
 	}
 	op := build()
-	rt := &fakeRuntime{now: start}
+	rt := &fakeRuntime{Now: start}
 	mustOpen(t, op, rt)
 	store := newMemStore()
-	store.snapshot(t, op, 1)
-	checkpoints := []*memStore{store.clone()}
-	clocks := []int64{rt.now}
+	store.Snapshot(t, op, 1)
+	checkpoints := []*memStore{store.Clone()}
+	clocks := []int64{rt.Now}
 	lateAt := []int64{0}
 	var outs [][]string
 	for i, s := range script {
-		c := &collector{}
+		c := newCollector()
 		s.run(t, op, rt, c)
-		outs = append(outs, c.events)
-		store.snapshot(t, op, exec.CheckpointID(i+2))
-		checkpoints = append(checkpoints, store.clone())
-		clocks = append(clocks, rt.now)
-		lateAt = append(lateAt, rt.metrics.LateRowsDropped.Load())
+		outs = append(outs, c.Events)
+		store.Snapshot(t, op, exec.CheckpointID(i+2))
+		checkpoints = append(checkpoints, store.Clone())
+		clocks = append(clocks, rt.Now)
+		lateAt = append(lateAt, rt.Metrics.LateRowsDropped.Load())
 	}
 	expect(t, "uninterrupted run", slices.Concat(outs...), want...)
-	if got := rt.metrics.LateRowsDropped.Load(); got != late {
+	if got := rt.Metrics.LateRowsDropped.Load(); got != late {
 		t.Errorf("uninterrupted run: %d late rows dropped, want %d", got, late)
 	}
-	if n := store.keyed(); n != 0 {
+	if n := store.Keyed(); n != 0 {
 		t.Errorf("%d keyed entries left in the checkpoint after every window fired", n)
 	}
 	for k := range checkpoints {
@@ -176,16 +84,16 @@ func checkRestores(t *testing.T, spec AggregateSpec, start int64, script []step,
 		if err := restored.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
 			t.Fatalf("restore at step %d: %v", k, err)
 		}
-		rt := &fakeRuntime{now: clocks[k]}
+		rt := &fakeRuntime{Now: clocks[k]}
 		mustOpen(t, restored, rt)
 		got := slices.Concat(outs[:k]...)
-		c := &collector{}
+		c := newCollector()
 		for _, s := range script[k:] {
 			s.run(t, restored, rt, c)
 		}
-		got = append(got, c.events...)
+		got = append(got, c.Events...)
 		expect(t, fmt.Sprintf("restored after step %d", k), got, want...)
-		if n := lateAt[k] + rt.metrics.LateRowsDropped.Load(); n != late {
+		if n := lateAt[k] + rt.Metrics.LateRowsDropped.Load(); n != late {
 			t.Errorf("restored after step %d: %d late rows dropped, want %d", k, n, late)
 		}
 	}
@@ -351,28 +259,28 @@ func TestSlicingSnapshotsAreIncremental(t *testing.T) {
 	}
 	rt := &fakeRuntime{}
 	mustOpen(t, op, rt)
-	c := &collector{}
+	c := newCollector()
 	var rows []in
 	for i := range 50 {
 		rows = append(rows, in{fmt.Sprintf("k%d", i), 1, sec(1)}, in{fmt.Sprintf("k%d", i), 1, sec(11)})
 	}
 	process(t, op, c, rows...)
 	store := newMemStore()
-	store.snapshot(t, op, 1)
-	if store.puts != 101 || store.dels != 0 { // 100 accumulators and the progress
-		t.Fatalf("full snapshot: %d puts, %d deletes", store.puts, store.dels)
+	store.Snapshot(t, op, 1)
+	if store.Puts != 101 || store.Dels != 0 { // 100 accumulators and the progress
+		t.Fatalf("full snapshot: %d puts, %d deletes", store.Puts, store.Dels)
 	}
 	process(t, op, c, in{"k1", 1, sec(2)}, in{"k1", 1, sec(3)}, in{"k2", 1, sec(12)}, in{"new", 1, sec(13)})
-	store.snapshot(t, op, 2)
-	if store.puts != 4 || store.dels != 0 { // k1 [0,10), k2 and new [10,20), progress
-		t.Fatalf("incremental snapshot: %d puts, %d deletes", store.puts, store.dels)
+	store.Snapshot(t, op, 2)
+	if store.Puts != 4 || store.Dels != 0 { // k1 [0,10), k2 and new [10,20), progress
+		t.Fatalf("incremental snapshot: %d puts, %d deletes", store.Puts, store.Dels)
 	}
 	watermark(t, op, c, sec(9.999))
-	store.snapshot(t, op, 3)
-	if store.puts != 1 || store.dels != 50 { // the progress; the 50 accumulators of [0,10)
-		t.Fatalf("after firing: %d puts, %d deletes", store.puts, store.dels)
+	store.Snapshot(t, op, 3)
+	if store.Puts != 1 || store.Dels != 50 { // the progress; the 50 accumulators of [0,10)
+		t.Fatalf("after firing: %d puts, %d deletes", store.Puts, store.Dels)
 	}
-	if n := store.keyed(); n != 51 {
+	if n := store.Keyed(); n != 51 {
 		t.Fatalf("%d keyed entries, want 51", n)
 	}
 }

@@ -2,7 +2,7 @@ package window
 
 import (
 	"fmt"
-	"strings"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"testing"
 	"time"
 
@@ -56,79 +56,20 @@ func (h countSumMax) Result(acc []types.Value, out []types.Value) error {
 	return nil
 }
 
-// collector records what an operator emits: rows formatted with timestamps as
-// UTC times of day, and watermarks.
-type collector struct {
-	events []string
-	full   bool // format timestamps with their date
-}
+// collector records what an operator emits; newCollector formats
+// timestamps and watermarks as UTC times of day.
+type collector = optest.Collector
 
-func (c *collector) Push(b *types.Batch) error {
-	for i, r := range b.Rows {
-		c.events = append(c.events, b.Kinds[i].String()+"("+c.format(r)+")")
-	}
-	return nil
-}
+func newCollector() *collector { return &collector{Time: timeOfDay} }
 
-func (c *collector) PushWatermark(wm int64) error {
-	if wm == exec.MaxWatermark {
-		c.events = append(c.events, "WM(max)")
-	} else {
-		c.events = append(c.events, "WM("+c.ts(wm)+")")
-	}
-	return nil
-}
+func timeOfDay(ms int64) string { return time.UnixMilli(ms).UTC().Format("15:04:05.000") }
 
-func (c *collector) ts(ms int64) string {
-	layout := "15:04:05.000"
-	if c.full {
-		layout = "2006-01-02 15:04:05.000"
-	}
-	return time.UnixMilli(ms).UTC().Format(layout)
-}
-
-func (c *collector) format(r types.Row) string {
-	parts := make([]string, len(r))
-	for i, v := range r {
-		switch v.K {
-		case types.KindNull:
-			parts[i] = "NULL"
-		case types.KindInt:
-			parts[i] = fmt.Sprint(v.N)
-		case types.KindString:
-			parts[i] = v.S
-		case types.KindTimestamp:
-			parts[i] = c.ts(v.Millis())
-		default:
-			parts[i] = fmt.Sprintf("%v", v)
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-func (c *collector) take() []string {
-	e := c.events
-	c.events = nil
-	return e
-}
+func dateTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") }
 
 // fakeRuntime is the OperatorContext of a test with a settable clock.
-type fakeRuntime struct {
-	now     int64
-	timers  []int64
-	metrics exec.OperatorMetrics
-}
+type fakeRuntime = optest.Runtime
 
-func (f *fakeRuntime) ctx() *exec.OperatorContext {
-	return &exec.OperatorContext{
-		Name:                    "window",
-		Parallelism:             1,
-		MaxParallelism:          128,
-		Now:                     func() int64 { return f.now },
-		RegisterProcessingTimer: func(t int64) { f.timers = append(f.timers, t) },
-		Metrics:                 &f.metrics,
-	}
-}
+var expect = optest.Expect
 
 // in is an input row (key, value, time) for the tests' layout.
 type in struct {
@@ -150,7 +91,7 @@ func batchOf(rows ...in) *types.Batch {
 
 func mustOpen(t *testing.T, op exec.Operator, rt *fakeRuntime) {
 	t.Helper()
-	if err := op.Open(rt.ctx()); err != nil {
+	if err := op.Open(rt.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -166,13 +107,6 @@ func watermark(t *testing.T, op exec.Operator, c *collector, wm int64) {
 	t.Helper()
 	if err := op.ProcessWatermark(wm, c); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func expect(t *testing.T, what string, got []string, want ...string) {
-	t.Helper()
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("%s:\ngot:\n  %s\nwant:\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
 

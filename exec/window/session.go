@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -22,7 +24,7 @@ type sessionAggregate struct {
 	zone    zone
 	keyCols []int
 	aggs    exec.AggsHandle
-	keys    *keyTable
+	keys    *keyed.Table
 
 	ctx      *exec.OperatorContext
 	metrics  *exec.OperatorMetrics
@@ -36,13 +38,10 @@ type sessionAggregate struct {
 	proc int64 // processing-time progress: the latest timer handled
 
 	// checkpointing: see snapshot.go
-	restored  []restoredEntry
+	restored  []snapshot.Entry
 	restoring bool
 	snapBuf   []byte
-	tracking  bool
-	marks     []uint8 // per key id
-	dirty     []int32
-	dels      deletes
+	changes   snapshot.Changes // by key id
 
 	due      []dueSession
 	emptied  []int32 // keys left without sessions by the current firing
@@ -83,7 +82,7 @@ func (a *sessionAggregate) Open(ctx *exec.OperatorContext) error {
 	if !a.spec.EventTime && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
 		return fmt.Errorf("window aggregate: processing-time windows need a clock and processing timers")
 	}
-	a.keys = newKeyTable(a.keyCols)
+	a.keys = keyed.NewTable(a.keyCols)
 	a.out = types.NewBatch(a.outWidth, types.DefaultBatchSize)
 	return a.applyRestored()
 }
@@ -135,7 +134,7 @@ func (a *sessionAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 // row was late and dropped.
 func (a *sessionAggregate) add(row types.Row, kind types.RowKind, t int64) (bool, error) {
 	h := types.HashColumns(row, a.keyCols)
-	id, added := a.keys.lookup(row, h)
+	id, added := a.keys.Lookup(row, h)
 	if added && int(id) == len(a.sessions) {
 		a.sessions = append(a.sessions, nil)
 	}
@@ -154,7 +153,7 @@ func (a *sessionAggregate) add(row types.Row, kind types.RowKind, t int64) (bool
 	trigger := a.zone.timerTime(end - 1)
 	if a.spec.EventTime && a.wm >= trigger {
 		if len(ss) == 0 {
-			a.keys.release(id)
+			a.keys.Release(id)
 		}
 		return false, nil
 	}
@@ -191,7 +190,7 @@ func (a *sessionAggregate) add(row types.Row, kind types.RowKind, t int64) (bool
 	if err != nil {
 		return false, fmt.Errorf("window aggregate: %w", err)
 	}
-	a.touch(id)
+	a.changes.Touch(id)
 	return true, nil
 }
 
@@ -249,7 +248,7 @@ func (a *sessionAggregate) advance(progress int64, out exec.Output) error {
 		if j == 0 {
 			a.emptied = append(a.emptied, int32(id))
 		} else if j < len(ss) {
-			a.touch(int32(id))
+			a.changes.Touch(int32(id))
 		}
 	}
 	a.minTrigger = next
@@ -269,7 +268,7 @@ func (a *sessionAggregate) advance(progress int64, out exec.Output) error {
 		}
 		windowProps(&a.zone, d.start, d.end, props[:])
 		row := a.out.Append(types.Insert)
-		n := copy(row, a.keys.key(d.key))
+		n := copy(row, a.keys.Key(d.key))
 		n += copy(row[n:], a.results)
 		copy(row[n:], props[:])
 		if a.out.Full() {
@@ -282,8 +281,8 @@ func (a *sessionAggregate) advance(progress int64, out exec.Output) error {
 		a.freeAcc(d.acc)
 	}
 	for _, id := range a.emptied {
-		a.released(id)
-		a.keys.release(id)
+		a.changes.Removed(id, a.keys.Hash(id), tagSession, a.keys.Key(id))
+		a.keys.Release(id)
 	}
 	clear(a.due)
 	a.emptied = a.emptied[:0]

@@ -1,6 +1,10 @@
 package window
 
-import "github.com/flinksql/flinksql/sql/types"
+import (
+	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
+	"github.com/flinksql/flinksql/sql/types"
+)
 
 // sliceState keeps one accumulator per (key, slice) for the slicing window
 // aggregate. It is the seam where a persistent backend can replace the heap
@@ -32,7 +36,7 @@ type windowVisitor interface {
 // row of a key seen in the current slice is found without a map lookup per
 // slice.
 type heapSliceState struct {
-	keys     *keyTable
+	keys     *keyed.Table
 	accWidth int
 	refs     [][]sliceRef // per key id, ascending slice end
 	stamps   []uint64     // per key id: last visit that emitted it
@@ -43,7 +47,7 @@ type heapSliceState struct {
 
 	// checkpointing: see snapshot.go
 	tracking bool
-	dels     deletes
+	dels     snapshot.Deletes
 
 	// visit scratch
 	win     []*sliceData
@@ -60,7 +64,7 @@ type sliceData struct {
 	end   int64
 	keys  []int32  // key id per slot, in order of appearance
 	seqs  []uint64 // arrival sequence per slot, ascending
-	marks []uint8  // markDirty, markPersisted per slot
+	marks []uint8  // snapshot.MarkDirty, snapshot.MarkPersisted per slot
 	accs  []types.Value
 }
 
@@ -70,13 +74,13 @@ type cursor struct {
 }
 
 func newHeapSliceState(keyCols []int, accWidth int) *heapSliceState {
-	return &heapSliceState{keys: newKeyTable(keyCols), accWidth: accWidth}
+	return &heapSliceState{keys: keyed.NewTable(keyCols), accWidth: accWidth}
 }
 
-func (st *heapSliceState) numKeys() int { return st.keys.size() }
+func (st *heapSliceState) numKeys() int { return st.keys.Size() }
 
 func (st *heapSliceState) acc(row types.Row, h uint64, sliceEnd int64) ([]types.Value, bool) {
-	id, added := st.keys.lookup(row, h)
+	id, added := st.keys.Lookup(row, h)
 	if added && int(id) == len(st.refs) {
 		st.refs = append(st.refs, nil)
 		st.stamps = append(st.stamps, 0)
@@ -88,7 +92,7 @@ func (st *heapSliceState) acc(row types.Row, h uint64, sliceEnd int64) ([]types.
 		r := refs[i-1]
 		if r.s.end == sliceEnd {
 			if st.tracking {
-				r.s.marks[r.slot] |= markDirty
+				r.s.marks[r.slot] |= snapshot.MarkDirty
 			}
 			off := int(r.slot) * w
 			return r.s.accs[off : off+w : off+w], false
@@ -105,7 +109,7 @@ func (st *heapSliceState) acc(row types.Row, h uint64, sliceEnd int64) ([]types.
 	s.seqs = append(s.seqs, st.seq)
 	var mark uint8
 	if st.tracking {
-		mark = markDirty
+		mark = snapshot.MarkDirty
 	}
 	s.marks = append(s.marks, mark)
 	off := len(s.accs)
@@ -161,8 +165,8 @@ func (st *heapSliceState) dropSlice(end int64) {
 	}
 	s := st.slices[idx]
 	for slot, id := range s.keys {
-		if st.tracking && s.marks[slot]&markPersisted != 0 {
-			st.dels.addSliceKey(st.keys.key(id), s.end, st.keys.hashes[id])
+		if st.tracking && s.marks[slot]&snapshot.MarkPersisted != 0 {
+			st.dels.Add(appendSliceKey(st.dels.Buffer(), st.keys.Key(id), s.end), st.keys.Hash(id))
 		}
 		refs := st.refs[id]
 		for j, r := range refs {
@@ -173,7 +177,7 @@ func (st *heapSliceState) dropSlice(end int64) {
 		}
 		st.refs[id] = refs
 		if len(refs) == 0 {
-			st.keys.release(id)
+			st.keys.Release(id)
 		}
 	}
 	clear(s.accs)
@@ -196,7 +200,7 @@ func (st *heapSliceState) visitWindow(lo, hi int64, v windowVisitor) error {
 		for slot, id := range s.keys {
 			off := slot * w
 			st.accList = append(st.accList[:0], s.accs[off:off+w:off+w])
-			if err := v.visitKey(st.keys.key(id), st.accList); err != nil {
+			if err := v.visitKey(st.keys.Key(id), st.accList); err != nil {
 				return err
 			}
 		}
@@ -227,7 +231,7 @@ func (st *heapSliceState) visitWindow(lo, hi int64, v windowVisitor) error {
 				st.accList = append(st.accList, r.s.accs[off:off+w:off+w])
 			}
 		}
-		if err := v.visitKey(st.keys.key(id), st.accList); err != nil {
+		if err := v.visitKey(st.keys.Key(id), st.accList); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -37,7 +38,7 @@ type slicingAggregate struct {
 	proc    int64       // processing-time progress: the latest timer handled
 	live    []liveSlice // ascending end
 
-	restored  []restoredEntry // from RestoreState, applied at Open
+	restored  []snapshot.Entry // from RestoreState, applied at Open
 	restoring bool
 	snapBuf   []byte
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -39,73 +41,9 @@ const (
 	tagProgress = 'p'
 )
 
-const (
-	markDirty     = 1 // changed since the last snapshot
-	markPersisted = 2 // present in the checkpointed store
-)
-
-// defaultMaxParallelism stands in when the runtime gives none.
-const defaultMaxParallelism = 128
-
-func maxParallelism(ctx *exec.OperatorContext) int {
-	if ctx == nil || ctx.MaxParallelism <= 0 {
-		return defaultMaxParallelism
-	}
-	return ctx.MaxParallelism
-}
-
-// deletes collects the keys of removed entries until the next snapshot.
-type deletes struct {
-	keys   []byte
-	ends   []int
-	groups []uint64 // key hashes; the key group is computed at the snapshot
-}
-
-// addSliceKey records the removal of the accumulator of key in a slice.
-func (d *deletes) addSliceKey(key []types.Value, sliceEnd int64, h uint64) {
-	d.keys = appendSliceKey(d.keys, key, sliceEnd)
-	d.ends = append(d.ends, len(d.keys))
-	d.groups = append(d.groups, h)
-}
-
-func (d *deletes) write(w exec.StateWriter, maxPar int) error {
-	start := 0
-	for i, end := range d.ends {
-		if err := w.Delete(types.KeyGroup(d.groups[i], maxPar), d.keys[start:end]); err != nil {
-			return err
-		}
-		start = end
-	}
-	d.keys, d.ends, d.groups = d.keys[:0], d.ends[:0], d.groups[:0]
-	return nil
-}
-
-func appendKeyValues(dst []byte, tag byte, key []types.Value) []byte {
-	dst = append(dst, tag)
-	for _, v := range key {
-		dst = types.AppendValue(dst, v)
-	}
-	return dst
-}
-
 func appendSliceKey(dst []byte, key []types.Value, sliceEnd int64) []byte {
-	dst = appendKeyValues(dst, tagSliceAcc, key)
+	dst = keyed.AppendKey(dst, tagSliceAcc, key)
 	return binary.BigEndian.AppendUint64(dst, uint64(sliceEnd))
-}
-
-func decodeKeyValues(src []byte, n int) ([]types.Value, []byte, error) {
-	if len(src) == 0 {
-		return nil, nil, fmt.Errorf("empty state key")
-	}
-	src = src[1:]
-	key := make([]types.Value, n)
-	var err error
-	for i := range key {
-		if key[i], src, err = types.DecodeValue(src); err != nil {
-			return nil, nil, fmt.Errorf("state key: %w", err)
-		}
-	}
-	return key, src, nil
 }
 
 func decodeValues(src []byte, n int) ([]types.Value, []byte, error) {
@@ -117,20 +55,6 @@ func decodeValues(src []byte, n int) ([]types.Value, []byte, error) {
 		}
 	}
 	return vals, src, nil
-}
-
-// keyRow places key values at the key columns of a row wide enough for
-// them, so a restored key hashes and interns like an input row's.
-func keyRow(cols []int, key []types.Value) types.Row {
-	w := 0
-	for _, c := range cols {
-		w = max(w, c+1)
-	}
-	row := make(types.Row, w)
-	for i, c := range cols {
-		row[c] = key[i]
-	}
-	return row
 }
 
 // progress is the operator state of a window aggregate.
@@ -160,20 +84,6 @@ func decodeProgress(value []byte) (progress, error) {
 	return p, nil
 }
 
-// restoredEntry is an entry handed to RestoreState, applied at Open.
-type restoredEntry struct {
-	key, value []byte
-}
-
-func collect(r exec.StateReader) ([]restoredEntry, error) {
-	var out []restoredEntry
-	err := r.Each(func(_ int, key, value []byte) error {
-		out = append(out, restoredEntry{key: slices.Clone(key), value: slices.Clone(value)})
-		return nil
-	})
-	return out, err
-}
-
 // Slicing aggregate.
 
 var (
@@ -185,7 +95,7 @@ var (
 // Open.
 func (a *slicingAggregate) RestoreState(r exec.StateReader) error {
 	var err error
-	if a.restored, err = collect(r); err != nil {
+	if a.restored, err = snapshot.Collect(r); err != nil {
 		return fmt.Errorf("window aggregate: restoring state: %w", err)
 	}
 	a.restoring = true
@@ -194,7 +104,7 @@ func (a *slicingAggregate) RestoreState(r exec.StateReader) error {
 
 // SnapshotState implements exec.CheckpointedOperator.
 func (a *slicingAggregate) SnapshotState(_ exec.CheckpointID, w exec.StateWriter) error {
-	maxPar := maxParallelism(a.ctx)
+	maxPar := snapshot.MaxParallelism(a.ctx)
 	st := a.state.(*heapSliceState)
 	if err := st.snapshot(w, maxPar, w.Full(), &a.snapBuf); err != nil {
 		return fmt.Errorf("window aggregate: snapshot: %w", err)
@@ -231,12 +141,12 @@ func (a *slicingAggregate) applyRestored() error {
 	var accs []restoredAcc
 	first := true
 	for _, e := range entries {
-		if len(e.key) == 0 {
+		if len(e.Key) == 0 {
 			return fmt.Errorf("window aggregate: restoring state: empty key")
 		}
-		switch e.key[0] {
+		switch e.Key[0] {
 		case tagProgress:
-			p, err := decodeProgress(e.value)
+			p, err := decodeProgress(e.Value)
 			if err != nil {
 				return fmt.Errorf("window aggregate: restoring state: %w", err)
 			}
@@ -246,28 +156,28 @@ func (a *slicingAggregate) applyRestored() error {
 				a.wm, a.proc = min(a.wm, p.wm), min(a.proc, p.proc)
 			}
 		case tagSliceAcc:
-			key, rest, err := decodeKeyValues(e.key, len(a.keyCols))
+			key, rest, err := keyed.DecodeKey(e.Key, len(a.keyCols))
 			if err != nil || len(rest) != 8 {
-				return fmt.Errorf("window aggregate: restoring state: malformed key %x", e.key)
+				return fmt.Errorf("window aggregate: restoring state: malformed key %x", e.Key)
 			}
-			seq, n := binary.Uvarint(e.value)
+			seq, n := binary.Uvarint(e.Value)
 			if n <= 0 {
 				return fmt.Errorf("window aggregate: restoring state: malformed value")
 			}
-			acc, tail, err := decodeValues(e.value[n:], a.aggs.AccWidth())
+			acc, tail, err := decodeValues(e.Value[n:], a.aggs.AccWidth())
 			if err != nil || len(tail) != 0 {
 				return fmt.Errorf("window aggregate: restoring state: malformed accumulator (%v)", err)
 			}
 			accs = append(accs, restoredAcc{key: key, sliceEnd: int64(binary.BigEndian.Uint64(rest)), seq: seq, acc: acc})
 		default:
-			return fmt.Errorf("window aggregate: restoring state: unknown entry kind %q", e.key[0])
+			return fmt.Errorf("window aggregate: restoring state: unknown entry kind %q", e.Key[0])
 		}
 	}
 	// Arrival order within and across slices decides the order of the
 	// output rows: put the accumulators back in that order.
 	slices.SortFunc(accs, func(x, y restoredAcc) int { return cmp.Compare(x.seq, y.seq) })
 	for _, r := range accs {
-		row := keyRow(a.keyCols, r.key)
+		row := keyed.Row(a.keyCols, r.key)
 		st.restore(row, types.HashColumns(row, a.keyCols), r.sliceEnd, r.seq, r.acc)
 		a.restoreSlice(r.sliceEnd)
 	}
@@ -305,29 +215,30 @@ func (a *slicingAggregate) restoreSlice(se int64) {
 // ones, then Puts of the ones touched since the last snapshot (all when
 // full).
 func (st *heapSliceState) snapshot(w exec.StateWriter, maxPar int, full bool, buf *[]byte) error {
-	if err := st.dels.write(w, maxPar); err != nil {
+	if err := st.dels.Write(w, maxPar); err != nil {
 		return err
 	}
+	st.dels.Reset()
 	if !st.tracking {
 		full = true
 	}
 	wd := st.accWidth
 	for _, s := range st.slices {
 		for slot, id := range s.keys {
-			if !full && s.marks[slot]&markDirty == 0 {
+			if !full && s.marks[slot]&snapshot.MarkDirty == 0 {
 				continue
 			}
-			b := appendSliceKey((*buf)[:0], st.keys.key(id), s.end)
+			b := appendSliceKey((*buf)[:0], st.keys.Key(id), s.end)
 			k := len(b)
 			b = binary.AppendUvarint(b, s.seqs[slot])
 			for _, v := range s.accs[slot*wd : (slot+1)*wd] {
 				b = types.AppendValue(b, v)
 			}
 			*buf = b
-			if err := w.Put(types.KeyGroup(st.keys.hashes[id], maxPar), b[:k], b[k:]); err != nil {
+			if err := w.Put(types.KeyGroup(st.keys.Hash(id), maxPar), b[:k], b[k:]); err != nil {
 				return err
 			}
-			s.marks[slot] = markPersisted
+			s.marks[slot] = snapshot.MarkPersisted
 		}
 	}
 	st.tracking = true
@@ -342,14 +253,14 @@ func (st *heapSliceState) restore(row types.Row, h uint64, sliceEnd int64, seq u
 	for _, r := range st.refs[st.mustID(row, h)] {
 		if r.s.end == sliceEnd {
 			r.s.seqs[r.slot] = seq
-			r.s.marks[r.slot] = markPersisted
+			r.s.marks[r.slot] = snapshot.MarkPersisted
 		}
 	}
 	st.seq = max(st.seq, seq)
 }
 
 func (st *heapSliceState) mustID(row types.Row, h uint64) int32 {
-	id, _ := st.keys.lookup(row, h)
+	id, _ := st.keys.Lookup(row, h)
 	return id
 }
 
@@ -359,7 +270,7 @@ func (st *heapSliceState) mustID(row types.Row, h uint64) int32 {
 // Open.
 func (a *sessionAggregate) RestoreState(r exec.StateReader) error {
 	var err error
-	if a.restored, err = collect(r); err != nil {
+	if a.restored, err = snapshot.Collect(r); err != nil {
 		return fmt.Errorf("window aggregate: restoring state: %w", err)
 	}
 	a.restoring = true
@@ -369,47 +280,11 @@ func (a *sessionAggregate) RestoreState(r exec.StateReader) error {
 // SnapshotState implements exec.CheckpointedOperator: the open sessions of
 // every key changed since the last snapshot, and the progress.
 func (a *sessionAggregate) SnapshotState(_ exec.CheckpointID, w exec.StateWriter) error {
-	maxPar := maxParallelism(a.ctx)
-	if err := a.dels.write(w, maxPar); err != nil {
+	maxPar := snapshot.MaxParallelism(a.ctx)
+	live := func(id int32) bool { return len(a.sessions[id]) > 0 }
+	if err := a.changes.Write(w, maxPar, w.Full(), live, len(a.sessions), a.encodeSessions, &a.snapBuf); err != nil {
 		return fmt.Errorf("window aggregate: snapshot: %w", err)
 	}
-	full := w.Full() || !a.tracking
-	put := func(id int32) error {
-		b := appendKeyValues(a.snapBuf[:0], tagSession, a.keys.key(id))
-		k := len(b)
-		ss := a.sessions[id]
-		b = binary.AppendUvarint(b, uint64(len(ss)))
-		for _, s := range ss {
-			b = binary.AppendVarint(b, s.start)
-			b = binary.AppendVarint(b, s.end)
-			b = binary.AppendUvarint(b, s.seq)
-			for _, v := range s.acc {
-				b = types.AppendValue(b, v)
-			}
-		}
-		a.snapBuf = b
-		a.marks[id] = markPersisted
-		return w.Put(types.KeyGroup(a.keys.hashes[id], maxPar), b[:k], b[k:])
-	}
-	if full {
-		for id, ss := range a.sessions {
-			if len(ss) > 0 {
-				if err := put(int32(id)); err != nil {
-					return fmt.Errorf("window aggregate: snapshot: %w", err)
-				}
-			}
-		}
-	} else {
-		for _, id := range a.dirty {
-			if a.marks[id]&markDirty != 0 && len(a.sessions[id]) > 0 {
-				if err := put(id); err != nil {
-					return fmt.Errorf("window aggregate: snapshot: %w", err)
-				}
-			}
-		}
-	}
-	a.dirty = a.dirty[:0]
-	a.tracking = true
 	subtask := 0
 	if a.ctx != nil {
 		subtask = a.ctx.Subtask
@@ -422,34 +297,21 @@ func (a *sessionAggregate) SnapshotState(_ exec.CheckpointID, w exec.StateWriter
 	return nil
 }
 
-// touch marks the sessions of key id changed.
-func (a *sessionAggregate) touch(id int32) {
-	if !a.tracking {
-		return
+// encodeSessions appends the entry of the open sessions of key id.
+func (a *sessionAggregate) encodeSessions(buf []byte, id int32) ([]byte, int, uint64) {
+	b := keyed.AppendKey(buf, tagSession, a.keys.Key(id))
+	k := len(b)
+	ss := a.sessions[id]
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	for _, s := range ss {
+		b = binary.AppendVarint(b, s.start)
+		b = binary.AppendVarint(b, s.end)
+		b = binary.AppendUvarint(b, s.seq)
+		for _, v := range s.acc {
+			b = types.AppendValue(b, v)
+		}
 	}
-	for int(id) >= len(a.marks) {
-		a.marks = append(a.marks, 0)
-	}
-	if a.marks[id]&markDirty == 0 {
-		a.marks[id] |= markDirty
-		a.dirty = append(a.dirty, id)
-	}
-}
-
-// released records that key id lost its last session; its entry goes.
-func (a *sessionAggregate) released(id int32) {
-	if !a.tracking {
-		return
-	}
-	for int(id) >= len(a.marks) {
-		a.marks = append(a.marks, 0)
-	}
-	if a.marks[id]&markPersisted != 0 {
-		a.dels.keys = appendKeyValues(a.dels.keys, tagSession, a.keys.key(id))
-		a.dels.ends = append(a.dels.ends, len(a.dels.keys))
-		a.dels.groups = append(a.dels.groups, a.keys.hashes[id])
-	}
-	a.marks[id] = 0
+	return b, k, a.keys.Hash(id)
 }
 
 func (a *sessionAggregate) applyRestored() error {
@@ -458,16 +320,16 @@ func (a *sessionAggregate) applyRestored() error {
 	}
 	entries := a.restored
 	a.restored, a.restoring = nil, false
-	a.tracking = true
+	a.changes.Tracking = true
 	first := true
 	width := a.aggs.AccWidth()
 	for _, e := range entries {
-		if len(e.key) == 0 {
+		if len(e.Key) == 0 {
 			return fmt.Errorf("window aggregate: restoring state: empty key")
 		}
-		switch e.key[0] {
+		switch e.Key[0] {
 		case tagProgress:
-			p, err := decodeProgress(e.value)
+			p, err := decodeProgress(e.Value)
 			if err != nil {
 				return fmt.Errorf("window aggregate: restoring state: %w", err)
 			}
@@ -477,19 +339,19 @@ func (a *sessionAggregate) applyRestored() error {
 				a.wm, a.proc = min(a.wm, p.wm), min(a.proc, p.proc)
 			}
 		case tagSession:
-			key, rest, err := decodeKeyValues(e.key, len(a.keyCols))
+			key, rest, err := keyed.DecodeKey(e.Key, len(a.keyCols))
 			if err != nil || len(rest) != 0 {
-				return fmt.Errorf("window aggregate: restoring state: malformed key %x", e.key)
+				return fmt.Errorf("window aggregate: restoring state: malformed key %x", e.Key)
 			}
-			row := keyRow(a.keyCols, key)
-			id, added := a.keys.lookup(row, types.HashColumns(row, a.keyCols))
+			row := keyed.Row(a.keyCols, key)
+			id, added := a.keys.Lookup(row, types.HashColumns(row, a.keyCols))
 			if !added {
 				return fmt.Errorf("window aggregate: restoring state: key restored twice")
 			}
 			if int(id) == len(a.sessions) {
 				a.sessions = append(a.sessions, nil)
 			}
-			v := e.value
+			v := e.Value
 			n, k := binary.Uvarint(v)
 			if k <= 0 || n > uint64(len(v)) {
 				return fmt.Errorf("window aggregate: restoring state: malformed sessions")
@@ -520,12 +382,9 @@ func (a *sessionAggregate) applyRestored() error {
 				return fmt.Errorf("window aggregate: restoring state: sessions have %d trailing bytes", len(v))
 			}
 			a.sessions[id] = ss
-			for int(id) >= len(a.marks) {
-				a.marks = append(a.marks, 0)
-			}
-			a.marks[id] = markPersisted
+			a.changes.Restored(id)
 		default:
-			return fmt.Errorf("window aggregate: restoring state: unknown entry kind %q", e.key[0])
+			return fmt.Errorf("window aggregate: restoring state: unknown entry kind %q", e.Key[0])
 		}
 	}
 	if !a.spec.EventTime {

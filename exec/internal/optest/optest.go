@@ -1,0 +1,242 @@
+// Package optest owns the test scaffolding the operator packages window,
+// rank and groupagg share: Store, an in-memory checkpoint store that is both
+// the StateWriter of snapshots and the StateReader of restores; Runtime, an
+// OperatorContext with a settable clock that records processing timers;
+// Collector, an Output that records what an operator emits as strings; and
+// Expect, which compares those strings.
+package optest
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/types"
+)
+
+// Store is a checkpointed state store for tests: it applies the Puts and
+// Deletes of snapshots and replays the entries as a StateReader. Puts and
+// Dels count the writes of the last Snapshot.
+type Store struct {
+	Entries    map[string]Stored
+	full       bool
+	Puts, Dels int
+}
+
+// Stored is the key group and value of an entry of a Store.
+type Stored struct {
+	KG    int
+	Value []byte
+}
+
+// NewStore returns an empty store whose first snapshot is full.
+func NewStore() *Store { return &Store{Entries: map[string]Stored{}, full: true} }
+
+// Full implements exec.StateWriter.
+func (m *Store) Full() bool { return m.full }
+
+// Put implements exec.StateWriter; it fails on a key group out of range
+// (128 key groups) or a key that moves to another key group.
+func (m *Store) Put(kg int, key, value []byte) error {
+	if kg != exec.KeyGroupNone && (kg < 0 || kg >= 128) {
+		return fmt.Errorf("key group %d out of range", kg)
+	}
+	if e, ok := m.Entries[string(key)]; ok && e.KG != kg {
+		return fmt.Errorf("key %x moved from key group %d to %d", key, e.KG, kg)
+	}
+	m.Entries[string(key)] = Stored{KG: kg, Value: slices.Clone(value)}
+	m.Puts++
+	return nil
+}
+
+// Delete implements exec.StateWriter.
+func (m *Store) Delete(kg int, key []byte) error {
+	if e, ok := m.Entries[string(key)]; ok && e.KG != kg {
+		return fmt.Errorf("delete of key %x in key group %d, stored in %d", key, kg, e.KG)
+	}
+	delete(m.Entries, string(key))
+	m.Dels++
+	return nil
+}
+
+// Snapshot takes a snapshot of op into the store (full the first time).
+func (m *Store) Snapshot(t testing.TB, op exec.Operator, id exec.CheckpointID) {
+	t.Helper()
+	m.Puts, m.Dels = 0, 0
+	if err := op.(exec.CheckpointedOperator).SnapshotState(id, m); err != nil {
+		t.Fatal(err)
+	}
+	m.full = false
+}
+
+// Clone copies the store as it is now (a completed checkpoint).
+func (m *Store) Clone() *Store {
+	c := &Store{Entries: make(map[string]Stored, len(m.Entries)), full: true}
+	for k, e := range m.Entries {
+		c.Entries[k] = e
+	}
+	return c
+}
+
+// Only keeps the entries of key groups [lo, hi) (and operator state).
+func (m *Store) Only(lo, hi int) *Store {
+	c := &Store{Entries: map[string]Stored{}, full: true}
+	for k, e := range m.Entries {
+		if e.KG == exec.KeyGroupNone || (e.KG >= lo && e.KG < hi) {
+			c.Entries[k] = e
+		}
+	}
+	return c
+}
+
+// Keyed counts the keyed entries.
+func (m *Store) Keyed() int {
+	n := 0
+	for _, e := range m.Entries {
+		if e.KG != exec.KeyGroupNone {
+			n++
+		}
+	}
+	return n
+}
+
+// Same reports whether m and o hold the same entries.
+func (m *Store) Same(o *Store) bool {
+	if len(m.Entries) != len(o.Entries) {
+		return false
+	}
+	for k, e := range m.Entries {
+		f, ok := o.Entries[k]
+		if !ok || f.KG != e.KG || string(f.Value) != string(e.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// Each implements exec.StateReader: key-group order, then key order.
+func (m *Store) Each(fn func(kg int, key, value []byte) error) error {
+	keys := make([]string, 0, len(m.Entries))
+	for k := range m.Entries {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := m.Entries[keys[i]], m.Entries[keys[j]]
+		if a.KG != b.KG {
+			return a.KG < b.KG
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		if err := fn(m.Entries[k].KG, []byte(k), m.Entries[k].Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Runtime is the OperatorContext of a test with a settable clock; it
+// records the processing timers registered.
+type Runtime struct {
+	Now     int64
+	Timers  []int64
+	Metrics exec.OperatorMetrics
+}
+
+// Context returns an OperatorContext of subtask 0 of 1 over 128 key
+// groups, reading r's clock.
+func (r *Runtime) Context() *exec.OperatorContext {
+	return &exec.OperatorContext{
+		Name:                    "test",
+		Parallelism:             1,
+		MaxParallelism:          128,
+		Now:                     func() int64 { return r.Now },
+		RegisterProcessingTimer: func(t int64) { r.Timers = append(r.Timers, t) },
+		Metrics:                 &r.Metrics,
+	}
+}
+
+// AdvanceTo moves the clock to now and fires the processing timers due on
+// op, earliest first, emitting to out.
+func (r *Runtime) AdvanceTo(t testing.TB, now int64, op exec.Operator, out exec.Output) {
+	t.Helper()
+	r.Now = now
+	for {
+		sort.Slice(r.Timers, func(i, j int) bool { return r.Timers[i] < r.Timers[j] })
+		if len(r.Timers) == 0 || r.Timers[0] > r.Now {
+			return
+		}
+		ts := r.Timers[0]
+		r.Timers = r.Timers[1:]
+		if err := op.(exec.ProcessingTimeHandler).OnProcessingTime(ts, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Collector records what an operator emits, one string per row, "+I(a, 1)",
+// or watermark. Time formats timestamps and watermarks; without it a
+// timestamp prints with %v and a watermark as its number.
+type Collector struct {
+	Events []string
+	Time   func(ms int64) string
+}
+
+// Push implements exec.Output.
+func (c *Collector) Push(b *types.Batch) error {
+	for i, r := range b.Rows {
+		c.Events = append(c.Events, b.Kinds[i].String()+"("+c.Format(r)+")")
+	}
+	return nil
+}
+
+// PushWatermark implements exec.Output.
+func (c *Collector) PushWatermark(wm int64) error {
+	switch {
+	case c.Time == nil:
+		c.Events = append(c.Events, fmt.Sprintf("WM(%d)", wm))
+	case wm == exec.MaxWatermark:
+		c.Events = append(c.Events, "WM(max)")
+	default:
+		c.Events = append(c.Events, "WM("+c.Time(wm)+")")
+	}
+	return nil
+}
+
+// Format prints a row's values separated by ", ".
+func (c *Collector) Format(r types.Row) string {
+	parts := make([]string, len(r))
+	for i, v := range r {
+		switch {
+		case v.K == types.KindNull:
+			parts[i] = "NULL"
+		case v.K == types.KindInt:
+			parts[i] = fmt.Sprint(v.N)
+		case v.K == types.KindString:
+			parts[i] = v.S
+		case v.K == types.KindTimestamp && c.Time != nil:
+			parts[i] = c.Time(v.Millis())
+		default:
+			parts[i] = fmt.Sprintf("%v", v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Take returns the events so far and forgets them.
+func (c *Collector) Take() []string {
+	e := c.Events
+	c.Events = nil
+	return e
+}
+
+// Expect fails t when got differs from want, naming what was compared.
+func Expect(t testing.TB, what string, got []string, want ...string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\ngot:\n  %s\nwant:\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
