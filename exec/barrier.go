@@ -63,6 +63,7 @@ func (t *task) openStates() error {
 	for i, op := range t.ops {
 		if s, ok := op.(*sink); ok {
 			s.checkpointing = true
+			s.fault = t.cfg.Fault
 			if !s.maybeTwoPhase() {
 				continue // stateless: only flushed at barriers
 			}

@@ -183,6 +183,7 @@ type coordinator struct {
 	headsEnded  int
 	finalID     CheckpointID // first final checkpoint, 0 until triggered
 	done        bool         // the final checkpoint completed
+	fault       FaultFunc    // Config.Fault
 }
 
 func newCoordinator(j *Job, ctx context.Context, cfg CheckpointConfig, tasks []*task) *coordinator {
@@ -192,6 +193,9 @@ func newCoordinator(j *Job, ctx context.Context, cfg CheckpointConfig, tasks []*
 		stopped: make(chan struct{}),
 		pending: map[CheckpointID]*pendingCheckpoint{},
 		nextID:  cfg.NextID,
+	}
+	if len(tasks) > 0 {
+		c.fault = tasks[0].cfg.Fault // every task carries the job's Config
 	}
 	for i, t := range tasks {
 		t.index = i
@@ -352,6 +356,8 @@ func (c *coordinator) complete(p *pendingCheckpoint) {
 		}
 		c.cfg.OnComplete(p.id, p.acks, p.sync, async)
 	}
+	// Completed, and no task knows: nothing of p is committed yet.
+	fault(c.fault, FaultAfterComplete, p.id)
 	// Acknowledgements arrive in any order; an older checkpoint still
 	// pending is subsumed by this one.
 	for id, older := range c.pending {

@@ -108,4 +108,8 @@ type Config struct {
 	Now                   func() int64  // processing clock in epoch ms (default wall clock); tests substitute
 	// Checkpointing turns on barrier checkpoints (nil: off).
 	Checkpointing *CheckpointConfig
+	// Fault, when set, is called at the fault-injection points of the
+	// checkpoint protocol (FaultPoints, fault.go); crash drills kill the
+	// process there. Nil in production.
+	Fault FaultFunc
 }

@@ -109,6 +109,7 @@ type sink struct {
 	restored      []preparedCommit // to commit when a lazily created writer exists
 	restoring     bool             // the job started from a checkpoint
 	toDelete      []preparedCommit // committed since the previous snapshot, still in the state
+	fault         FaultFunc        // Config.Fault, set with checkpointing
 }
 
 // preparedCommit is what PrepareCommit returned at one barrier.
@@ -219,17 +220,24 @@ func committableKey(id CheckpointID, n int) []byte {
 
 // SnapshotState pre-commits at barrier id and stores the committables not
 // yet committed.
+//
+// The fault points before-precommit and after-precommit surround the flush
+// and the pre-commit (for a writer that only flushes, the flush is its
+// pre-commit).
 func (s *sink) SnapshotState(id CheckpointID, w StateWriter) error {
+	fault(s.fault, FaultBeforePreCommit, id)
 	if err := s.flush(); err != nil {
 		return err
 	}
 	if s.tpc == nil {
+		fault(s.fault, FaultAfterPreCommit, id)
 		return nil
 	}
 	cs, err := s.tpc.PrepareCommit(id)
 	if err != nil {
 		return fmt.Errorf("prepare commit: %w", err)
 	}
+	fault(s.fault, FaultAfterPreCommit, id)
 	var fresh []preparedCommit
 	if len(cs) > 0 {
 		fresh = []preparedCommit{{id: id, cs: cs}}
@@ -315,6 +323,8 @@ func (s *sink) commitRestored() error {
 }
 
 // NotifyCheckpointComplete commits what was prepared at barriers ≤ id.
+// The fault point during-commit follows each commit: the first subtask to
+// get there has committed, the others may not have.
 func (s *sink) NotifyCheckpointComplete(id CheckpointID) error {
 	n := 0
 	for _, p := range s.prepared {
@@ -326,6 +336,7 @@ func (s *sink) NotifyCheckpointComplete(id CheckpointID) error {
 		}
 		s.toDelete = append(s.toDelete, p)
 		n++
+		fault(s.fault, FaultDuringCommit, id)
 	}
 	s.prepared = slices.Delete(s.prepared, 0, n)
 	return nil
