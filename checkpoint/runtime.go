@@ -230,7 +230,7 @@ func (is *instanceState) Seal(id exec.CheckpointID, position []byte) (exec.Seale
 	if err := os.MkdirAll(is.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sealing state of %s subtask %d for checkpoint %d: %w", is.op, is.subtask, id, err)
 	}
-	img, err := is.store.Seal(int64(id))
+	img, err := is.store.Freeze(int64(id))
 	if err != nil {
 		return nil, fmt.Errorf("sealing state of %s subtask %d for checkpoint %d: %w", is.op, is.subtask, id, err)
 	}
@@ -276,6 +276,11 @@ func (s *sealedState) Persist(ctx context.Context) (exec.InstanceAck, error) {
 	ack := exec.InstanceAck{Op: s.op, Subtask: s.subtask, SyncDuration: s.sync}
 	if err := s.m.checkWritable(s.id); err != nil {
 		return ack, fmt.Errorf("persisting state of %s subtask %d: %w", s.op, s.subtask, err)
+	}
+	// A hashmap image is written here, off the task's goroutine, rather
+	// than in the synchronous part.
+	if err := s.img.Finish(); err != nil {
+		return ack, fmt.Errorf("persisting state of %s subtask %d for checkpoint %d: %w", s.op, s.subtask, s.id, err)
 	}
 	in := Instance{
 		Operator:    string(s.op),

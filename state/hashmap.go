@@ -62,6 +62,11 @@ type hashStore struct {
 	pending []slotRef // slots created since the merge, unsorted; may hold dead ones
 	dead    int       // slots that died since the merge
 
+	// gen counts Freezes. A value buffer allocated in an earlier generation
+	// may belong to a frozen image still being written, so a Put replaces it
+	// instead of overwriting it.
+	gen uint32
+
 	full    bool // the next snapshot is full
 	cleared bool // the full snapshot in progress has cleared the store
 	lastID  int64
@@ -73,6 +78,7 @@ type hashStore struct {
 type hashEntry struct {
 	key   string // stored key; shares its allocation with value's first version
 	value []byte
+	gen   uint32 // the store's gen when value's buffer was allocated
 }
 
 // slotRef refers to an entry; prefix is the key's first 8 bytes, big-endian,
@@ -236,6 +242,7 @@ func (s *hashStore) add(key, value []byte) slotRef {
 	e := hashEntry{
 		key:   unsafe.String(unsafe.SliceData(buf), len(key)),
 		value: buf[len(key):len(buf):len(buf)],
+		gen:   s.gen,
 	}
 	var slot uint32
 	if n := len(s.free); n > 0 {
@@ -346,6 +353,23 @@ func (s *hashStore) Reader() exec.StateReader {
 }
 
 func (s *hashStore) Seal(id int64) (*Image, error) {
+	im, err := s.Freeze(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := im.Finish(); err != nil {
+		_ = im.Discard()
+		return nil, err
+	}
+	return im, nil
+}
+
+// Freeze copies the sorted references and the entry headers (not the keys
+// and values, which are immutable from now on: see gen) and leaves the
+// encoding and writing of the image to Image.Finish, so the synchronous
+// part of a checkpoint costs two sequential copies rather than a pass over
+// every entry on the heap.
+func (s *hashStore) Freeze(id int64) (*Image, error) {
 	if s.closed {
 		return nil, fmt.Errorf("state: hashmap store in %s is closed", s.dir)
 	}
@@ -360,15 +384,39 @@ func (s *hashStore) Seal(id int64) (*Image, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state: sealing hashmap store: %w", err)
 	}
-	im, err := s.writeImage(id, dir)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		s.cleared = false // a failed full snapshot is retried in full
-		return nil, fmt.Errorf("state: sealing hashmap store in %s for checkpoint %d: %w", s.dir, id, err)
+	frozen := frozenHashmap{
+		order:   slices.Clone(s.order),
+		entries: slices.Clone(s.entries),
+	}
+	s.gen++
+	im := &Image{
+		Kind: Hashmap,
+		Dir:  dir,
+		Files: []File{{
+			Name:      privateName(s.storeID, id, hashmapLocalName),
+			LocalName: hashmapLocalName,
+		}},
+		KeyGroups: s.keyGroupRange(),
+	}
+	storeDir := s.dir
+	im.finish = func() error {
+		size, sum, err := frozen.write(filepath.Join(dir, hashmapLocalName))
+		if err != nil {
+			return fmt.Errorf("state: writing hashmap image of %s for checkpoint %d: %w", storeDir, id, err)
+		}
+		im.Files[0].Size, im.Files[0].SHA256, im.Bytes = size, sum, size
+		return nil
 	}
 	s.lastID = id
 	s.full = false
 	return im, nil
+}
+
+// frozenHashmap is the store's contents as of a Freeze: references in key
+// order and the entries they point to.
+type frozenHashmap struct {
+	order   []slotRef
+	entries []hashEntry
 }
 
 // digestWriter checksums what passes through it: CRC-32C for the image's own
@@ -391,11 +439,11 @@ func (d *digestWriter) Write(p []byte) (int, error) {
 // sealChunk is how many entries one encoding task handles.
 const sealChunk = 16 << 10
 
-func (s *hashStore) writeImage(id int64, dir string) (*Image, error) {
-	path := filepath.Join(dir, hashmapLocalName)
+// write writes the image file and returns its size and SHA-256.
+func (fz *frozenHashmap) write(path string) (int64, string, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, err
+		return 0, "", err
 	}
 	defer f.Close()
 	dw := &digestWriter{w: f, sha: sha256.New()}
@@ -404,64 +452,53 @@ func (s *hashStore) writeImage(id int64, dir string) (*Image, error) {
 	copy(hdr[:], hashmapMagic)
 	binary.BigEndian.PutUint32(hdr[8:], hashmapVersion)
 	if _, err := dw.Write(hdr[:]); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", path, err)
+		return 0, "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	// Encoding follows references to entries scattered over the heap and is
 	// bound by memory latency, so chunks are encoded in parallel; writing
 	// and checksumming stay sequential, in key order.
 	workers := runtime.GOMAXPROCS(0)
 	bufs := make([][]byte, workers)
-	for start := 0; start < len(s.order); start += workers * sealChunk {
+	for start := 0; start < len(fz.order); start += workers * sealChunk {
 		var wg sync.WaitGroup
 		for w := range workers {
 			lo := start + w*sealChunk
-			if lo >= len(s.order) {
+			if lo >= len(fz.order) {
 				bufs[w] = bufs[w][:0]
 				continue
 			}
-			hi := min(lo+sealChunk, len(s.order))
+			hi := min(lo+sealChunk, len(fz.order))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				bufs[w] = s.encodeRecords(bufs[w][:0], s.order[lo:hi])
+				bufs[w] = fz.encodeRecords(bufs[w][:0], fz.order[lo:hi])
 			}()
 		}
 		wg.Wait()
 		for _, b := range bufs {
 			if _, err := dw.Write(b); err != nil {
-				return nil, fmt.Errorf("writing %s: %w", path, err)
+				return 0, "", fmt.Errorf("writing %s: %w", path, err)
 			}
 		}
 	}
 	var tr [hashmapTrailerLen]byte
-	binary.BigEndian.PutUint64(tr[:], uint64(len(s.order)))
+	binary.BigEndian.PutUint64(tr[:], uint64(len(fz.order)))
 	binary.BigEndian.PutUint32(tr[8:], dw.crc)
 	copy(tr[12:], hashmapEndMagic)
 	if _, err := dw.Write(tr[:]); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", path, err)
+		return 0, "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	// No fsync: the image only has to outlive the upload within this
 	// process; durability comes from the checkpoint storage.
 	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("closing %s: %w", path, err)
+		return 0, "", fmt.Errorf("closing %s: %w", path, err)
 	}
-	return &Image{
-		Kind: Hashmap,
-		Dir:  dir,
-		Files: []File{{
-			Name:      privateName(s.storeID, id, hashmapLocalName),
-			LocalName: hashmapLocalName,
-			Size:      dw.n,
-			SHA256:    hex.EncodeToString(dw.sha.Sum(nil)),
-		}},
-		KeyGroups: s.keyGroupRange(),
-		Bytes:     dw.n,
-	}, nil
+	return dw.n, hex.EncodeToString(dw.sha.Sum(nil)), nil
 }
 
-func (s *hashStore) encodeRecords(buf []byte, refs []slotRef) []byte {
+func (fz *frozenHashmap) encodeRecords(buf []byte, refs []slotRef) []byte {
 	for _, r := range refs {
-		e := &s.entries[r.slot]
+		e := &fz.entries[r.slot]
 		buf = binary.AppendUvarint(buf, uint64(len(e.key)))
 		buf = append(buf, e.key...)
 		buf = binary.AppendUvarint(buf, uint64(len(e.value)))
@@ -513,7 +550,12 @@ func (w *hashWriter) Put(keyGroup int, key, value []byte) error {
 	k := s.encode(keyGroup, key)
 	if slot, ok := s.index[string(k)]; ok {
 		e := &s.entries[slot]
-		e.value = append(e.value[:0], value...)
+		if e.gen == s.gen {
+			e.value = append(e.value[:0], value...)
+		} else {
+			e.value = append(make([]byte, 0, len(value)), value...)
+			e.gen = s.gen
+		}
 		return nil
 	}
 	s.add(k, value)

@@ -204,6 +204,10 @@ func (s *pebbleStore) commit() error {
 
 func (s *pebbleStore) Writer() exec.StateWriter { return &s.writer }
 
+// Freeze is Seal: a Pebble checkpoint is already just a flush and hard
+// links, and its files are immutable once linked.
+func (s *pebbleStore) Freeze(id int64) (*Image, error) { return s.Seal(id) }
+
 func (s *pebbleStore) Seal(id int64) (*Image, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err

@@ -83,9 +83,14 @@ type Store interface {
 	Writer() exec.StateWriter
 	// Seal makes everything written so far an immutable local image for
 	// checkpoint id, which must be greater than the id of the previous Seal
-	// of this store. The Image stays valid, and unchanged, whatever the store
-	// does afterwards, until it is discarded.
+	// or Freeze of this store. The Image stays valid, and unchanged, whatever
+	// the store does afterwards, until it is discarded.
 	Seal(id int64) (*Image, error)
+	// Freeze is Seal for the synchronous part of a checkpoint: it fixes the
+	// image's contents and returns quickly, possibly before the image's files
+	// are written. Image.Finish writes them; it may run on another goroutine
+	// while the store goes on taking writes, which do not reach the image.
+	Freeze(id int64) (*Image, error)
 	// Reader replays the live entries in key order: key groups ascending,
 	// KeyGroupNone last. The slices passed to fn are not reused by the store
 	// and stay valid after fn returns. fn must not write to the store.
@@ -109,6 +114,23 @@ type Image struct {
 	KeyGroups [2]int
 	// Bytes is the total size of Files.
 	Bytes int64
+
+	// finish, when set, writes Files; Files and Bytes are incomplete until
+	// Finish has run it.
+	finish func() error
+}
+
+// Finish writes the files of an image that Freeze returned before they were
+// written, and is a no-op for any other image. Files and Bytes are final
+// only after it returned nil. It must not run concurrently with itself or
+// Discard.
+func (im *Image) Finish() error {
+	if im == nil || im.finish == nil {
+		return nil
+	}
+	f := im.finish
+	im.finish = nil
+	return f()
 }
 
 // File is one file of an Image.

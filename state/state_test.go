@@ -285,6 +285,54 @@ func TestImageUnaffectedByLaterWrites(t *testing.T) {
 	})
 }
 
+// TestFrozenImageWrittenDuringWrites writes a frozen image (Freeze, then
+// Finish on another goroutine, as the checkpoint runtime does) while the
+// store keeps taking writes, including same-length overwrites that a store
+// could apply in place: the image must hold the state as of the Freeze.
+func TestFrozenImageWrittenDuringWrites(t *testing.T) {
+	forKinds(t, func(t *testing.T, kind Kind) {
+		st := open(t, kind)
+		writeSample(t, st.Writer())
+		im, err := st.Freeze(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { im.Discard() })
+		finished := make(chan error, 1)
+		go func() { finished <- im.Finish() }()
+
+		w := st.Writer()
+		for i := range 200 {
+			put(t, w, 5, "a", fmt.Sprintf("%03d", i%1000)) // "v5a" has 3 bytes too
+			put(t, w, 0, "z", "new")
+			put(t, w, 2, fmt.Sprintf("k%d", i), "added")
+		}
+		del(t, w, 5, "b")
+		if err := <-finished; err != nil {
+			t.Fatal(err)
+		}
+		checkImageFiles(t, im)
+		wantEntries(t, "frozen image", readAll(t, restore(t, kind, im)), sampleWant)
+
+		// The store itself has every write, and the next image sees them.
+		im2 := seal(t, st, 2)
+		got := readAll(t, restore(t, kind, im2))
+		if len(got) != len(sampleWant)-1+200 {
+			t.Fatalf("image 2 has %d entries, want %d", len(got), len(sampleWant)-1+200)
+		}
+		for _, e := range got {
+			switch {
+			case e.kg == 5 && e.key == "a" && e.value != "199":
+				t.Errorf("image 2: 5/a = %q, want the last write %q", e.value, "199")
+			case e.kg == 0 && e.key == "z" && e.value != "new":
+				t.Errorf("image 2: 0/z = %q, want %q", e.value, "new")
+			case e.kg == 5 && e.key == "b":
+				t.Errorf("image 2 still holds the deleted 5/b")
+			}
+		}
+	})
+}
+
 func TestFullFlag(t *testing.T) {
 	forKinds(t, func(t *testing.T, kind Kind) {
 		st := open(t, kind)
