@@ -393,6 +393,9 @@ type tpcLog struct {
 	dropCommits bool // simulate a crash between completion and commit
 	finished    int
 	violations  []string
+	// commits, when set, receives the name of every transaction committed,
+	// so a test can wait for a commit instead of racing it.
+	commits chan string
 }
 
 func newTPCLog(store *memStore) *tpcLog {
@@ -477,6 +480,9 @@ func (w *tpcWriter) Commit(cs []Committable) error {
 		if _, ok := l.committed[name]; !ok {
 			l.committed[name] = strings.Split(rows, ",")
 		}
+		if l.commits != nil {
+			l.commits <- name
+		}
 	}
 	return nil
 }
@@ -490,6 +496,7 @@ func TestTwoPhaseCommitSink(t *testing.T) {
 	// commits it before the job ends.
 	store := newMemStore()
 	tl := newTPCLog(store)
+	tl.commits = make(chan string, 8)
 	r := &posReader{data: []int64{3, 1, 9, 7}, allow: make(chan int)}
 	g := &JobGraph{Vertices: []*Vertex{
 		posSource(1, r),
@@ -507,6 +514,18 @@ func TestTwoPhaseCommitSink(t *testing.T) {
 	grant(t, j, r, 2)
 	if id := awaitTrigger(t, triggerAsync(j)); id != 1 {
 		t.Fatalf("checkpoint %d", id)
+	}
+	// The notification of checkpoint 1 reaches the sink asynchronously;
+	// until it commits, checkpoint 1's committable is still the sink's
+	// state and would be in checkpoint 2 too. Wait for it so that the
+	// final checkpoint's contents are known.
+	select {
+	case name := <-tl.commits:
+		if name != "txn-1-3" {
+			t.Fatalf("first commit %s, want txn-1-3", name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("checkpoint 1 was not committed")
 	}
 	grant(t, j, r, 2)
 	grant(t, j, r, -1)
