@@ -183,7 +183,10 @@ func drillBroker(t *testing.T, bin, dataDir string) string {
 // batch per event (see Pacing above).
 func produceDrillInput(t *testing.T, addr string, evs []drillEvent, outTopics ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	// Setup, not the thing under test: 400 000 single-record batches take
+	// 8–30 s with the race detector on a busy 2-core machine, so the bound
+	// is generous.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		// Room for one event's record, not two.
