@@ -2,12 +2,12 @@ package rank
 
 import (
 	"fmt"
-	"github.com/flinksql/flinksql/exec/internal/optest"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 )
 
 // memStore is the checkpoint store of these tests.

@@ -2,11 +2,11 @@ package rank
 
 import (
 	"fmt"
-	"github.com/flinksql/flinksql/exec/internal/optest"
 	"testing"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/sql/types"
 )
 

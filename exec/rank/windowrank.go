@@ -7,6 +7,7 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/exec/internal/snapshot"
+	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -61,7 +62,7 @@ func NewWindowRank(spec WindowRankSpec) (exec.Operator, error) {
 	}
 	return &windowRank{
 		spec:        spec,
-		zone:        zone{loc: spec.Loc},
+		zone:        tz.New(spec.Loc),
 		wm:          exec.MinWatermark,
 		latestFirst: spec.Deduplicate && spec.SortKeys[0].Desc,
 		em:          emitter{withRank: spec.OutputRankNumber},
@@ -79,7 +80,7 @@ type rankWindow struct {
 
 type windowRank struct {
 	spec        WindowRankSpec
-	zone        zone
+	zone        tz.Zone
 	latestFirst bool // a tie goes before the rows already held
 	metrics     *exec.OperatorMetrics
 	wm          int64
@@ -157,7 +158,7 @@ func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error 
 // window returns the live window [start, end), creating it, or nil when it
 // has fired already.
 func (w *windowRank) window(start, end int64) *rankWindow {
-	fire := w.zone.fireTime(end - 1)
+	fire := w.zone.FireTime(end - 1)
 	if fire <= w.wm {
 		return nil
 	}

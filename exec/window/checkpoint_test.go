@@ -2,11 +2,11 @@ package window
 
 import (
 	"fmt"
-	"github.com/flinksql/flinksql/exec/internal/optest"
 	"slices"
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/sql/expr/agg"
 	"github.com/flinksql/flinksql/sql/types"
 )

@@ -9,6 +9,7 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/exec/internal/snapshot"
+	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -21,7 +22,7 @@ import (
 // the resulting session has already passed the watermark (end - 1 <= wm).
 type sessionAggregate struct {
 	spec    exec.WindowSpec
-	zone    zone
+	zone    tz.Zone
 	keyCols []int
 	aggs    exec.AggsHandle
 	keys    *keyed.Table
@@ -65,7 +66,7 @@ type dueSession struct {
 func newSessionAggregate(spec AggregateSpec) *sessionAggregate {
 	return &sessionAggregate{
 		spec:       spec.Window,
-		zone:       newZone(spec.Window.Loc),
+		zone:       tz.New(spec.Window.Loc),
 		keyCols:    spec.KeyCols,
 		aggs:       spec.Aggs,
 		wm:         exec.MinWatermark,
@@ -104,7 +105,7 @@ func (a *sessionAggregate) freeAcc(acc []types.Value) {
 func (a *sessionAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 	var procLocal int64
 	if !a.spec.EventTime {
-		procLocal = a.zone.toLocal(a.ctx.Now())
+		procLocal = a.zone.ToLocal(a.ctx.Now())
 	}
 	var dropped int64
 	for i, row := range b.Rows {
@@ -114,7 +115,7 @@ func (a *sessionAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 			if v.IsNull() {
 				return fmt.Errorf("window aggregate: %s", errNullRowtime)
 			}
-			t = a.zone.toLocal(v.Millis())
+			t = a.zone.ToLocal(v.Millis())
 		}
 		ok, err := a.add(row, b.Kinds[i], t)
 		if err != nil {
@@ -150,7 +151,7 @@ func (a *sessionAggregate) add(row types.Row, kind types.RowKind, t int64) (bool
 		start = min(start, ss[lo].start)
 		end = max(end, ss[hi-1].end)
 	}
-	trigger := a.zone.timerTime(end - 1)
+	trigger := a.zone.FireTime(end - 1)
 	if a.spec.EventTime && a.wm >= trigger {
 		if len(ss) == 0 {
 			a.keys.Release(id)

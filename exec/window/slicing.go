@@ -6,6 +6,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/snapshot"
+	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -27,7 +28,7 @@ const errNullRowtime = "RowTime field should not be null, please convert it to a
 type slicingAggregate struct {
 	spec    exec.WindowSpec
 	sl      slicer
-	zone    zone
+	zone    tz.Zone
 	keyCols []int
 	aggs    exec.AggsHandle
 	state   sliceState
@@ -64,7 +65,7 @@ func newSlicingAggregate(spec AggregateSpec) *slicingAggregate {
 	a := &slicingAggregate{
 		spec:    spec.Window,
 		sl:      newSlicer(spec.Window),
-		zone:    newZone(spec.Window.Loc),
+		zone:    tz.New(spec.Window.Loc),
 		keyCols: spec.KeyCols,
 		aggs:    spec.Aggs,
 		wm:      exec.MinWatermark,
@@ -90,7 +91,7 @@ func (a *slicingAggregate) Open(ctx *exec.OperatorContext) error {
 func (a *slicingAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 	var procLocal int64
 	if !a.spec.EventTime {
-		procLocal = a.zone.toLocal(a.ctx.Now())
+		procLocal = a.zone.ToLocal(a.ctx.Now())
 	}
 	timeCol := a.spec.TimeCol
 	var dropped int64
@@ -101,7 +102,7 @@ func (a *slicingAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 			if t.IsNull() {
 				return fmt.Errorf("window aggregate: %s", errNullRowtime)
 			}
-			local = a.zone.toLocal(t.Millis())
+			local = a.zone.ToLocal(t.Millis())
 		}
 		se := a.sl.sliceEnd(local)
 		if !a.cacheOK || se != a.cacheEnd {
@@ -158,14 +159,14 @@ func (a *slicingAggregate) admitSlice(se int64) {
 	copy(a.live[i+1:], a.live[i:])
 	a.live[i] = liveSlice{end: se, nextEnd: nextEnd}
 	if !a.spec.EventTime {
-		a.ctx.RegisterProcessingTimer(a.zone.timerTime(nextEnd - 1))
+		a.ctx.RegisterProcessingTimer(a.zone.FireTime(nextEnd - 1))
 	}
 }
 
 // fired reports whether the window ending at end (local) has fired at the
 // current watermark.
 func (a *slicingAggregate) fired(end int64) bool {
-	return a.wm >= a.zone.timerTime(end-1)
+	return a.wm >= a.zone.FireTime(end-1)
 }
 
 func (a *slicingAggregate) ProcessWatermark(wm int64, out exec.Output) error {
@@ -198,7 +199,7 @@ func (a *slicingAggregate) advance(progress int64, out exec.Output) error {
 		for _, ls := range a.live {
 			end = min(end, ls.nextEnd)
 		}
-		if a.zone.timerTime(end-1) > progress {
+		if a.zone.FireTime(end-1) > progress {
 			break
 		}
 		if err := a.fire(end, out); err != nil {
@@ -213,7 +214,7 @@ func (a *slicingAggregate) advance(progress int64, out exec.Output) error {
 					continue
 				}
 				if !a.spec.EventTime {
-					a.ctx.RegisterProcessingTimer(a.zone.timerTime(ls.nextEnd - 1))
+					a.ctx.RegisterProcessingTimer(a.zone.FireTime(ls.nextEnd - 1))
 				}
 			}
 			a.live[j] = ls

@@ -202,12 +202,12 @@ func (a *slicingAggregate) restoreSlice(se int64) {
 		done = a.proc
 	}
 	nextEnd := se
-	for a.zone.timerTime(nextEnd-1) <= done {
+	for a.zone.FireTime(nextEnd-1) <= done {
 		nextEnd += a.sl.interval
 	}
 	a.live = slices.Insert(a.live, i, liveSlice{end: se, nextEnd: nextEnd})
 	if !a.spec.EventTime {
-		a.ctx.RegisterProcessingTimer(a.zone.timerTime(nextEnd - 1))
+		a.ctx.RegisterProcessingTimer(a.zone.FireTime(nextEnd - 1))
 	}
 }
 
@@ -374,7 +374,7 @@ func (a *sessionAggregate) applyRestored() error {
 				if s.acc, v, err = decodeValues(v[k1+k2+k3:], width); err != nil {
 					return fmt.Errorf("window aggregate: restoring state: %w", err)
 				}
-				s.trigger = a.zone.timerTime(s.end - 1)
+				s.trigger = a.zone.FireTime(s.end - 1)
 				a.seq = max(a.seq, s.seq)
 				a.minTrigger = min(a.minTrigger, s.trigger)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -14,7 +15,7 @@ import (
 // metric of their own, which OperatorMetrics does not have).
 type tableFunction struct {
 	spec    exec.WindowSpec
-	zone    zone
+	zone    tz.Zone
 	inWidth int
 	ctx     *exec.OperatorContext
 	metrics *exec.OperatorMetrics
@@ -23,7 +24,7 @@ type tableFunction struct {
 }
 
 func newTableFunction(w exec.WindowSpec, inWidth int) *tableFunction {
-	return &tableFunction{spec: w, zone: newZone(w.Loc), inWidth: inWidth}
+	return &tableFunction{spec: w, zone: tz.New(w.Loc), inWidth: inWidth}
 }
 
 func (f *tableFunction) Open(ctx *exec.OperatorContext) error {
@@ -42,7 +43,7 @@ func (f *tableFunction) ProcessBatch(_ int, b *types.Batch, out exec.Output) err
 	}
 	var procLocal int64
 	if !f.spec.EventTime {
-		procLocal = f.zone.toLocal(f.ctx.Now())
+		procLocal = f.zone.ToLocal(f.ctx.Now())
 	}
 	w := f.spec
 	for i, row := range b.Rows {
@@ -52,7 +53,7 @@ func (f *tableFunction) ProcessBatch(_ int, b *types.Batch, out exec.Output) err
 			if v.IsNull() {
 				continue
 			}
-			t = f.zone.toLocal(v.Millis())
+			t = f.zone.ToLocal(v.Millis())
 		}
 		kind := b.Kinds[i]
 		var err error

@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/sql/types"
 )
 
@@ -169,10 +170,10 @@ func (s *slicer) windowStartOf(end int64) int64 {
 
 // windowProps fills window_start, window_end and window_time for the window
 // [start, end) given in local millis.
-func windowProps(z *zone, start, end int64, dst []types.Value) {
+func windowProps(z *tz.Zone, start, end int64, dst []types.Value) {
 	dst[0] = types.TimestampMillis(start)
 	dst[1] = types.TimestampMillis(end)
-	dst[2] = types.TimestampMillis(z.toUTC(end - 1))
+	dst[2] = types.TimestampMillis(z.ToUTC(end - 1))
 }
 
 // nopMetrics stands in when the runtime gives no metrics.

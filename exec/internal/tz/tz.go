@@ -1,4 +1,9 @@
-package window
+// Package tz owns the session time zone arithmetic of windows on a
+// TIMESTAMP_LTZ time attribute: converting instants to local wall-clock
+// millis and back, and Flink's rule for when such a window fires around
+// daylight-saving transitions. The window and window-rank operators share it
+// so that both fire a window at the same instant.
+package tz
 
 import (
 	"math"
@@ -12,22 +17,23 @@ const (
 	maxZoneOffset = 14 * msPerHour
 )
 
-// zone converts between instants (epoch ms, UTC) and local wall-clock millis
+// Zone converts between instants (epoch ms, UTC) and local wall-clock millis
 // ("shifted" timestamps: the local date-time read as if it were UTC) of the
 // session time zone. A nil location means no shift. It caches the zone period
 // of the last lookup, so converting rows of nearby times costs two compares.
-type zone struct {
+type Zone struct {
 	loc    *time.Location
 	lo, hi int64 // [lo, hi) epoch ms where off applies
 	off    int64
 }
 
-func newZone(loc *time.Location) zone {
-	return zone{loc: loc, lo: 1, hi: 0} // empty period: the first lookup fills it
+// New returns the Zone of loc; nil means no shift.
+func New(loc *time.Location) Zone {
+	return Zone{loc: loc, lo: 1, hi: 0} // empty period: the first lookup fills it
 }
 
-// offsetAt returns the UTC offset in ms in effect at the instant utc.
-func (z *zone) offsetAt(utc int64) int64 {
+// OffsetAt returns the UTC offset in ms in effect at the instant utc.
+func (z *Zone) OffsetAt(utc int64) int64 {
 	if z.loc == nil {
 		return 0
 	}
@@ -48,48 +54,48 @@ func (z *zone) offsetAt(utc int64) int64 {
 	return z.off
 }
 
-// toLocal shifts an instant to local wall-clock millis.
-func (z *zone) toLocal(utc int64) int64 {
+// ToLocal shifts an instant to local wall-clock millis.
+func (z *Zone) ToLocal(utc int64) int64 {
 	if z.loc == nil {
 		return utc
 	}
-	return utc + z.offsetAt(utc)
+	return utc + z.OffsetAt(utc)
 }
 
-// toUTC returns the instant of a local wall-clock time. Like Java's
+// ToUTC returns the instant of a local wall-clock time. Like Java's
 // LocalDateTime.atZone, a time in a DST gap is moved forward by the length of
 // the gap and a time in an overlap takes the earlier offset; both amount to
 // using the offset in effect before the transition.
-func (z *zone) toUTC(local int64) int64 {
+func (z *Zone) ToUTC(local int64) int64 {
 	if z.loc == nil || local == math.MaxInt64 {
 		return local
 	}
-	before := z.offsetAt(local - maxZoneOffset)
-	after := z.offsetAt(local + maxZoneOffset)
+	before := z.OffsetAt(local - maxZoneOffset)
+	after := z.OffsetAt(local + maxZoneOffset)
 	if before == after {
 		return local - before
 	}
 	switch {
-	case z.offsetAt(local-before) == before:
+	case z.OffsetAt(local-before) == before:
 		return local - before
-	case z.offsetAt(local-after) == after:
+	case z.OffsetAt(local-after) == after:
 		return local - after
 	default: // in a gap
 		return local - before
 	}
 }
 
-// timerTime is the instant at which a window whose last local millisecond is
+// FireTime is the instant at which a window whose last local millisecond is
 // local fires. Around DST transitions it follows Flink's rule: a local time
 // skipped by a gap fires at the first instant after the gap, and a local time
 // that occurs twice fires at its later occurrence, so both hours of data are
 // in the window when it fires.
-func (z *zone) timerTime(local int64) int64 {
+func (z *Zone) FireTime(local int64) int64 {
 	if z.loc == nil || local == math.MaxInt64 {
 		return local
 	}
-	t1 := z.toUTC(local)
-	t2 := z.toUTC(local + msPerHour)
+	t1 := z.ToUTC(local)
+	t2 := z.ToUTC(local + msPerHour)
 	switch {
 	case t1 == t2:
 		return t1 - t1%msPerHour
