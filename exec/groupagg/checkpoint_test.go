@@ -2,12 +2,12 @@ package groupagg
 
 import (
 	"fmt"
-	"github.com/flinksql/flinksql/exec/internal/optest"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flinksql/flinksql/exec/internal/optest"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/sql/expr/agg"
@@ -52,62 +52,26 @@ func run(t *testing.T, op exec.Operator, rt *fakeRuntime, width int, a action) [
 	return c.Events
 }
 
-// checkRestores runs script uninterrupted, with a snapshot after every step
-// (the first full, then incremental), and checks its output against want.
-// Then, for every step, it restores a fresh operator from the checkpoint
-// taken there and runs the rest of the script: the output before the
-// checkpoint plus the restored operator's output must equal want.
+// widthAction is an action on rows of a given width, as an optest.Step.
+type widthAction struct {
+	action
+	width int
+}
+
+func (a widthAction) Run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector) {
+	t.Helper()
+	c.Events = append(c.Events, run(t, op, rt, a.width, a.action)...)
+}
+
+// checkRestores is optest.CheckRestores over rows of the given width.
 func checkRestores(t *testing.T, build func() exec.Operator, start int64, width int, script []action, want []string) {
 	t.Helper()
-	op := build()
-	rt := &fakeRuntime{Now: start}
-	if err := op.Open(rt.Context()); err != nil {
-		t.Fatal(err)
-	}
-	store := newMemStore()
-	store.Snapshot(t, op, 1)
-	checkpoints := []*memStore{store.Clone()}
-	clocks := []int64{rt.Now}
-	var outs [][]string
-	var all []string
+	steps := make([]widthAction, len(script))
 	for i, a := range script {
-		out := run(t, op, rt, width, a)
-		outs = append(outs, out)
-		all = append(all, out...)
-		store.Snapshot(t, op, exec.CheckpointID(i+2))
-		checkpoints = append(checkpoints, store.Clone())
-		clocks = append(clocks, rt.Now)
+		steps[i] = widthAction{a, width}
 	}
-	expect(t, "uninterrupted run", all, want...)
-	for k := range checkpoints {
-		restored := build()
-		if err := restored.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
-			t.Fatalf("restore at step %d: %v", k, err)
-		}
-		rt := &fakeRuntime{Now: clocks[k]}
-		if err := restored.Open(rt.Context()); err != nil {
-			t.Fatalf("open after restore at step %d: %v", k, err)
-		}
-		got := slices.Concat(outs[:k]...)
-		for _, a := range script[k:] {
-			got = append(got, run(t, restored, rt, width, a)...)
-		}
-		expect(t, fmt.Sprintf("restored after step %d", k), got, want...)
-		// A full snapshot of the restored operator holds what the
-		// incremental ones accumulated.
-		full := newMemStore()
-		again := build()
-		if err := again.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
-			t.Fatal(err)
-		}
-		if err := again.Open((&fakeRuntime{Now: clocks[k]}).Context()); err != nil {
-			t.Fatal(err)
-		}
-		full.Snapshot(t, again, 1)
-		if !full.Same(checkpoints[k]) {
-			t.Errorf("step %d: a full snapshot after restore differs from the incremental checkpoint", k)
-		}
-	}
+	optest.CheckRestores(t, func() (exec.Operator, error) { return build(), nil },
+		func() *collector { return &collector{} }, start, steps, 0, want...)
 }
 
 func TestGroupAggregateRestore(t *testing.T) {

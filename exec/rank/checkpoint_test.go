@@ -2,7 +2,6 @@ package rank
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -25,7 +24,7 @@ type step struct {
 
 func rowsOf(rows ...rowSpec) step { return step{rows: rows} }
 
-func (s step) run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector) {
+func (s step) Run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector) {
 	t.Helper()
 	switch {
 	case s.rows != nil:
@@ -37,58 +36,11 @@ func (s step) run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector)
 	}
 }
 
-// checkRestores runs the script with a snapshot after every step (the first
-// full, then incremental) and compares its output with the hand-worked
-// want; then it restores a fresh operator from every checkpoint and runs the
-// rest of the script, which must give the same output and late rows.
+// checkRestores is optest.CheckRestores with this package's output
+// format; the hand-worked want is the uninterrupted run's output.
 func checkRestores(t *testing.T, build func() (exec.Operator, error), start int64, script []step, late int64, want ...string) {
 	t.Helper()
-	mk := func() exec.Operator {
-		op, err := build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return op
-	}
-	op := mk()
-	rt := &fakeRuntime{Now: start}
-	open(t, op, rt)
-	store := newMemStore()
-	store.Snapshot(t, op, 1)
-	checkpoints := []*memStore{store.Clone()}
-	clocks := []int64{rt.Now}
-	lateAt := []int64{0}
-	var outs [][]string
-	for i, s := range script {
-		c := newCollector()
-		s.run(t, op, rt, c)
-		outs = append(outs, c.Events)
-		store.Snapshot(t, op, exec.CheckpointID(i+2))
-		checkpoints = append(checkpoints, store.Clone())
-		clocks = append(clocks, rt.Now)
-		lateAt = append(lateAt, rt.Metrics.LateRowsDropped.Load())
-	}
-	expect(t, "uninterrupted run", slices.Concat(outs...), want...)
-	if n := rt.Metrics.LateRowsDropped.Load(); n != late {
-		t.Errorf("uninterrupted run: %d late rows, want %d", n, late)
-	}
-	for k := range checkpoints {
-		restored := mk()
-		if err := restored.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
-			t.Fatalf("restore at step %d: %v", k, err)
-		}
-		rt := &fakeRuntime{Now: clocks[k]}
-		open(t, restored, rt)
-		got := slices.Concat(outs[:k]...)
-		c := newCollector()
-		for _, s := range script[k:] {
-			s.run(t, restored, rt, c)
-		}
-		expect(t, fmt.Sprintf("restored after step %d", k), append(got, c.Events...), want...)
-		if n := lateAt[k] + rt.Metrics.LateRowsDropped.Load(); n != late {
-			t.Errorf("restored after step %d: %d late rows, want %d", k, n, late)
-		}
-	}
+	optest.CheckRestores(t, build, newCollector, start, script, late, want...)
 }
 
 func eachRow(rows ...rowSpec) []step {

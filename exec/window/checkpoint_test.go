@@ -2,7 +2,6 @@ package window
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
@@ -28,7 +27,7 @@ func rowsAt(rows ...in) step { return step{rows: rows} }
 func wmAt(wm int64) step     { return step{wm: wm} }
 func clockAt(t int64) step   { return step{clock: t} }
 
-func (s step) run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector) {
+func (s step) Run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector) {
 	t.Helper()
 	switch {
 	case s.rows != nil:
@@ -40,62 +39,15 @@ func (s step) run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector)
 	}
 }
 
-// checkRestores runs the script with a snapshot after every step (the first
-// full, the others incremental) and checks the output and the late rows
-// dropped against the hand-worked want and late. Then it restores a fresh
-// operator from the checkpoint of every step and runs the rest of the
-// script: the output must be the same, and so must the late rows.
+// checkRestores is optest.CheckRestores for the aggregate of spec, with
+// this package's output format; once every window fired, the last
+// checkpoint must hold no keyed entry.
 func checkRestores(t *testing.T, spec AggregateSpec, start int64, script []step, late int64, want ...string) {
 	t.Helper()
-	build := func() exec.Operator {
-		op, err := NewAggregate(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return op
-	}
-	op := build()
-	rt := &fakeRuntime{Now: start}
-	mustOpen(t, op, rt)
-	store := newMemStore()
-	store.Snapshot(t, op, 1)
-	checkpoints := []*memStore{store.Clone()}
-	clocks := []int64{rt.Now}
-	lateAt := []int64{0}
-	var outs [][]string
-	for i, s := range script {
-		c := newCollector()
-		s.run(t, op, rt, c)
-		outs = append(outs, c.Events)
-		store.Snapshot(t, op, exec.CheckpointID(i+2))
-		checkpoints = append(checkpoints, store.Clone())
-		clocks = append(clocks, rt.Now)
-		lateAt = append(lateAt, rt.Metrics.LateRowsDropped.Load())
-	}
-	expect(t, "uninterrupted run", slices.Concat(outs...), want...)
-	if got := rt.Metrics.LateRowsDropped.Load(); got != late {
-		t.Errorf("uninterrupted run: %d late rows dropped, want %d", got, late)
-	}
+	build := func() (exec.Operator, error) { return NewAggregate(spec) }
+	store := optest.CheckRestores(t, build, newCollector, start, script, late, want...)
 	if n := store.Keyed(); n != 0 {
 		t.Errorf("%d keyed entries left in the checkpoint after every window fired", n)
-	}
-	for k := range checkpoints {
-		restored := build()
-		if err := restored.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
-			t.Fatalf("restore at step %d: %v", k, err)
-		}
-		rt := &fakeRuntime{Now: clocks[k]}
-		mustOpen(t, restored, rt)
-		got := slices.Concat(outs[:k]...)
-		c := newCollector()
-		for _, s := range script[k:] {
-			s.run(t, restored, rt, c)
-		}
-		got = append(got, c.Events...)
-		expect(t, fmt.Sprintf("restored after step %d", k), got, want...)
-		if n := lateAt[k] + rt.Metrics.LateRowsDropped.Load(); n != late {
-			t.Errorf("restored after step %d: %d late rows dropped, want %d", k, n, late)
-		}
 	}
 }
 

@@ -240,3 +240,87 @@ func Expect(t testing.TB, what string, got []string, want ...string) {
 		t.Errorf("%s:\ngot:\n  %s\nwant:\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
+
+// Step is one step of a restore script: rows, a watermark or a clock
+// advance fed to op.
+type Step interface {
+	Run(t *testing.T, op exec.Operator, rt *Runtime, c *Collector)
+}
+
+// CheckRestores runs script through an operator from build, started at
+// clock start, with a snapshot after every step (the first full, then
+// incremental), and compares what it emits with want and the late rows it
+// drops with late. Then it restores a fresh operator from the checkpoint
+// of every step and runs the rest of the script: the output, and the late
+// rows, must be the same, and a full snapshot of the restored operator must
+// equal the incremental checkpoint it came from. It returns the store of
+// the uninterrupted run.
+// newCollector gives the package's formatting of the output.
+func CheckRestores[S Step](t *testing.T, build func() (exec.Operator, error), newCollector func() *Collector,
+	start int64, script []S, late int64, want ...string) *Store {
+	t.Helper()
+	mk := func() exec.Operator {
+		op, err := build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	open := func(op exec.Operator, rt *Runtime) {
+		if err := op.Open(rt.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	op := mk()
+	rt := &Runtime{Now: start}
+	open(op, rt)
+	store := NewStore()
+	store.Snapshot(t, op, 1)
+	checkpoints := []*Store{store.Clone()}
+	clocks := []int64{rt.Now}
+	lateAt := []int64{0}
+	var outs [][]string
+	for i, s := range script {
+		c := newCollector()
+		s.Run(t, op, rt, c)
+		outs = append(outs, c.Events)
+		store.Snapshot(t, op, exec.CheckpointID(i+2))
+		checkpoints = append(checkpoints, store.Clone())
+		clocks = append(clocks, rt.Now)
+		lateAt = append(lateAt, rt.Metrics.LateRowsDropped.Load())
+	}
+	Expect(t, "uninterrupted run", slices.Concat(outs...), want...)
+	if n := rt.Metrics.LateRowsDropped.Load(); n != late {
+		t.Errorf("uninterrupted run: %d late rows dropped, want %d", n, late)
+	}
+	for k := range checkpoints {
+		restored := mk()
+		if err := restored.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
+			t.Fatalf("restore at step %d: %v", k, err)
+		}
+		rt := &Runtime{Now: clocks[k]}
+		open(restored, rt)
+		got := slices.Concat(outs[:k]...)
+		c := newCollector()
+		for _, s := range script[k:] {
+			s.Run(t, restored, rt, c)
+		}
+		Expect(t, fmt.Sprintf("restored after step %d", k), append(got, c.Events...), want...)
+		if n := lateAt[k] + rt.Metrics.LateRowsDropped.Load(); n != late {
+			t.Errorf("restored after step %d: %d late rows dropped, want %d", k, n, late)
+		}
+		// A full snapshot of a restored operator holds what the
+		// incremental ones accumulated.
+		again := mk()
+		if err := again.(exec.CheckpointedOperator).RestoreState(checkpoints[k]); err != nil {
+			t.Fatalf("restore at step %d: %v", k, err)
+		}
+		open(again, &Runtime{Now: clocks[k]})
+		full := NewStore()
+		full.Snapshot(t, again, 1)
+		if !full.Same(checkpoints[k]) {
+			t.Errorf("step %d: a full snapshot after restore differs from the incremental checkpoint", k)
+		}
+	}
+	return store
+}
