@@ -71,6 +71,22 @@ func appendProgress(dst []byte, subtask int, p progress) (out []byte, k int) {
 	return dst, k
 }
 
+// foldProgress folds a restored progress entry into wm and proc. A restore
+// may read the entries of several earlier subtasks; the operator resumes
+// from the least advanced, so that no window fires early.
+func foldProgress(value []byte, wm, proc *int64, first *bool) error {
+	p, err := decodeProgress(value)
+	if err != nil {
+		return fmt.Errorf("window aggregate: restoring state: %w", err)
+	}
+	if *first {
+		*wm, *proc, *first = p.wm, p.proc, false
+	} else {
+		*wm, *proc = min(*wm, p.wm), min(*proc, p.proc)
+	}
+	return nil
+}
+
 func decodeProgress(value []byte) (progress, error) {
 	var p progress
 	var n int
@@ -146,14 +162,8 @@ func (a *slicingAggregate) applyRestored() error {
 		}
 		switch e.Key[0] {
 		case tagProgress:
-			p, err := decodeProgress(e.Value)
-			if err != nil {
-				return fmt.Errorf("window aggregate: restoring state: %w", err)
-			}
-			if first {
-				a.wm, a.proc, first = p.wm, p.proc, false
-			} else {
-				a.wm, a.proc = min(a.wm, p.wm), min(a.proc, p.proc)
+			if err := foldProgress(e.Value, &a.wm, &a.proc, &first); err != nil {
+				return err
 			}
 		case tagSliceAcc:
 			key, rest, err := keyed.DecodeKey(e.Key, len(a.keyCols))
@@ -329,14 +339,8 @@ func (a *sessionAggregate) applyRestored() error {
 		}
 		switch e.Key[0] {
 		case tagProgress:
-			p, err := decodeProgress(e.Value)
-			if err != nil {
-				return fmt.Errorf("window aggregate: restoring state: %w", err)
-			}
-			if first {
-				a.wm, a.proc, first = p.wm, p.proc, false
-			} else {
-				a.wm, a.proc = min(a.wm, p.wm), min(a.proc, p.proc)
+			if err := foldProgress(e.Value, &a.wm, &a.proc, &first); err != nil {
+				return err
 			}
 		case tagSession:
 			key, rest, err := keyed.DecodeKey(e.Key, len(a.keyCols))
