@@ -134,6 +134,15 @@ const (
 // job's error wraps it and names the latest failure.
 var ErrTolerableFailuresExceeded = errors.New("Exceeded checkpoint tolerable failure threshold.") //nolint:staticcheck // Flink's text
 
+// ErrCheckpointUnrestorable marks a restore that cannot succeed from the
+// chosen checkpoint but may from an earlier retained one: its metadata or a
+// file it needs is unreadable, or every committable it recorded was aborted by
+// the broker before it could be committed (nothing of it became visible, so
+// replaying from the previous checkpoint loses and duplicates nothing).
+// Errors wrapping it make recovery fall back to the previous retained
+// checkpoint and say why; any other restore error fails the attempt.
+var ErrCheckpointUnrestorable = errors.New("checkpoint cannot be restored")
+
 // FlushingWriter is a SinkWriter that buffers writes. With checkpointing on,
 // the sink operator flushes it at every barrier, so that nothing written
 // before a completed checkpoint can be lost (at-least-once delivery without
