@@ -21,8 +21,12 @@
 //     written without transactions both levels return the same records (the
 //     last stable offset equals the high watermark). Set read_uncommitted to
 //     read records before their transaction commits.
-//   - Partitions found by discovery after the start are read from the
-//     earliest offset; discovery is off for bounded reads.
+//   - Partitions found by discovery after the start, and after a restore
+//     the partitions the checkpoint does not hold, are read from the
+//     earliest offset (FLIP-288); discovery is off for bounded reads.
+//   - A bounded read's stop offsets are fixed at the job's first start and
+//     kept in the checkpoint, so a restored bounded job reads what an
+//     uninterrupted one reads (and no partition added after the start).
 //   - Partition ownership is Flink's KafkaSourceEnumerator rule: a topic's
 //     partitions start at subtask (hash(topic)*31 & 0x7fffffff) % p, where
 //     hash is Java's String.hashCode, and go round from there.
