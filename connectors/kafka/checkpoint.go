@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Checkpointing of the kafka connector (issue 5): the reader's position is
@@ -61,6 +62,89 @@ func (r *Reader) RestorePosition(pos []byte) error {
 	}
 	r.restore = p
 	return nil
+}
+
+// NotifyPositionComplete implements exec.CheckpointCompleteReader: with
+// 'properties.group.id' set and 'properties.commit.offsets.on.checkpoint' on,
+// the offsets of completed checkpoint id are committed to the group, so that
+// a job started again with 'group-offsets' continues there. The commit runs
+// in the background; a failed one is logged and counted, not fatal, as in
+// Flink (the checkpoint itself holds the offsets).
+func (r *Reader) NotifyPositionComplete(id exec.CheckpointID, pos []byte) error {
+	if !r.src.commitOffsets || r.adm == nil {
+		return nil
+	}
+	p, err := decodePosition(pos)
+	if err != nil {
+		return fmt.Errorf("kafka table %s: bad position of checkpoint %d: %w", r.src.cfg.name, id, err)
+	}
+	if len(p.next) == 0 {
+		return nil
+	}
+	offsets := kadm.Offsets{}
+	for tp, o := range p.next {
+		offsets.AddOffset(tp.Topic, tp.Partition, o, -1)
+	}
+	c := &r.commit
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last != nil && sameOffsets(c.last, offsets) {
+		return nil
+	}
+	c.pending, c.id = offsets, id
+	if !c.running {
+		c.running = true
+		c.wg.Add(1)
+		go r.commitLoop()
+	}
+	return nil
+}
+
+// commitLoop sends pending commits until none is left.
+func (r *Reader) commitLoop() {
+	c := &r.commit
+	defer c.wg.Done()
+	cfg := r.src.cfg
+	for {
+		c.mu.Lock()
+		offsets, id := c.pending, c.id
+		c.pending = nil
+		if offsets == nil {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		ctx, cancel := cfg.contextWithTimeout(r.ctx)
+		resp, err := r.adm.CommitOffsets(ctx, cfg.groupID, offsets)
+		cancel()
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			r.src.commitsFailed.Add(1)
+			r.src.logf("kafka table %s: committing the offsets of checkpoint %d to consumer group '%s' at %s failed: %v (the checkpoint keeps them; a job started with 'group-offsets' would start before them)",
+				cfg.name, id, cfg.groupID, cfg.serversText(), err)
+			continue
+		}
+		c.mu.Lock()
+		c.last = offsets
+		c.mu.Unlock()
+	}
+}
+
+func sameOffsets(a, b kadm.Offsets) bool {
+	n := 0
+	equal := true
+	b.Each(func(o kadm.Offset) {
+		n++
+		if x, ok := a.Lookup(o.Topic, o.Partition); !ok || x.At != o.At {
+			equal = false
+		}
+	})
+	na := 0
+	a.Each(func(kadm.Offset) { na++ })
+	return equal && n == na
 }
 
 func sortedPartitions(offsets map[TopicPartition]int64) []TopicPartition {

@@ -80,7 +80,8 @@ const (
 	OptSinkBufferFlushMaxRows  = "sink.buffer-flush.max-rows"
 	OptSinkBufferFlushInterval = "sink.buffer-flush.interval"
 
-	propertiesPrefix = "properties."
+	propertiesPrefix  = "properties."
+	propCommitOffsets = "commit.offsets.on.checkpoint" // under properties., as in Flink
 )
 
 // Enumerated option values.
@@ -495,7 +496,7 @@ func (c *tableConfig) producerOpts() ([]kgo.Opt, error) {
 // change what the connector does. Any other property is accepted and
 // ignored, as the Java client ignores properties it does not know.
 var HonouredProperties = []string{
-	"bootstrap.servers", "group.id", "client.id", "request.timeout.ms", "metadata.max.age.ms",
+	"bootstrap.servers", "group.id", "commit.offsets.on.checkpoint", "client.id", "request.timeout.ms", "metadata.max.age.ms",
 	"security.protocol (PLAINTEXT only)",
 	"isolation.level", "auto.offset.reset", "fetch.max.bytes", "max.partition.fetch.bytes",
 	"fetch.min.bytes", "fetch.max.wait.ms",

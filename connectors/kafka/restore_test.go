@@ -2,12 +2,14 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/flinksql/flinksql/sql/types"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -236,5 +238,140 @@ func TestPositionRoundTrip(t *testing.T) {
 	}
 	if _, err := decodePosition([]byte{2, 1, 1, 1, 'a', 0, 2}); err == nil {
 		t.Error("a position without its stop offset was accepted")
+	}
+}
+
+// groupOffsets fetches a group's committed offsets of topic over TCP.
+func groupOffsets(t testing.TB, adm *kadm.Client, group, topic string) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	resp, err := adm.FetchOffsetsForTopics(ctx, group, topic)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return map[int32]int64{}
+	}
+	if err != nil {
+		t.Fatalf("fetching offsets of group %s: %v", group, err)
+	}
+	out := map[int32]int64{}
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.Err == nil && o.At >= 0 {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}
+
+// readRows reads up to n rows in batches of one, as a job does between
+// checkpoints.
+func readRows(t testing.TB, r *Reader, n int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var got []string
+	b := types.NewBatch(2, 1)
+	for len(got) < n {
+		b.Reset()
+		if _, err := r.Read(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		for j, row := range b.Rows {
+			got = append(got, rowString(b.Kinds[j], row))
+		}
+	}
+	return got
+}
+
+// The offsets of a completed checkpoint are committed to the consumer group,
+// those of a checkpoint that did not complete are not, and a job started
+// fresh with 'group-offsets' continues at the last completed checkpoint.
+func TestOffsetsCommittedOnCheckpointComplete(t *testing.T) {
+	addr := seedEvents(t) // 4 records in each of 3 partitions
+	adm := adminClient(t, addr)
+	opts := map[string]string{"topic": "events", "format": "json", "properties.group.id": "job",
+		"scan.startup.mode": "earliest-offset"}
+	src := mustSource(t, tableContext(addr, eventSchema, opts))
+	var logged []string
+	src.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	r, _ := src.NewKafkaReader(0, 1)
+	if err := r.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := readRows(t, r, 5)
+	pos1, _ := r.SnapshotPosition() // checkpoint 1
+	readRows(t, r, 3)
+	pos2, _ := r.SnapshotPosition() // checkpoint 2, never completes
+	_ = pos2
+	if err := r.NotifyPositionComplete(1, pos1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil { // waits for the commit
+		t.Fatal(err)
+	}
+	p1, _ := decodePosition(pos1)
+	want := map[int32]int64{}
+	for tp, o := range p1.next {
+		want[tp.Partition] = o
+	}
+	if got := groupOffsets(t, adm, "job", "events"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("committed %v, want checkpoint 1's offsets %v", got, want)
+	}
+	if len(logged) != 0 || src.CommitsFailed().Load() != 0 {
+		t.Fatalf("commit failures: %v", logged)
+	}
+
+	// A fresh start from the group: exactly the records after checkpoint 1.
+	opts["scan.startup.mode"] = "group-offsets"
+	opts["scan.bounded.mode"] = "latest-offset"
+	rest, err := readBounded(t, mustSource(t, tableContext(addr, eventSchema, opts)).mustReader(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []int{0, 1, 2, 3}
+	if got := sorted(append(before, rest...)); !equalStrings(got, eventRows(map[int][]int{0: all, 1: all, 2: all})) {
+		t.Fatalf("before checkpoint 1 %v and after a fresh start %v: not every record once", before, rest)
+	}
+}
+
+func (s *Source) mustReader(t testing.TB) *Reader {
+	t.Helper()
+	r, err := s.NewKafkaReader(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestOffsetsNotCommittedWhenDisabled(t *testing.T) {
+	addr := seedEvents(t)
+	adm := adminClient(t, addr)
+	src := mustSource(t, tableContext(addr, eventSchema, map[string]string{"topic": "events", "format": "json",
+		"properties.group.id": "quiet", "properties.commit.offsets.on.checkpoint": "false", "scan.startup.mode": "earliest-offset"}))
+	r := src.mustReader(t)
+	if err := r.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	readRows(t, r, 4)
+	pos, _ := r.SnapshotPosition()
+	if err := r.NotifyPositionComplete(1, pos); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if got := groupOffsets(t, adm, "quiet", "events"); len(got) != 0 {
+		t.Fatalf("committed %v with commit.offsets.on.checkpoint = false", got)
+	}
+	for _, c := range []struct {
+		opts map[string]string
+		want string
+	}{
+		{map[string]string{"properties.commit.offsets.on.checkpoint": "true"}, "Property group.id is required when offset commit is enabled"},
+		{map[string]string{"properties.group.id": "g", "properties.commit.offsets.on.checkpoint": "sometimes"},
+			"Invalid value for option 'properties.commit.offsets.on.checkpoint'. Expected one of [true, false], but was: sometimes"},
+	} {
+		c.opts["topic"], c.opts["format"], c.opts["scan.startup.mode"] = "events", "json", "earliest-offset"
+		_, err := NewFactory().CreateSource(tableContext(addr, eventSchema, c.opts))
+		if e := errContains(err, c.want); e != nil {
+			t.Error(e)
+		}
 	}
 }

@@ -29,7 +29,11 @@ type Source struct {
 	consumerOpts  []kgo.Opt
 	readCommitted bool
 	autoReset     string // properties.auto.offset.reset: earliest, latest or none
+	// commitOffsets is properties.commit.offsets.on.checkpoint: commit a
+	// completed checkpoint's offsets to properties.group.id.
+	commitOffsets bool
 	skipped       exec.Counter
+	commitsFailed exec.Counter
 
 	// Logf receives warnings of the readers (offset commits that failed,
 	// partitions a restored bounded read leaves out). Nil writes them to
@@ -81,6 +85,9 @@ func newSource(c *tableConfig) (*Source, error) {
 			return nil, fmt.Errorf("auto.offset.reset can not be set to %s. Valid values: [latest,earliest,none]", v)
 		}
 	}
+	if s.commitOffsets, err = parseCommitOffsets(c); err != nil {
+		return nil, err
+	}
 	if (s.startup.mode == StartGroupOffsets || s.bounded.mode == StartGroupOffsets) && c.groupID == "" {
 		return nil, errors.New("Property group.id is required when using committed offset for offsets initializer")
 	}
@@ -131,6 +138,35 @@ func (s *Source) Parallelism(defaultParallelism int) int {
 
 // ReadableMetadata implements connectors.ScanSource.
 func (s *Source) ReadableMetadata() map[string]types.Type { return readableMetadata }
+
+// CommitsFailed counts offset commits to the consumer group that failed
+// (each is also logged); the checkpoint holds the offsets all the same, so
+// only a job started fresh with 'group-offsets' is affected.
+func (s *Source) CommitsFailed() *exec.Counter { return &s.commitsFailed }
+
+// parseCommitOffsets reads 'properties.commit.offsets.on.checkpoint' as
+// Flink's KafkaSourceBuilder does: on by default when 'properties.group.id'
+// is set, off without a group id, and an error when asked for without one.
+func parseCommitOffsets(c *tableConfig) (bool, error) {
+	v, set := c.props[propCommitOffsets]
+	on := true
+	if set {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+		case "false":
+			on = false
+		default:
+			return false, fmt.Errorf("Invalid value for option '%s%s'. Expected one of [true, false], but was: %s", propertiesPrefix, propCommitOffsets, v)
+		}
+	}
+	if c.groupID == "" {
+		if set && on {
+			return false, errors.New("Property group.id is required when offset commit is enabled")
+		}
+		return false, nil
+	}
+	return on, nil
+}
 
 // SkippedRecords counts the records dropped over all readers of the source:
 // those the format skipped under ignore-parse-errors, and records whose key
@@ -200,6 +236,21 @@ type Reader struct {
 	mu     sync.Mutex // guards splits' next offsets and the split list for Offsets
 	splits []*split
 	index  map[TopicPartition]int
+
+	ctx    context.Context // Open's: bounds offset commits
+	commit committer
+}
+
+// committer commits completed checkpoints' offsets to the consumer group off
+// the task's goroutine, one commit at a time; a newer checkpoint's offsets
+// replace a commit still waiting to start, as the newest subsume the older.
+type committer struct {
+	mu      sync.Mutex
+	pending kadm.Offsets // newest offsets not yet sent
+	id      exec.CheckpointID
+	running bool
+	last    kadm.Offsets // last offsets committed
+	wg      sync.WaitGroup
 }
 
 var _ exec.SourceReader = (*Reader)(nil)
@@ -261,7 +312,7 @@ func (r *Reader) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kafka table %s: creating the Kafka client: %w", c.name, err)
 	}
-	r.cl, r.adm = cl, kadm.NewClient(cl)
+	r.cl, r.adm, r.ctx = cl, kadm.NewClient(cl), ctx
 	tps, err := r.listPartitions(ctx, true)
 	if err != nil {
 		return err
@@ -283,8 +334,10 @@ func (r *Reader) Open(ctx context.Context) error {
 	return nil
 }
 
-// Close implements exec.SourceReader.
+// Close implements exec.SourceReader. It waits for an offset commit in
+// flight, so that the offsets of a job's final checkpoint are committed.
 func (r *Reader) Close() error {
+	r.commit.wg.Wait()
 	if r.cl != nil {
 		r.cl.Close()
 		r.cl = nil
