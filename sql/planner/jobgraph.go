@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/flinksql/flinksql/exec"
@@ -305,10 +306,32 @@ func (gb *graphBuilder) values(x *ValuesNode) (*exec.Vertex, error) {
 	return v, nil
 }
 
-// valuesReader emits the rows of a VALUES clause once.
+// valuesReader emits the rows of a VALUES clause once. Its position, the
+// number of rows emitted, is checkpointed, so a restored job neither emits
+// them again nor skips any.
 type valuesReader struct {
 	rows []types.Row
 	next int
+}
+
+var _ exec.CheckpointedReader = (*valuesReader)(nil)
+
+// SnapshotPosition implements exec.CheckpointedReader.
+func (r *valuesReader) SnapshotPosition() ([]byte, error) {
+	return binary.BigEndian.AppendUint64(nil, uint64(r.next)), nil
+}
+
+// RestorePosition implements exec.CheckpointedReader.
+func (r *valuesReader) RestorePosition(pos []byte) error {
+	if len(pos) != 8 {
+		return fmt.Errorf("VALUES reader: bad restored position of %d bytes", len(pos))
+	}
+	n := binary.BigEndian.Uint64(pos)
+	if n > uint64(len(r.rows)) {
+		return fmt.Errorf("VALUES reader: restored position %d is past its %d rows; the checkpoint belongs to another query", n, len(r.rows))
+	}
+	r.next = int(n)
+	return nil
 }
 
 func (r *valuesReader) Open(context.Context) error { return nil }
