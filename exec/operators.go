@@ -118,7 +118,11 @@ type sink struct {
 	restoring     bool             // the job started from a checkpoint
 	toDelete      []preparedCommit // committed since the previous snapshot, still in the state
 	fault         FaultFunc        // Config.Fault, set with checkpointing
+	notNull       *notNullEnforcer // WithNotNull; nil without NOT NULL columns
 }
+
+// SinkOption configures a sink operator.
+type SinkOption func(*sink)
 
 // preparedCommit is what PrepareCommit returned at one barrier.
 type preparedCommit struct {
@@ -135,9 +139,12 @@ type preparedCommit struct {
 // commits the restored committables again before it opens after a restore.
 // Its Finish is called only after the final checkpoint committed, so
 // everything written reaches the final checkpoint's pre-commit.
-func NewSinkOperator(w SinkWriter) Operator {
+func NewSinkOperator(w SinkWriter, opts ...SinkOption) Operator {
 	s := &sink{}
 	s.setWriter(w)
+	for _, o := range opts {
+		o(s)
+	}
 	return s
 }
 
@@ -147,8 +154,12 @@ func NewSinkOperator(w SinkWriter) Operator {
 // keeps state for the sink either way (empty unless it does); committables
 // restored for it are committed as soon as the writer exists, before the
 // writer opens.
-func NewSinkOperatorFunc(newWriter func(subtask, parallelism int) (SinkWriter, error)) Operator {
-	return &sink{newWriter: newWriter}
+func NewSinkOperatorFunc(newWriter func(subtask, parallelism int) (SinkWriter, error), opts ...SinkOption) Operator {
+	s := &sink{newWriter: newWriter}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func (s *sink) setWriter(w SinkWriter) {
@@ -163,6 +174,9 @@ func (s *sink) maybeTwoPhase() bool { return s.tpc != nil || (s.w == nil && s.ne
 
 func (s *sink) Open(ctx *OperatorContext) error {
 	s.ctx = ctx.Ctx
+	if s.notNull != nil {
+		s.notNull.open(ctx)
+	}
 	if s.w == nil {
 		w, err := s.newWriter(ctx.Subtask, ctx.Parallelism)
 		if err != nil {
@@ -184,8 +198,17 @@ func (s *sink) Open(ctx *OperatorContext) error {
 	return s.w.Open(s.ctx)
 }
 
-func (s *sink) ProcessBatch(_ int, b *types.Batch, _ Output) error { return s.w.Write(s.ctx, b) }
-func (s *sink) ProcessWatermark(int64, Output) error               { return nil }
+func (s *sink) ProcessBatch(_ int, b *types.Batch, _ Output) error {
+	if s.notNull != nil {
+		var err error
+		if b, err = s.notNull.check(b); err != nil || b.Len() == 0 {
+			return err
+		}
+	}
+	return s.w.Write(s.ctx, b)
+}
+
+func (s *sink) ProcessWatermark(int64, Output) error { return nil }
 func (s *sink) Close() error {
 	if s.w == nil {
 		return nil
@@ -194,6 +217,9 @@ func (s *sink) Close() error {
 }
 
 func (s *sink) Finish(Output) error {
+	if s.notNull != nil {
+		s.notNull.finish()
+	}
 	if s.tpc != nil && s.checkpointing {
 		return nil // finishDeferred, after the final checkpoint
 	}
