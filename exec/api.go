@@ -96,9 +96,12 @@ type ProcessingTimeHandler interface {
 // OperatorMetrics counts what an operator instance did. Counters are written
 // by the owning goroutine and read atomically by observers.
 type OperatorMetrics struct {
-	RowsIn, RowsOut  Counter
-	LateRowsDropped  Counter
-	CurrentWatermark Gauge
+	RowsIn, RowsOut Counter
+	LateRowsDropped Counter
+	// NotNullRowsDropped counts the rows a sink's not-null enforcer dropped
+	// (table.exec.sink.not-null-enforcer = DROP).
+	NotNullRowsDropped Counter
+	CurrentWatermark   Gauge
 }
 
 // SourceReader reads the splits assigned to one source subtask.

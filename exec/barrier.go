@@ -80,7 +80,11 @@ func (t *task) openStates() error {
 		}
 		co, ok := op.(CheckpointedOperator)
 		if !ok {
-			continue
+			if _, stateless := op.(StatelessOperator); stateless {
+				continue
+			}
+			return t.wrapOp(i, fmt.Errorf("operator %s (%T) neither takes part in checkpoints (exec.CheckpointedOperator) nor declares that it has no state (exec.StatelessOperator); a restore would lose what it holds",
+				t.opName(i), op))
 		}
 		id := t.operatorID(i)
 		st, err := cfg.Store.OpenInstance(id, t.subtask, t.v.Parallelism)
@@ -101,11 +105,14 @@ func (t *task) openStates() error {
 }
 
 // openReaderState opens a checkpointed reader's state and restores its
-// position (before the reader opens).
+// position (before the reader opens). A reader that cannot say where it is
+// is refused.
 func (t *task) openReaderState(reader SourceReader) error {
 	cr, ok := reader.(CheckpointedReader)
 	if !ok {
-		return nil
+		// A reader without a position would read its input again from the
+		// start after a restore: duplicates nobody asked for.
+		return fmt.Errorf("source reader %T does not record its position in checkpoints (exec.CheckpointedReader); a restore would read its input again", reader)
 	}
 	cfg := t.cfg.Checkpointing
 	id := OperatorID(fmt.Sprintf("v%d-source", t.v.ID))

@@ -1039,3 +1039,33 @@ func TestReaderNotifiedOfCompletedPositions(t *testing.T) {
 		t.Fatalf("notified %v, want %v", r.notified, want)
 	}
 }
+
+// undeclared keeps a count but neither checkpoints it nor declares that it
+// has no state.
+type undeclared struct {
+	base
+	n int
+}
+
+func (u *undeclared) ProcessBatch(_ int, b *types.Batch, out Output) error {
+	u.n += b.Len()
+	return out.Push(b)
+}
+
+// TestUndeclaredStateRefused: with checkpointing on, an operator that is
+// neither a CheckpointedOperator nor a StatelessOperator fails the job when
+// it starts, naming the operator; without checkpointing it runs.
+func TestUndeclaredStateRefused(t *testing.T) {
+	src := posSource(1, &posReader{data: seq(1, 3)})
+	src.Chain = chain(opOf(&undeclared{}))
+	src.ChainNames = []string{"Counter"}
+	err := run(t, &JobGraph{Vertices: []*Vertex{src}}, Config{Checkpointing: ckptConfig(newMemStore(), ExactlyOnce)})
+	if err == nil || !strings.Contains(err.Error(), "operator Counter (*exec.undeclared) neither takes part in checkpoints") {
+		t.Fatalf("got %v, want the refusal of the undeclared operator", err)
+	}
+	src = posSource(1, &posReader{data: seq(1, 3)})
+	src.Chain = chain(opOf(&undeclared{}))
+	if err := run(t, &JobGraph{Vertices: []*Vertex{src}}, Config{}); err != nil {
+		t.Fatalf("without checkpointing: %v", err)
+	}
+}

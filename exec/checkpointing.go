@@ -50,6 +50,17 @@ type CheckpointedOperator interface {
 	SnapshotState(id CheckpointID, w StateWriter) error
 }
 
+// StatelessOperator is implemented by operators that keep nothing a restore
+// would need: whatever they hold between calls is rebuilt from the input
+// that follows. With checkpointing on, the runtime refuses an operator that
+// is neither a CheckpointedOperator nor a StatelessOperator, so an operator
+// cannot lose its state at a restore by forgetting to snapshot it.
+type StatelessOperator interface {
+	Operator
+	// Stateless declares the operator stateless; it is never called.
+	Stateless()
+}
+
 // CheckpointListener is implemented by operators that act when a checkpoint
 // completes or is aborted (two-phase-commit sinks commit here).
 type CheckpointListener interface {

@@ -27,6 +27,7 @@ var defaults = map[string]string{
 	"table.exec.mini-batch.enabled":       "false",
 	"table.exec.mini-batch.allow-latency": "0 ms",
 	"table.exec.mini-batch.size":          "-1",
+	"table.exec.sink.not-null-enforcer":   "ERROR",
 
 	// Checkpointing (off until an interval is set) and recovery.
 	"execution.checkpointing.interval":                                 "",
@@ -93,6 +94,7 @@ var checks = map[string]optionCheck{
 	"table.exec.mini-batch.enabled":                                    enumOption("true", "false"),
 	"table.exec.mini-batch.allow-latency":                              durationOption,
 	"table.exec.mini-batch.size":                                       intOption(-1),
+	"table.exec.sink.not-null-enforcer":                                enumOption("ERROR", "DROP"),
 	"execution.checkpointing.interval":                                 optionalDuration,
 	"execution.checkpointing.mode":                                     enumOption("EXACTLY_ONCE", "AT_LEAST_ONCE"),
 	"execution.checkpointing.timeout":                                  durationOption,

@@ -47,6 +47,7 @@ type Options struct {
 // a time; jobs it starts run in the background until they end or are stopped.
 type Session struct {
 	stderr io.Writer
+	logMu  sync.Mutex // serializes job log lines (subtasks write concurrently)
 	cat    *catalog.Catalog
 	reg    *connectors.Registry
 	conf   config
@@ -125,6 +126,13 @@ func (s *Session) Close() error {
 	return nil
 }
 
+// logLine writes one line of a running job's log to stderr.
+func (s *Session) logLine(msg string) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintln(s.stderr, msg)
+}
+
 // Get returns the current value of an option.
 func (s *Session) Get(key string) string { return s.conf.get(key) }
 
@@ -155,6 +163,10 @@ func (s *Session) planner() (*planner.Planner, error) {
 		return nil, fmt.Errorf("With 'table.exec.mini-batch.enabled' = 'true', 'table.exec.mini-batch.allow-latency' must be greater than 0 (is '%s') and 'table.exec.mini-batch.size' must be greater than 0 (is '%s').",
 			s.conf.get("table.exec.mini-batch.allow-latency"), s.conf.get("table.exec.mini-batch.size"))
 	}
+	notNull, err := exec.ParseNotNullAction(s.conf.get(exec.NotNullEnforcerOption))
+	if err != nil {
+		return nil, err
+	}
 	return planner.New(s.cat, s.reg, planner.Config{
 		Parallelism:    s.conf.intValue("parallelism.default"),
 		MaxParallelism: s.conf.intValue("pipeline.max-parallelism"),
@@ -162,6 +174,9 @@ func (s *Session) planner() (*planner.Planner, error) {
 		Now:            s.now,
 		StateTTL:       s.conf.duration("table.exec.state.ttl"),
 		MiniBatch:      mb,
+		// Jobs log to the session's stderr, as the runtime's other warnings.
+		NotNullEnforcer: notNull,
+		Log:             s.logLine,
 	}), nil
 }
 

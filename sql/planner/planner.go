@@ -25,6 +25,11 @@ type Config struct {
 	Now            func() time.Time
 	StateTTL       time.Duration      // table.exec.state.ttl
 	MiniBatch      groupagg.MiniBatch // table.exec.mini-batch.*
+	// NotNullEnforcer is table.exec.sink.not-null-enforcer.
+	NotNullEnforcer exec.NotNullAction
+	// Log receives the warnings of running jobs (rows a sink drops); nil
+	// discards them.
+	Log func(msg string)
 }
 
 // Planner plans statements against one session's catalog.
