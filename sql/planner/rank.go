@@ -260,7 +260,7 @@ func (pc *planContext) planRankFilter(s *parser.Select, from *relation, m *overR
 		d.inputs = []Node{pc.keyedExchange(in, m.partitionCols)}
 		d.schema = inSchema
 		d.mode = types.InsertOnly
-		if d.KeepLast {
+		if d.Updates() {
 			d.mode = types.Retract
 			d.mode.Delete = false
 		}
