@@ -162,6 +162,12 @@ func (s *Session) planner() (*planner.Planner, error) {
 		Now:            s.now,
 		StateTTL:       s.conf.duration("table.exec.state.ttl"),
 		MiniBatch:      mb,
+		Emit: planner.EmitOptions{
+			AllowLateness:     s.conf.duration("table.exec.emit.allow-lateness"),
+			AllowLatenessText: s.conf.get("table.exec.emit.allow-lateness"),
+			EarlyFire:         strings.EqualFold(s.conf.get("table.exec.emit.early-fire.enabled"), "true"),
+			LateFire:          strings.EqualFold(s.conf.get("table.exec.emit.late-fire.enabled"), "true"),
+		},
 	}), nil
 }
 
