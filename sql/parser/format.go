@@ -738,6 +738,7 @@ func writeTableRef(sb *writer, r TableRef) {
 	switch x := r.(type) {
 	case *TableName:
 		sb.WriteString(quoteParts(x.Name))
+		writeHints(sb, x.Hints)
 		if x.SystemTime != nil {
 			sb.WriteString(" FOR SYSTEM_TIME AS OF ")
 			writeOperand(sb, x.SystemTime, precConcat)
@@ -806,4 +807,35 @@ func argName(n string) string {
 		return QuoteIdent(n)
 	}
 	return n
+}
+
+func writeHints(sb *writer, hints []*Hint) {
+	if len(hints) == 0 {
+		return
+	}
+	sb.WriteString(" /*+ ")
+	for i, h := range hints {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(h.Name)
+		if len(h.Args)+len(h.Options) == 0 {
+			continue
+		}
+		sb.WriteByte('(')
+		for j, a := range h.Args {
+			if j > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(QuoteString(a))
+		}
+		for j, o := range h.Options {
+			if j > 0 || len(h.Args) > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(QuoteString(o.Key) + " = " + QuoteString(o.Value))
+		}
+		sb.WriteByte(')')
+	}
+	sb.WriteString(" */")
 }
