@@ -177,6 +177,12 @@ func (s *Session) planner() (*planner.Planner, error) {
 		// Jobs log to the session's stderr, as the runtime's other warnings.
 		NotNullEnforcer: notNull,
 		Log:             s.logLine,
+		Emit: planner.EmitOptions{
+			AllowLateness:     s.conf.duration("table.exec.emit.allow-lateness"),
+			AllowLatenessText: s.conf.get("table.exec.emit.allow-lateness"),
+			EarlyFire:         strings.EqualFold(s.conf.get("table.exec.emit.early-fire.enabled"), "true"),
+			LateFire:          strings.EqualFold(s.conf.get("table.exec.emit.late-fire.enabled"), "true"),
+		},
 	}), nil
 }
 
@@ -688,7 +694,19 @@ func (s *Session) show(x *parser.Show) (*Result, error) {
 		}
 		return &Result{Table: t}, nil
 	case "COLUMNS":
-		return s.describe(&parser.Describe{StmtBase: x.StmtBase, Name: x.From})
+		r, err := s.describe(&parser.Describe{StmtBase: x.StmtBase, Name: x.From})
+		if err != nil || !x.HasLike {
+			return r, err
+		}
+		// [NOT] LIKE filters on the column name, as Flink does.
+		rows := r.Table.Rows[:0]
+		for _, row := range r.Table.Rows {
+			if likeMatch(row[0], x.Like, x.ILike) != x.NotLike {
+				rows = append(rows, row)
+			}
+		}
+		r.Table.Rows = rows
+		return r, nil
 	}
 	return nil, &planner.UnsupportedError{Msg: "SHOW " + x.What + " is not supported yet"}
 }
@@ -771,7 +789,9 @@ func (s *Session) showCreate(x *parser.ShowCreate) (*Result, error) {
 	return &Result{Text: planner.ShowCreateTable(t)}, nil
 }
 
-// describe renders DESCRIBE as Flink 1.20 does: name, type, null, key, extras, watermark.
+// describe renders DESCRIBE as Flink 1.20 does: name, type, null, key,
+// extras, watermark. The type is printed nullable (nullability has its own
+// column) and expressions with back-quoted column names, as Flink stores them.
 func (s *Session) describe(x *parser.Describe) (*Result, error) {
 	id, err := s.cat.Qualify(x.Name)
 	if err != nil {
@@ -786,7 +806,7 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 	}
 	if v, ok := s.cat.View(id); ok {
 		for _, c := range v.Schema {
-			tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.String(), nullStr(c.Type), "", "", ""})
+			tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.WithNullable(true).String(), nullStr(c.Type), "", "", ""})
 		}
 		return &Result{Table: tbl}, nil
 	}
@@ -805,7 +825,7 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 		}
 		switch c.Kind {
 		case parser.ComputedColumn:
-			extras = "AS " + parser.FormatExpr(c.Expr)
+			extras = "AS " + parser.FormatExprQuoted(c.Expr)
 		case parser.MetadataColumn:
 			extras = "METADATA"
 			if c.MetadataKey != c.Name {
@@ -816,9 +836,9 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 			}
 		}
 		if t.Watermark != nil && t.Watermark.Column == c.Name {
-			wm = parser.FormatExpr(t.Watermark.Expr)
+			wm = parser.FormatExprQuoted(t.Watermark.Expr)
 		}
-		tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.String(), nullStr(c.Type), key, extras, wm})
+		tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.WithNullable(true).String(), nullStr(c.Type), key, extras, wm})
 	}
 	return &Result{Table: tbl}, nil
 }

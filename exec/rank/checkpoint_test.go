@@ -122,6 +122,13 @@ func TestDeduplicateRestore(t *testing.T) {
 	}
 	checkRestores(t, rowtime, 0, eachRow(ins("a", 1, sec(5)), ins("a", 2, sec(3)), ins("a", 3, sec(5)), ins("b", 1, sec(1))), 0,
 		"+I(a, 1, 5s)", "-U(a, 1, 5s)", "+U(a, 3, 5s)", "+I(b, 1, 1s)")
+	// Rowtime keep-first: the kept row survives a restore, so an earlier
+	// row after it still retracts it.
+	rowtimeFirst := func() (exec.Operator, error) {
+		return NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: 2, GenerateUpdateBefore: true})
+	}
+	checkRestores(t, rowtimeFirst, 0, eachRow(ins("a", 1, sec(5)), ins("a", 2, sec(6)), ins("a", 3, sec(3)), ins("b", 1, sec(1)), ins("a", 4, sec(3))), 0,
+		"+I(a, 1, 5s)", "-U(a, 1, 5s)", "+U(a, 3, 3s)", "+I(b, 1, 1s)")
 	keepFirst := func() (exec.Operator, error) {
 		return NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: -1})
 	}

@@ -229,6 +229,11 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	if !ok {
 		return nil, errAt(st, "Object '%s' not found", strings.Join(st.Table, "."))
 	}
+	if len(st.Hints) > 0 {
+		if t, err = withHintOptions(t, st.Hints); err != nil {
+			return nil, err
+		}
+	}
 	f, err := pc.factory(t)
 	if err != nil {
 		return nil, err
