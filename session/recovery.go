@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -146,7 +148,8 @@ func (c *checkpointing) attemptConfig(localDir string) *exec.CheckpointConfig {
 	return &cfg
 }
 
-// restartStrategy decides whether and when a failed job starts again.
+// restartStrategy decides whether and when a failed job starts again. It
+// keeps the state of the exponential-delay backoff between failures.
 type restartStrategy struct {
 	kind       string // none, fixed-delay, exponential-delay
 	attempts   int
@@ -154,9 +157,16 @@ type restartStrategy struct {
 	initial    time.Duration
 	max        time.Duration
 	multiplier float64
+	jitter     float64       // restart-strategy.exponential-delay.jitter-factor
+	reset      time.Duration // restart-strategy.exponential-delay.reset-backoff-threshold
+	// random returns a number in [0, 1) for the jitter.
+	random func() float64
+
+	restarts int           // restarts since the start or the last backoff reset
+	backoff  time.Duration // the current exponential backoff, before jitter
 }
 
-func (s *Session) restartStrategy(checkpointing bool) restartStrategy {
+func (s *Session) restartStrategy(checkpointing bool) *restartStrategy {
 	kind := strings.ToLower(strings.TrimSpace(s.conf.get("restart-strategy.type")))
 	switch kind {
 	case "":
@@ -173,7 +183,7 @@ func (s *Session) restartStrategy(checkpointing bool) restartStrategy {
 	case "exponentialdelay":
 		kind = "exponential-delay"
 	}
-	r := restartStrategy{kind: kind}
+	r := &restartStrategy{kind: kind, random: rand.Float64}
 	switch kind {
 	case "fixed-delay":
 		r.attempts = s.conf.intValue("restart-strategy.fixed-delay.attempts")
@@ -182,34 +192,73 @@ func (s *Session) restartStrategy(checkpointing bool) restartStrategy {
 		r.attempts = s.conf.intValue("restart-strategy.exponential-delay.attempts-before-reset-backoff")
 		r.initial = s.conf.duration("restart-strategy.exponential-delay.initial-backoff")
 		r.max = s.conf.duration("restart-strategy.exponential-delay.max-backoff")
-		r.multiplier, _ = strconv.ParseFloat(s.conf.get("restart-strategy.exponential-delay.backoff-multiplier"), 64)
-		if r.multiplier < 1 {
-			r.multiplier = 1
-		}
+		r.reset = s.conf.duration("restart-strategy.exponential-delay.reset-backoff-threshold")
+		// Both were validated when set (checks in config.go).
+		r.multiplier, _ = strconv.ParseFloat(strings.TrimSpace(s.conf.get("restart-strategy.exponential-delay.backoff-multiplier")), 64)
+		r.jitter, _ = strconv.ParseFloat(strings.TrimSpace(s.conf.get("restart-strategy.exponential-delay.jitter-factor")), 64)
 	}
 	return r
 }
 
-// next returns the delay before restart number n (1-based), or false when the
+// onFailure is told that the running attempt failed after it had run for
+// ran; it returns the delay before the next attempt, or false when the
 // strategy gives up.
-func (r restartStrategy) next(n int) (time.Duration, bool) {
+//
+// exponential-delay works as Flink's: the first restart waits
+// initial-backoff, each further one the previous backoff times
+// backoff-multiplier, capped at max-backoff; an attempt that ran for at least
+// reset-backoff-threshold resets both the backoff and the count of attempts
+// (attempts-before-reset-backoff). The jitter-factor shifts each delay by a
+// random amount of at most that fraction of the backoff, either way.
+func (r *restartStrategy) onFailure(ran time.Duration) (time.Duration, bool) {
 	switch r.kind {
 	case "fixed-delay":
-		return r.delay, n <= r.attempts
+		r.restarts++
+		return r.delay, r.restarts <= r.attempts
 	case "exponential-delay":
-		if n > r.attempts {
+		if r.restarts == 0 || ran >= r.reset {
+			r.restarts, r.backoff = 0, r.initial
+		} else {
+			r.backoff = r.grow(r.backoff)
+		}
+		r.restarts++
+		if r.restarts > r.attempts {
 			return 0, false
 		}
-		d := float64(r.initial)
-		for i := 1; i < n; i++ {
-			d *= r.multiplier
-		}
-		if r.max > 0 && time.Duration(d) > r.max {
-			return r.max, true
-		}
-		return time.Duration(d), true
+		return r.jittered(r.backoff), true
 	}
 	return 0, false
+}
+
+// grow multiplies the backoff, capping it before the multiplication can
+// overflow: time.Duration(f) of a float beyond MaxInt64 is undefined, and was
+// negative from restart 58 on with the defaults.
+func (r *restartStrategy) grow(b time.Duration) time.Duration {
+	limit := r.max
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	next := float64(b) * r.multiplier
+	if next >= float64(limit) {
+		return limit
+	}
+	return time.Duration(next)
+}
+
+// jittered shifts d by up to ±jitter·d.
+func (r *restartStrategy) jittered(d time.Duration) time.Duration {
+	if r.jitter <= 0 || d <= 0 {
+		return d
+	}
+	span := float64(d) * r.jitter
+	out := float64(d) + (2*r.random()-1)*span
+	if out < 0 {
+		return 0
+	}
+	if out >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(out)
 }
 
 // localDir returns the local path of a file:// or plain checkpoint directory.

@@ -424,8 +424,10 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 		}
 		s.mu.Unlock()
 	}
+	started := time.Now()
 	for n := 1; ; n++ {
 		err := j.Wait()
+		ran := time.Since(started)
 		cleanup()
 		if rj.stoppedNow() {
 			finish("CANCELED", nil)
@@ -435,7 +437,7 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			finish("FINISHED", nil)
 			break
 		}
-		delay, ok := strategy.next(n)
+		delay, ok := strategy.onFailure(ran)
 		if !ok {
 			if n > 1 {
 				err = fmt.Errorf("job '%s' failed after %d restarts: %w", rj.name, n-1, err)
@@ -471,6 +473,7 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			finish("FAILED", serr)
 			break
 		}
+		started = time.Now()
 		s.mu.Lock()
 		rj.current, rj.restarts = next, n
 		// A stop that came while the attempt was starting cancelled the old
