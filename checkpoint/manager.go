@@ -27,6 +27,7 @@ type Manager struct {
 	log            io.Writer
 	now            func() time.Time
 	plan           string // fingerprint recorded in each checkpoint
+	maxParallelism int    // recorded in each checkpoint; guarded by mu
 
 	logMu sync.Mutex
 
@@ -199,6 +200,14 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// SetMaxParallelism sets the pipeline.max-parallelism recorded in the
+// checkpoints completed from now on.
+func (m *Manager) SetMaxParallelism(n int) {
+	m.mu.Lock()
+	m.maxParallelism = n
+	m.mu.Unlock()
 }
 
 // Job is the job whose checkpoints the manager keeps.
@@ -471,6 +480,7 @@ func (m *Manager) complete(ctx context.Context, md *Metadata) error {
 		}
 	}
 	c.completing = true
+	md.MaxParallelism = m.maxParallelism
 	m.mu.Unlock()
 
 	data, err := encodeMetadata(md)

@@ -43,6 +43,11 @@ type Metadata struct {
 	// Plan fingerprints the job's plan; a checkpoint is only resumed by a job
 	// with the same plan (operator ids are positions in the plan).
 	Plan string `json:"plan,omitempty"`
+	// MaxParallelism is the job's pipeline.max-parallelism, the number of key
+	// groups its keyed state is split into: a job with another number would
+	// look its keys up in the wrong key groups, so it cannot restore this
+	// checkpoint. Zero in checkpoints of builds that did not record it.
+	MaxParallelism int `json:"maxParallelism,omitempty"`
 
 	// Where the checkpoint was read from: files resolve to src at base+Path.
 	src  Storage

@@ -331,3 +331,54 @@ func (l *lockedLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestMaxParallelismRecorded: keyed state is split into
+// pipeline.max-parallelism key groups, so a checkpoint taken with 128 cannot
+// be restored with 64 (the counts would land on the wrong subtasks); the
+// restore is refused with Flink's message. A job that leaves the option unset
+// adopts the checkpoint's, as in Flink.
+func TestMaxParallelismRecorded(t *testing.T) {
+	dir := t.TempDir()
+	insert := `INSERT INTO totals SELECT k, COUNT(*) FROM gen GROUP BY k;`
+	failedRun(t, dir, map[string]string{"pipeline.name": "maxpar-job", "parallelism.default": "2"}, insert)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	script := `
+CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'datagen', 'rows-per-second' = '2000',
+  'number-of-rows' = '100000', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '99999');
+CREATE TABLE totals (k INT, n BIGINT) WITH ('connector' = 'blackhole');
+` + insert
+	s, err := session.New(session.Options{Stderr: testWriter{t}, Config: map[string]string{
+		"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "pipeline.name": "maxpar-job",
+		"parallelism.default": "2", "pipeline.max-parallelism": "64"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Execute(ctx, script)
+	s.Close()
+	if err == nil || !strings.Contains(err.Error(), "The maximum parallelism (128) with which the latest checkpoint") ||
+		!strings.Contains(err.Error(), "the current maximum parallelism (64) changed. This is currently not supported.") {
+		t.Fatalf("restoring a max-parallelism 128 checkpoint with 64: %v", err)
+	}
+
+	failedRun(t, dir, map[string]string{"pipeline.name": "maxpar-256", "pipeline.max-parallelism": "256"}, insert)
+	var log lockedLog
+	s, err = session.New(session.Options{Stderr: &log, Config: map[string]string{
+		"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "pipeline.name": "maxpar-256"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stmts, err := parser.ParseScript(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range stmts {
+		if _, err := s.ExecuteStatement(ctx, st); err != nil {
+			t.Fatalf("restoring with the option unset: %v", err)
+		}
+	}
+	if !strings.Contains(log.String(), "uses the maximum parallelism 256 of checkpoint") {
+		t.Fatalf("the job did not adopt the checkpoint's max parallelism:\n%s", log.String())
+	}
+}

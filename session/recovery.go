@@ -29,6 +29,10 @@ type checkpointing struct {
 	// the run's own latest checkpoint once it has one (ID >= firstID), and
 	// until then the checkpoint it started from.
 	firstID int64
+	// maxParallelism is the pipeline.max-parallelism the job runs with: the
+	// restored checkpoint's when the option was not set explicitly, as in
+	// Flink.
+	maxParallelism int
 	// lock holds the named job's directory for this process.
 	lock *os.File
 	// retainOnCancel keeps checkpoints of a cancelled job
@@ -127,12 +131,38 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 			"Use another 'pipeline.name', delete that job's checkpoints from '%s', or set 'execution.state-recovery.path' to a checkpoint of this plan.",
 			c.restore.ID, job, dir)
 	}
+	if err := s.checkMaxParallelism(c, job); err != nil {
+		c.unlock()
+		return nil, err
+	}
+	m.SetMaxParallelism(c.maxParallelism)
 	c.firstID = m.NextID()
 	if c.restore != nil {
 		fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d (taken %s).\n",
 			job, c.restore.ID, c.restore.Timestamp.UTC().Format(time.RFC3339))
 	}
 	return c, nil
+}
+
+// checkMaxParallelism sets c.maxParallelism. Keyed state lives in key
+// groups, as many as pipeline.max-parallelism: a checkpoint taken with one
+// number cannot be read with another (keys would be looked up in other key
+// groups, on other subtasks). As in Flink, a job that does not set the option
+// adopts the restored checkpoint's; one that sets another value is refused.
+func (s *Session) checkMaxParallelism(c *checkpointing, job string) error {
+	c.maxParallelism = s.conf.intValue("pipeline.max-parallelism")
+	if c.restore == nil || c.restore.MaxParallelism <= 0 || c.restore.MaxParallelism == c.maxParallelism {
+		return nil
+	}
+	if _, explicit := s.conf.set["pipeline.max-parallelism"]; explicit {
+		return fmt.Errorf("The maximum parallelism (%d) with which the latest checkpoint (%d) of job '%s' has been taken and the current maximum parallelism (%d) changed. This is currently not supported. "+
+			"Set 'pipeline.max-parallelism' to %d (or leave it unset) to restore this checkpoint.",
+			c.restore.MaxParallelism, c.restore.ID, job, c.maxParallelism, c.restore.MaxParallelism)
+	}
+	fmt.Fprintf(s.stderr, "[INFO] Job '%s' uses the maximum parallelism %d of checkpoint %d ('pipeline.max-parallelism' is not set).\n",
+		job, c.restore.MaxParallelism, c.restore.ID)
+	c.maxParallelism = c.restore.MaxParallelism
+	return nil
 }
 
 // attemptConfig returns the runtime configuration of the next attempt.

@@ -403,6 +403,7 @@ func (s *Session) startAttempt(plan *planner.Plan, name string, cp *checkpointin
 		}
 		cleanup = func() { os.RemoveAll(local) }
 		cfg.Checkpointing = cp.attemptConfig(local)
+		cfg.MaxParallelism = cp.maxParallelism
 	}
 	j, err := exec.Start(context.Background(), g, cfg)
 	if err != nil {
