@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -120,7 +121,7 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 			return nil, fmt.Errorf("execution.state-recovery.path: %w", err)
 		}
 	case named:
-		if c.restore, err = m.Latest(ctx); err != nil {
+		if c.restore, err = m.LatestRestorable(ctx, 0); err != nil {
 			c.unlock()
 			return nil, err
 		}
@@ -162,6 +163,38 @@ func (s *Session) checkMaxParallelism(c *checkpointing, job string) error {
 	fmt.Fprintf(s.stderr, "[INFO] Job '%s' uses the maximum parallelism %d of checkpoint %d ('pipeline.max-parallelism' is not set).\n",
 		job, c.restore.MaxParallelism, c.restore.ID)
 	c.maxParallelism = c.restore.MaxParallelism
+	return nil
+}
+
+// pickRestore chooses what a restarted attempt restores: the newest
+// restorable checkpoint of this run, or, until it has one, the checkpoint it
+// started from (a newer checkpoint of an earlier run must not be picked up).
+func (s *Session) pickRestore(job string, c *checkpointing) error {
+	latest, err := c.manager.LatestRestorable(context.Background(), c.firstID)
+	if err != nil {
+		return err
+	}
+	if latest != nil {
+		c.restore = latest
+	}
+	if c.restore != nil {
+		fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", job, c.restore.ID)
+	}
+	return nil
+}
+
+// permanentFailure returns the error to fail a job with at once, without
+// restarting it, or nil when a restart may help. A restore that cannot
+// succeed (the job differs from the checkpoint's: another state backend,
+// another parallelism; or a file the checkpoint needs is gone or damaged and
+// no other checkpoint replaces it) would fail the same way at every restart.
+func permanentFailure(err error) error {
+	switch {
+	case errors.Is(err, checkpoint.ErrIncompatibleRestore):
+		return fmt.Errorf("the job cannot be restored from its checkpoint, so it is not restarted: %w", err)
+	case errors.Is(err, exec.ErrCheckpointUnrestorable):
+		return fmt.Errorf("the checkpoint the job restores cannot be read, so it is not restarted: %w", err)
+	}
 	return nil
 }
 

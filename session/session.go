@@ -438,6 +438,10 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			finish("FINISHED", nil)
 			break
 		}
+		if perr := permanentFailure(err); perr != nil {
+			finish("FAILED", perr)
+			break
+		}
 		delay, ok := strategy.onFailure(ran)
 		if !ok {
 			if n > 1 {
@@ -455,18 +459,9 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			break
 		}
 		if cp != nil {
-			latest, lerr := cp.manager.Latest(context.Background())
-			if lerr != nil {
+			if lerr := s.pickRestore(rj.name, cp); lerr != nil {
 				finish("FAILED", lerr)
 				break
-			}
-			// Only this run's own checkpoints replace the one it started from
-			// (a newer checkpoint of an earlier run must not be picked up).
-			if latest != nil && latest.ID >= cp.firstID {
-				cp.restore = latest
-			}
-			if cp.restore != nil {
-				fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", rj.name, cp.restore.ID)
 			}
 		}
 		next, nextCleanup, serr := s.startAttempt(plan, rj.name, cp)
