@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -322,6 +324,90 @@ func (r *restartStrategy) jittered(d time.Duration) time.Duration {
 		return math.MaxInt64
 	}
 	return time.Duration(out)
+}
+
+// Local state directories: each attempt of a checkpointed job keeps its
+// operators' working state in <tmp>/flinksql-state-*, removed when the
+// attempt ends. A process killed with -9 cannot remove its own, so every
+// start removes those whose owner is gone. The owner holds a flock on
+// <dir>/.owner.lock for as long as it uses the directory; the kernel drops it
+// when the process dies.
+const (
+	localStatePrefix = "flinksql-state-"
+	localStateLock   = ".owner.lock"
+	// staleUnlocked is how old a directory without a lock file must be to be
+	// removed: one being created has its lock within microseconds, and one of
+	// a build before the lock files has no other mark.
+	staleUnlocked = 10 * time.Minute
+)
+
+// newLocalStateDir creates a local state directory under tmp, locked by this
+// process until release, which also removes it.
+func newLocalStateDir(tmp string) (dir string, release func(), err error) {
+	dir, err = os.MkdirTemp(tmp, localStatePrefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("local state directory: %w", err)
+	}
+	// Lock under a temporary name, then rename: a lock file another start
+	// can see is always locked by a live owner or by nobody.
+	tmpLock := filepath.Join(dir, localStateLock+".new")
+	f, err := os.OpenFile(tmpLock, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	if err == nil {
+		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			fmt.Fprintf(f, "%d\n", os.Getpid())
+			err = os.Rename(tmpLock, filepath.Join(dir, localStateLock))
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("local state directory %s: %w", dir, err)
+	}
+	return dir, func() {
+		os.RemoveAll(dir)
+		f.Close()
+	}, nil
+}
+
+// removeStaleStateDirs removes the local state directories under tmp that
+// no live process holds, saying so on log.
+func removeStaleStateDirs(tmp string, log io.Writer) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), localStatePrefix) {
+			continue
+		}
+		dir := filepath.Join(tmp, e.Name())
+		f, err := os.OpenFile(filepath.Join(dir, localStateLock), os.O_RDWR, 0)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fi, serr := os.Stat(dir)
+			if serr != nil || time.Since(fi.ModTime()) < staleUnlocked {
+				continue
+			}
+		case err != nil:
+			continue
+		default:
+			if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+				f.Close() // a live owner
+				continue
+			}
+		}
+		rerr := os.RemoveAll(dir)
+		if f != nil {
+			f.Close()
+		}
+		if rerr != nil {
+			fmt.Fprintf(log, "[WARN] Could not remove the local state directory %s of a run that ended without cleaning up: %v\n", dir, rerr)
+			continue
+		}
+		fmt.Fprintf(log, "[INFO] Removed the local state directory %s of a run that ended without cleaning up.\n", dir)
+	}
 }
 
 // localDir returns the local path of a file:// or plain checkpoint directory.

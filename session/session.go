@@ -397,11 +397,12 @@ func (s *Session) startAttempt(plan *planner.Plan, name string, cp *checkpointin
 	cfg := s.execConfig()
 	cleanup := func() {}
 	if cp != nil {
-		local, err := os.MkdirTemp("", "flinksql-state-")
+		removeStaleStateDirs(os.TempDir(), s.stderr)
+		local, release, err := newLocalStateDir(os.TempDir())
 		if err != nil {
-			return nil, nil, fmt.Errorf("local state directory: %w", err)
+			return nil, nil, err
 		}
-		cleanup = func() { os.RemoveAll(local) }
+		cleanup = release
 		cfg.Checkpointing = cp.attemptConfig(local)
 		cfg.MaxParallelism = cp.maxParallelism
 	}
