@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +50,8 @@ var defaults = map[string]string{
 	"restart-strategy.exponential-delay.max-backoff":                   "1 min",
 	"restart-strategy.exponential-delay.backoff-multiplier":            "1.5",
 	"restart-strategy.exponential-delay.attempts-before-reset-backoff": "2147483647",
+	"restart-strategy.exponential-delay.reset-backoff-threshold":       "1 h",
+	"restart-strategy.exponential-delay.jitter-factor":                 "0.1",
 }
 
 // optionCheck validates a value of a known option.
@@ -116,6 +119,23 @@ var checks = map[string]optionCheck{
 	"restart-strategy.exponential-delay.initial-backoff":               durationOption,
 	"restart-strategy.exponential-delay.max-backoff":                   durationOption,
 	"restart-strategy.exponential-delay.attempts-before-reset-backoff": intOption(1),
+	"restart-strategy.exponential-delay.reset-backoff-threshold":       durationOption,
+	"restart-strategy.exponential-delay.backoff-multiplier":            floatOption(1, math.Inf(1)),
+	"restart-strategy.exponential-delay.jitter-factor":                 floatOption(0, 1),
+}
+
+// floatOption accepts a number within [min, max].
+func floatOption(min, max float64) optionCheck {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(f) || f < min || f > max {
+			if math.IsInf(max, 1) {
+				return fmt.Errorf("expected a number >= %g", min)
+			}
+			return fmt.Errorf("expected a number between %g and %g", min, max)
+		}
+		return nil
+	}
 }
 
 // optionalDuration accepts an empty value (unset) or a duration.

@@ -418,12 +418,14 @@ func (s *Session) startAttempt(plan *planner.Plan, name string, cp *checkpointin
 	cfg := s.execConfig()
 	cleanup := func() {}
 	if cp != nil {
-		local, err := os.MkdirTemp("", "flinksql-state-")
+		removeStaleStateDirs(os.TempDir(), s.stderr)
+		local, release, err := newLocalStateDir(os.TempDir())
 		if err != nil {
-			return nil, nil, fmt.Errorf("local state directory: %w", err)
+			return nil, nil, err
 		}
-		cleanup = func() { os.RemoveAll(local) }
+		cleanup = release
 		cfg.Checkpointing = cp.attemptConfig(local)
+		cfg.MaxParallelism = cp.maxParallelism
 	}
 	j, err := exec.Start(context.Background(), g, cfg)
 	if err != nil {
@@ -445,8 +447,10 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 		}
 		s.mu.Unlock()
 	}
+	started := time.Now()
 	for n := 1; ; n++ {
 		err := j.Wait()
+		ran := time.Since(started)
 		cleanup()
 		if rj.stoppedNow() {
 			finish("CANCELED", nil)
@@ -456,7 +460,11 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			finish("FINISHED", nil)
 			break
 		}
-		delay, ok := strategy.next(n)
+		if perr := permanentFailure(err); perr != nil {
+			finish("FAILED", perr)
+			break
+		}
+		delay, ok := strategy.onFailure(ran)
 		if !ok {
 			if n > 1 {
 				err = fmt.Errorf("job '%s' failed after %d restarts: %w", rj.name, n-1, err)
@@ -473,18 +481,9 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			break
 		}
 		if cp != nil {
-			latest, lerr := cp.manager.Latest(context.Background())
-			if lerr != nil {
+			if lerr := s.pickRestore(rj.name, cp); lerr != nil {
 				finish("FAILED", lerr)
 				break
-			}
-			// Only this run's own checkpoints replace the one it started from
-			// (a newer checkpoint of an earlier run must not be picked up).
-			if latest != nil && latest.ID >= cp.firstID {
-				cp.restore = latest
-			}
-			if cp.restore != nil {
-				fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", rj.name, cp.restore.ID)
 			}
 		}
 		next, nextCleanup, serr := s.startAttempt(plan, rj.name, cp)
@@ -492,6 +491,7 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			finish("FAILED", serr)
 			break
 		}
+		started = time.Now()
 		s.mu.Lock()
 		rj.current, rj.restarts = next, n
 		// A stop that came while the attempt was starting cancelled the old
