@@ -84,6 +84,11 @@ const (
 	propCommitOffsets = "commit.offsets.on.checkpoint" // under properties., as in Flink
 )
 
+// OptTransactionNamingStrategy is Flink's (flink-connector-kafka 4.x) choice
+// of how an exactly-once sink names its transactions: NamingIncrementing
+// (the default) or NamingPooling.
+const OptTransactionNamingStrategy = "sink.transaction-naming-strategy"
+
 // Enumerated option values.
 const (
 	StartEarliest        = "earliest-offset"
@@ -100,6 +105,17 @@ const (
 	DeliveryNone        = "none"
 	DeliveryAtLeastOnce = "at-least-once"
 	DeliveryExactlyOnce = "exactly-once"
+
+	// NamingIncrementing names each transaction after its checkpoint,
+	// <prefix>-<subtask>-<checkpoint id>: a new transactional id per
+	// checkpoint, each of which the broker remembers for
+	// transactional.id.expiration.ms (7 days by default).
+	NamingIncrementing = "INCREMENTING"
+	// NamingPooling reuses a few transactional ids per subtask,
+	// <prefix>-<subtask>-<n> with n the lowest number not held by a
+	// transaction that is open or waiting for its commit. Recovery lists the
+	// broker's transactions, which needs Kafka 3.0 or newer.
+	NamingPooling = "POOLING"
 
 	fieldsIncludeAll       = "ALL"
 	fieldsIncludeExceptKey = "EXCEPT_KEY"
