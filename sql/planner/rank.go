@@ -122,7 +122,8 @@ func (pc *planContext) planRowNumber(s *parser.Select, from *relation, pos int, 
 	m.input = newCalc(node, proj, nil, out)
 	name := s.Items[pos].Alias
 	if name == "" {
-		name = "EXPR$" + strconv.Itoa(pos)
+		// Calcite numbers an unnamed item by its place in the expanded list.
+		name = "EXPR$" + strconv.Itoa(rnCol)
 	}
 	// The marker's columns: the select items in their order, rn where it was written.
 	var schema types.Schema
