@@ -29,8 +29,12 @@ import (
 type flakyFactory struct {
 	*datagen.Factory
 	failAfter int64
-	read      atomic.Int64
-	failed    atomic.Bool
+	// afterCheckpoint, when set, is a glob of _metadata files: the failure
+	// waits until one exists, so the failed job surely leaves a checkpoint
+	// however slow the machine.
+	afterCheckpoint string
+	read            atomic.Int64
+	failed          atomic.Bool
 }
 
 func (f *flakyFactory) Identifier() string { return "flaky-datagen" }
@@ -70,10 +74,18 @@ type flakyReader struct {
 
 func (r *flakyReader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, error) {
 	res, err := r.CheckpointedReader.Read(ctx, b)
-	if r.f.read.Add(int64(b.Len())) > r.f.failAfter && r.f.failed.CompareAndSwap(false, true) {
+	if r.f.read.Add(int64(b.Len())) > r.f.failAfter && r.f.checkpointed() && r.f.failed.CompareAndSwap(false, true) {
 		return res, fmt.Errorf("injected failure after %d rows", r.f.failAfter)
 	}
 	return res, err
+}
+
+func (f *flakyFactory) checkpointed() bool {
+	if f.afterCheckpoint == "" {
+		return true
+	}
+	m, _ := filepath.Glob(f.afterCheckpoint)
+	return len(m) > 0
 }
 
 // committedIDs reads the ids in the committed (visible) part files of dir.
@@ -222,7 +234,11 @@ func failedRun(t *testing.T, dir string, conf map[string]string, insert string) 
 // failedRunAfter is failedRun failing after rows rows.
 func failedRunAfter(t *testing.T, dir string, conf map[string]string, insert string, rows int64) {
 	t.Helper()
-	f := &flakyFactory{Factory: datagen.NewFactory(), failAfter: rows}
+	job := "*"
+	if n, ok := conf["pipeline.name"]; ok {
+		job = n
+	}
+	f := &flakyFactory{Factory: datagen.NewFactory(), failAfter: rows, afterCheckpoint: filepath.Join(dir, job, "chk-*", "_metadata")}
 	reg := builtin.NewRegistry(os.Stdout, os.Stderr)
 	reg.Register(f)
 	all := map[string]string{"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "restart-strategy.type": "none"}
