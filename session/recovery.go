@@ -311,6 +311,34 @@ func (r *restartStrategy) onFailure(ran time.Duration) (time.Duration, bool) {
 	return 0, false
 }
 
+// longestDelay is the longest delay the strategy can wait before a restart
+// (what a transaction must outlive across a restart); 0 for none.
+func (r *restartStrategy) longestDelay() time.Duration {
+	switch r.kind {
+	case "fixed-delay":
+		return r.delay
+	case "exponential-delay":
+		longest := r.max
+		if longest <= 0 {
+			longest = r.initial
+		}
+		return r.jitteredMax(longest)
+	}
+	return 0
+}
+
+// jitteredMax is the largest value jittered can return for d.
+func (r *restartStrategy) jitteredMax(d time.Duration) time.Duration {
+	if r.jitter <= 0 {
+		return d
+	}
+	out := float64(d) * (1 + r.jitter)
+	if out >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(out)
+}
+
 // grow multiplies the backoff, capping it before the multiplication can
 // overflow: time.Duration(f) of a float beyond MaxInt64 is undefined, and was
 // negative from restart 58 on with the defaults.
