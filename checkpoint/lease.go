@@ -90,6 +90,7 @@ type leaseRecord struct {
 	Owner    string    `json:"owner"`
 	Host     string    `json:"host"`
 	PID      int       `json:"pid"`
+	PIDNS    string    `json:"pidns,omitempty"` // the PID namespace the PID is in
 	Renewed  time.Time `json:"renewed"`
 	TTL      int64     `json:"ttlMillis"`
 	Released bool      `json:"released,omitempty"`
@@ -166,7 +167,10 @@ func (l *Lease) live(rec *leaseRecord) bool {
 		return false
 	}
 	// A dead process on this host cannot renew: no need to wait out the TTL.
-	if host, _ := os.Hostname(); host != "" && rec.Host == host && rec.PID > 0 && rec.PID != os.Getpid() {
+	// Only when its PID is one of this PID namespace (containers may share
+	// a host name and not their PIDs).
+	if host, _ := os.Hostname(); host != "" && rec.Host == host && rec.PIDNS != "" && rec.PIDNS == pidNamespace() &&
+		rec.PID > 0 && rec.PID != os.Getpid() {
 		if err := syscall.Kill(rec.PID, 0); errors.Is(err, syscall.ESRCH) {
 			return false
 		}
@@ -178,7 +182,7 @@ func (l *Lease) live(rec *leaseRecord) bool {
 func (l *Lease) write(ctx context.Context, ifMatch string, released bool) error {
 	host, _ := os.Hostname()
 	now := l.now()
-	rec := leaseRecord{Owner: l.owner, Host: host, PID: os.Getpid(), Renewed: now.UTC(), TTL: l.ttl.Milliseconds(), Released: released}
+	rec := leaseRecord{Owner: l.owner, Host: host, PID: os.Getpid(), PIDNS: pidNamespace(), Renewed: now.UTC(), TTL: l.ttl.Milliseconds(), Released: released}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -279,6 +283,15 @@ func (l *Lease) stopRenewing() {
 		close(l.stop)
 	}
 	<-l.done
+}
+
+// pidNamespace identifies this process's PID namespace ("" where unknown).
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
 }
 
 func newOwnerID() string {

@@ -1,8 +1,12 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	osexec "os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -170,4 +174,34 @@ func TestLostLeaseStopsWritesAndDeletes(t *testing.T) {
 		t.Errorf("the run without the lease changed the storage:\n before %v\n after  %v", before, after)
 	}
 	a.Release()
+}
+
+// TestLeaseOfDeadLocalProcess: a lease whose holder is a dead process of
+// this host (and PID namespace) is taken over at once, without waiting out
+// the TTL; one held by a live process is not.
+func TestLeaseOfDeadLocalProcess(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStorage(t, "s3")
+	clock := &testClock{t: time.Now()}
+	child := osexec.Command(os.Args[0], "-test.run=^$")
+	if err := child.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	put := func(pid int) {
+		rec, _ := json.Marshal(leaseRecord{Owner: "crashed", Host: host, PID: pid, PIDNS: pidNamespace(), Renewed: clock.now(), TTL: 30000})
+		if err := st.Put(ctx, "."+testJob+".lease", bytes.NewReader(rec), int64(len(rec))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(os.Getppid()) // alive: the go test driver
+	if _, err := AcquireLease(ctx, st, testJob, leaseOpts(clock)); err == nil {
+		t.Fatal("took over the lease of a live process")
+	}
+	put(child.Process.Pid) // exited and reaped
+	l, err := AcquireLease(ctx, st, testJob, leaseOpts(clock))
+	if err != nil {
+		t.Fatalf("the lease of a dead process of this host was not taken over: %v", err)
+	}
+	l.Release()
 }

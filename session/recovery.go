@@ -299,6 +299,9 @@ func (r *restartStrategy) onFailure(ran time.Duration) (time.Duration, bool) {
 	case "exponential-delay":
 		if r.restarts == 0 || ran >= r.reset {
 			r.restarts, r.backoff = 0, r.initial
+			if r.max > 0 && r.backoff > r.max {
+				r.backoff = r.max
+			}
 		} else {
 			r.backoff = r.grow(r.backoff)
 		}
