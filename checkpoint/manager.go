@@ -29,7 +29,8 @@ type Manager struct {
 	log            io.Writer
 	now            func() time.Time
 	plan           string // fingerprint recorded in each checkpoint
-	maxParallelism int    // recorded in each checkpoint; guarded by mu
+	guard          func() error
+	maxParallelism int // recorded in each checkpoint; guarded by mu
 
 	logMu sync.Mutex
 
@@ -86,6 +87,38 @@ func WithLog(w io.Writer) Option { return func(m *Manager) { m.log = w } }
 // WithClock sets the clock that stamps checkpoint metadata.
 func WithClock(now func() time.Time) Option { return func(m *Manager) { m.now = now } }
 
+// WithGuard makes every write and deletion of the manager first call guard
+// and fail with its error: a run that lost its job's lease must not touch
+// files that another run may own now.
+func WithGuard(guard func() error) Option { return func(m *Manager) { m.guard = guard } }
+
+// guardedStorage refuses writes and deletions while guard fails.
+type guardedStorage struct {
+	Storage
+	guard func() error
+}
+
+func (g guardedStorage) Put(ctx context.Context, p string, data io.Reader, size int64) error {
+	if err := g.guard(); err != nil {
+		return fmt.Errorf("not writing %s: %w", p, err)
+	}
+	return g.Storage.Put(ctx, p, data, size)
+}
+
+func (g guardedStorage) Delete(ctx context.Context, p string) error {
+	if err := g.guard(); err != nil {
+		return fmt.Errorf("not deleting %s: %w", p, err)
+	}
+	return g.Storage.Delete(ctx, p)
+}
+
+func (g guardedStorage) location() (string, map[string]string) {
+	if ls, ok := g.Storage.(locatedStorage); ok {
+		return ls.location()
+	}
+	return "", nil
+}
+
 // WithPlan records a fingerprint of the job's plan in every checkpoint.
 func WithPlan(fingerprint string) Option { return func(m *Manager) { m.plan = fingerprint } }
 
@@ -111,6 +144,9 @@ func NewManager(ctx context.Context, st Storage, job string, retained int, retai
 	}
 	for _, o := range opts {
 		o(m)
+	}
+	if m.guard != nil {
+		m.st = guardedStorage{Storage: st, guard: m.guard}
 	}
 	scan, err := scanJob(ctx, st, job)
 	if err != nil {
@@ -140,7 +176,7 @@ func NewManager(ctx context.Context, st Storage, job string, retained int, retai
 	}
 	// Leftovers of checkpoints that never completed: nothing references them.
 	for _, p := range scan.incomplete {
-		if err := st.Delete(ctx, m.base+p); err != nil {
+		if err := m.st.Delete(ctx, m.base+p); err != nil {
 			m.warnf("removing %s of an incomplete checkpoint: %v", m.base+p, err)
 		}
 	}
@@ -148,7 +184,7 @@ func NewManager(ctx context.Context, st Storage, job string, retained int, retai
 		// A corrupt _metadata may have referenced any shared file: keep them
 		// all rather than delete what a readable copy might still need.
 		if m.registry[p] == nil && len(scan.corrupt) == 0 {
-			if err := st.Delete(ctx, m.base+p); err != nil {
+			if err := m.st.Delete(ctx, m.base+p); err != nil {
 				m.warnf("removing unreferenced shared file %s: %v", m.base+p, err)
 			}
 		}

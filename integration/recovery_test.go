@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/connectors/builtin"
 	"github.com/flinksql/flinksql/connectors/datagen"
@@ -29,8 +29,12 @@ import (
 type flakyFactory struct {
 	*datagen.Factory
 	failAfter int64
-	read      atomic.Int64
-	failed    atomic.Bool
+	// ready, when set, holds the failure back until it reports true (a
+	// checkpoint exists), so the failed job surely leaves one however slow
+	// the machine.
+	ready  func() bool
+	read   atomic.Int64
+	failed atomic.Bool
 }
 
 func (f *flakyFactory) Identifier() string { return "flaky-datagen" }
@@ -70,10 +74,26 @@ type flakyReader struct {
 
 func (r *flakyReader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, error) {
 	res, err := r.CheckpointedReader.Read(ctx, b)
-	if r.f.read.Add(int64(b.Len())) > r.f.failAfter && r.f.failed.CompareAndSwap(false, true) {
+	if r.f.read.Add(int64(b.Len())) > r.f.failAfter && r.f.checkpointed() && r.f.failed.CompareAndSwap(false, true) {
 		return res, fmt.Errorf("injected failure after %d rows", r.f.failAfter)
 	}
 	return res, err
+}
+
+func (f *flakyFactory) checkpointed() bool { return f.ready == nil || f.ready() }
+
+// metadataWith returns a ready function for flakyFactory: true once a
+// _metadata of job in dir contains want.
+func metadataWith(dir, job, want string) func() bool {
+	return func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, job, "chk-*", "_metadata"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), want) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // committedIDs reads the ids in the committed (visible) part files of dir.
@@ -219,10 +239,21 @@ func failedRun(t *testing.T, dir string, conf map[string]string, insert string) 
 	failedRunAfter(t, dir, conf, insert, 200)
 }
 
-// failedRunAfter is failedRun failing after rows rows.
+// failedRunAfter is failedRun failing after rows rows, once a checkpoint
+// completed.
 func failedRunAfter(t *testing.T, dir string, conf map[string]string, insert string, rows int64) {
 	t.Helper()
-	f := &flakyFactory{Factory: datagen.NewFactory(), failAfter: rows}
+	job := "*"
+	if n, ok := conf["pipeline.name"]; ok {
+		job = n
+	}
+	failedRunWhen(t, dir, conf, insert, rows, metadataWith(dir, job, ""))
+}
+
+// failedRunWhen is failedRun failing after rows rows once ready.
+func failedRunWhen(t *testing.T, dir string, conf map[string]string, insert string, rows int64, ready func() bool) {
+	t.Helper()
+	f := &flakyFactory{Factory: datagen.NewFactory(), failAfter: rows, ready: ready}
 	reg := builtin.NewRegistry(os.Stdout, os.Stderr)
 	reg.Register(f)
 	all := map[string]string{"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "restart-strategy.type": "none"}
@@ -425,11 +456,27 @@ CREATE TABLE totals (k INT, n BIGINT) WITH ('connector' = 'blackhole');
 	}
 
 	// A shared file of the only checkpoint is gone: the start fails, naming it.
-	failedRunAfter(t, dir, map[string]string{"pipeline.name": "lost-file", "state.backend.type": "rocksdb"}, insert, 1000)
-	shared, err := filepath.Glob(filepath.Join(dir, "lost-file", "shared", "*"))
-	if err != nil || len(shared) == 0 {
-		out, _ := osexec.Command("find", dir).CombinedOutput()
-		t.Fatalf("no shared files in the rocksdb checkpoint: %v\n%s", err, out)
+	// Fail once a completed checkpoint references a shared file (an SST).
+	failedRunWhen(t, dir, map[string]string{"pipeline.name": "lost-file", "state.backend.type": "rocksdb"}, insert, 1000,
+		metadataWith(dir, "lost-file", `"shared": true`))
+	st, err := checkpoint.OpenStorage(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mds, err := checkpoint.ListCheckpoints(ctx, st, "lost-file")
+	if err != nil || len(mds) == 0 {
+		t.Fatalf("checkpoints of the failed run: %v, %v", mds, err)
+	}
+	var shared []string
+	for _, in := range mds[len(mds)-1].Instances {
+		for _, f := range in.Files {
+			if f.Shared {
+				shared = append(shared, filepath.Join(dir, "lost-file", filepath.FromSlash(f.Path)))
+			}
+		}
+	}
+	if len(shared) == 0 {
+		t.Fatalf("the latest checkpoint %d references no shared file", mds[len(mds)-1].ID)
 	}
 	if err := os.Remove(shared[0]); err != nil {
 		t.Fatal(err)

@@ -36,8 +36,10 @@ type checkpointing struct {
 	// restored checkpoint's when the option was not set explicitly, as in
 	// Flink.
 	maxParallelism int
-	// lock holds the named job's directory for this process.
-	lock *os.File
+	// lock holds the named job's directory for this process; lease does
+	// the same on S3.
+	lock  *os.File
+	lease *checkpoint.Lease
 	// retainOnCancel keeps checkpoints of a cancelled job
 	// (RETAIN_ON_CANCELLATION); otherwise they are deleted, as when the job
 	// finishes. Only a failed or crashed job leaves checkpoints to resume from.
@@ -108,9 +110,18 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 		if c.lock, err = lockJob(local, jobDir); err != nil {
 			return nil, fmt.Errorf("'pipeline.name' '%s': %w", job, err)
 		}
+	} else if checkpoint.SupportsLease(st) {
+		// The same on S3, where there are no file locks: a lease object
+		// written with conditional PUTs and renewed while the run lives.
+		if c.lease, err = checkpoint.AcquireLease(ctx, st, jobDir, checkpoint.LeaseOptions{Where: dir, Log: s.stderr}); err != nil {
+			return nil, fmt.Errorf("'pipeline.name' '%s': %w", job, err)
+		}
 	}
-	m, err := checkpoint.NewManager(ctx, st, jobDir, s.conf.intValue("state.checkpoints.num-retained"), c.retainOnCancel,
-		checkpoint.WithLog(s.stderr), checkpoint.WithPlan(plan))
+	mopts := []checkpoint.Option{checkpoint.WithLog(s.stderr), checkpoint.WithPlan(plan)}
+	if c.lease != nil {
+		mopts = append(mopts, checkpoint.WithGuard(c.lease.Check))
+	}
+	m, err := checkpoint.NewManager(ctx, st, jobDir, s.conf.intValue("state.checkpoints.num-retained"), c.retainOnCancel, mopts...)
 	if err != nil {
 		c.unlock()
 		return nil, err
@@ -190,7 +201,12 @@ func (s *Session) pickRestore(job string, c *checkpointing) error {
 // succeed (the job differs from the checkpoint's: another state backend,
 // another parallelism; or a file the checkpoint needs is gone or damaged and
 // no other checkpoint replaces it) would fail the same way at every restart.
-func permanentFailure(err error) error {
+func permanentFailure(err error, c *checkpointing) error {
+	if c != nil && c.lease != nil {
+		if lerr := c.lease.Lost(); lerr != nil {
+			return fmt.Errorf("the job is not restarted: %w (job error: %v)", lerr, err)
+		}
+	}
 	switch {
 	case errors.Is(err, checkpoint.ErrIncompatibleRestore):
 		return fmt.Errorf("the job cannot be restored from its checkpoint, so it is not restarted: %w", err)
@@ -283,6 +299,9 @@ func (r *restartStrategy) onFailure(ran time.Duration) (time.Duration, bool) {
 	case "exponential-delay":
 		if r.restarts == 0 || ran >= r.reset {
 			r.restarts, r.backoff = 0, r.initial
+			if r.max > 0 && r.backoff > r.max {
+				r.backoff = r.max
+			}
 		} else {
 			r.backoff = r.grow(r.backoff)
 		}
@@ -293,6 +312,34 @@ func (r *restartStrategy) onFailure(ran time.Duration) (time.Duration, bool) {
 		return r.jittered(r.backoff), true
 	}
 	return 0, false
+}
+
+// longestDelay is the longest delay the strategy can wait before a restart
+// (what a transaction must outlive across a restart); 0 for none.
+func (r *restartStrategy) longestDelay() time.Duration {
+	switch r.kind {
+	case "fixed-delay":
+		return r.delay
+	case "exponential-delay":
+		longest := r.max
+		if longest <= 0 {
+			longest = r.initial
+		}
+		return r.jitteredMax(longest)
+	}
+	return 0
+}
+
+// jitteredMax is the largest value jittered can return for d.
+func (r *restartStrategy) jitteredMax(d time.Duration) time.Duration {
+	if r.jitter <= 0 {
+		return d
+	}
+	out := float64(d) * (1 + r.jitter)
+	if out >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(out)
 }
 
 // grow multiplies the backoff, capping it before the multiplication can
@@ -438,10 +485,24 @@ func lockJob(dir, job string) (*os.File, error) {
 	return f, nil
 }
 
-// unlock releases the job's directory lock.
+// abandon closes the checkpoints of a job that did not start, keeping them,
+// and releases its lock or lease. c may be nil.
+func (c *checkpointing) abandon() {
+	if c == nil {
+		return
+	}
+	_ = c.manager.Close(false)
+	c.unlock()
+}
+
+// unlock releases the job's directory lock or lease.
 func (c *checkpointing) unlock() {
 	if c.lock != nil {
 		c.lock.Close()
 		c.lock = nil
+	}
+	if c.lease != nil {
+		c.lease.Release()
+		c.lease = nil
 	}
 }

@@ -129,6 +129,24 @@ func TestExponentialDelayJitter(t *testing.T) {
 	}
 }
 
+// TestLongestRestartDelay: max-backoff 1 min plus 10 % jitter is 66 s; a
+// fixed delay is itself; no strategy waits 0.
+func TestLongestRestartDelay(t *testing.T) {
+	for _, c := range []struct {
+		conf map[string]string
+		want time.Duration
+	}{
+		{map[string]string{"restart-strategy.type": "exponential-delay"}, 66 * time.Second},
+		{map[string]string{"restart-strategy.type": "exponential-delay", "restart-strategy.exponential-delay.jitter-factor": "0"}, time.Minute},
+		{map[string]string{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "7 s"}, 7 * time.Second},
+		{map[string]string{"restart-strategy.type": "none"}, 0},
+	} {
+		if got := newTestSession(t, c.conf).restartStrategy(true).longestDelay(); got != c.want {
+			t.Errorf("%v: longest delay %v, want %v", c.conf, got, c.want)
+		}
+	}
+}
+
 func TestRestartOptionsValidated(t *testing.T) {
 	for k, v := range map[string]string{
 		"restart-strategy.exponential-delay.backoff-multiplier":      "0.5",

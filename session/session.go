@@ -391,10 +391,12 @@ func (s *Session) start(plan *planner.Plan) (*runningJob, error) {
 	}
 	prefixes, err := s.validateSinks(ctx, plan, cp)
 	if err != nil {
+		cp.abandon()
 		return nil, err
 	}
 	j, cleanup, err := s.startAttempt(plan, name, cp)
 	if err != nil {
+		cp.abandon()
 		return nil, err
 	}
 	rj := &runningJob{id: newJobID(), name: name, start: s.now(), current: j, status: "RUNNING",
@@ -460,7 +462,7 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			finish("FINISHED", nil)
 			break
 		}
-		if perr := permanentFailure(err); perr != nil {
+		if perr := permanentFailure(err, cp); perr != nil {
 			finish("FAILED", perr)
 			break
 		}
