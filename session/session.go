@@ -162,6 +162,7 @@ func (s *Session) planner() (*planner.Planner, error) {
 		Now:            s.now,
 		StateTTL:       s.conf.duration("table.exec.state.ttl"),
 		MiniBatch:      mb,
+		IdleTimeout:    s.conf.duration("table.exec.source.idle-timeout"),
 	}), nil
 }
 

@@ -375,3 +375,34 @@ func TestOffsetsNotCommittedWhenDisabled(t *testing.T) {
 		}
 	}
 }
+
+// A commit that fails (here: the broker is gone) is logged with the
+// checkpoint and the group and counted; it does not fail the job, as in
+// Flink, because the checkpoint itself holds the offsets.
+func TestOffsetCommitFailureLoggedAndCounted(t *testing.T) {
+	cluster, addr := startCluster(t, map[string]int32{"events": 1})
+	produce(t, addr, "events", testRecord{value: `{"id":1,"name":"a"}`})
+	src := mustSource(t, tableContext(addr, eventSchema, map[string]string{"topic": "events", "format": "json",
+		"properties.group.id": "lost", "scan.startup.mode": "earliest-offset", "properties.request.timeout.ms": "500"}))
+	var logged []string
+	src.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	r := src.mustReader(t)
+	if err := r.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	readRows(t, r, 1)
+	pos, _ := r.SnapshotPosition()
+	cluster.Close()
+	if err := r.NotifyPositionComplete(7, pos); err != nil {
+		t.Fatalf("a failing commit must not fail the task: %v", err)
+	}
+	if err := r.Close(); err != nil { // waits for the commit attempt
+		t.Fatal(err)
+	}
+	if n := src.CommitsFailed().Load(); n != 1 {
+		t.Fatalf("CommitsFailed = %d, want 1", n)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "checkpoint 7") || !strings.Contains(logged[0], "consumer group 'lost'") {
+		t.Fatalf("logged %q", logged)
+	}
+}
