@@ -176,7 +176,8 @@ func TestRestoredBoundedReadKeepsStopOffsets(t *testing.T) {
 		}
 		commitGroup(t, addr, "bound", "events", map[int32]int64{0: 5, 1: 5, 2: 5})
 
-		rest, err := readBounded(t, restoredReader(t, src, pos), 2)
+		// A new process: a new source object restores the checkpoint.
+		rest, err := readBounded(t, restoredReader(t, mustSource(t, tableContext(addr, eventSchema, opts)), pos), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,6 +185,30 @@ func TestRestoredBoundedReadKeepsStopOffsets(t *testing.T) {
 		if !equalStrings(sorted(got), c.want) {
 			t.Errorf("%s: restored read got %v, want %v", c.name, sorted(got), c.want)
 		}
+	}
+}
+
+// A restart in the same process before any checkpoint completed starts the
+// read afresh, but with the stop offsets of the job's first start: a new
+// reader of the same source does not read records written since.
+func TestRestartedBoundedReadKeepsFirstStopOffsets(t *testing.T) {
+	addr := seedEvents(t)
+	src := mustSource(t, tableContext(addr, eventSchema, map[string]string{
+		"topic": "events", "format": "json", "scan.startup.mode": "earliest-offset", "scan.bounded.mode": "latest-offset"}))
+	r := src.mustReader(t)
+	if err := r.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	readRows(t, r, 1)
+	r.Close() // the attempt fails
+	produce(t, addr, "events", testRecord{partition: 2, value: `{"id":99,"name":"late"}`})
+	got, err := readBounded(t, src.mustReader(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []int{0, 1, 2, 3}
+	if want := eventRows(map[int][]int{0: all, 1: all, 2: all}); !equalStrings(sorted(got), want) {
+		t.Fatalf("the restarted read got %v, want %v", sorted(got), want)
 	}
 }
 
