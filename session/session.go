@@ -183,6 +183,7 @@ func (s *Session) planner() (*planner.Planner, error) {
 			EarlyFire:         strings.EqualFold(s.conf.get("table.exec.emit.early-fire.enabled"), "true"),
 			LateFire:          strings.EqualFold(s.conf.get("table.exec.emit.late-fire.enabled"), "true"),
 		},
+		IdleTimeout: s.conf.duration("table.exec.source.idle-timeout"),
 	}), nil
 }
 

@@ -176,7 +176,8 @@ func TestRestoredBoundedReadKeepsStopOffsets(t *testing.T) {
 		}
 		commitGroup(t, addr, "bound", "events", map[int32]int64{0: 5, 1: 5, 2: 5})
 
-		rest, err := readBounded(t, restoredReader(t, src, pos), 2)
+		// A new process: a new source object restores the checkpoint.
+		rest, err := readBounded(t, restoredReader(t, mustSource(t, tableContext(addr, eventSchema, opts)), pos), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,6 +185,30 @@ func TestRestoredBoundedReadKeepsStopOffsets(t *testing.T) {
 		if !equalStrings(sorted(got), c.want) {
 			t.Errorf("%s: restored read got %v, want %v", c.name, sorted(got), c.want)
 		}
+	}
+}
+
+// A restart in the same process before any checkpoint completed starts the
+// read afresh, but with the stop offsets of the job's first start: a new
+// reader of the same source does not read records written since.
+func TestRestartedBoundedReadKeepsFirstStopOffsets(t *testing.T) {
+	addr := seedEvents(t)
+	src := mustSource(t, tableContext(addr, eventSchema, map[string]string{
+		"topic": "events", "format": "json", "scan.startup.mode": "earliest-offset", "scan.bounded.mode": "latest-offset"}))
+	r := src.mustReader(t)
+	if err := r.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	readRows(t, r, 1)
+	r.Close() // the attempt fails
+	produce(t, addr, "events", testRecord{partition: 2, value: `{"id":99,"name":"late"}`})
+	got, err := readBounded(t, src.mustReader(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []int{0, 1, 2, 3}
+	if want := eventRows(map[int][]int{0: all, 1: all, 2: all}); !equalStrings(sorted(got), want) {
+		t.Fatalf("the restarted read got %v, want %v", sorted(got), want)
 	}
 }
 
@@ -373,5 +398,36 @@ func TestOffsetsNotCommittedWhenDisabled(t *testing.T) {
 		if e := errContains(err, c.want); e != nil {
 			t.Error(e)
 		}
+	}
+}
+
+// A commit that fails (here: the broker is gone) is logged with the
+// checkpoint and the group and counted; it does not fail the job, as in
+// Flink, because the checkpoint itself holds the offsets.
+func TestOffsetCommitFailureLoggedAndCounted(t *testing.T) {
+	cluster, addr := startCluster(t, map[string]int32{"events": 1})
+	produce(t, addr, "events", testRecord{value: `{"id":1,"name":"a"}`})
+	src := mustSource(t, tableContext(addr, eventSchema, map[string]string{"topic": "events", "format": "json",
+		"properties.group.id": "lost", "scan.startup.mode": "earliest-offset", "properties.request.timeout.ms": "500"}))
+	var logged []string
+	src.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	r := src.mustReader(t)
+	if err := r.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	readRows(t, r, 1)
+	pos, _ := r.SnapshotPosition()
+	cluster.Close()
+	if err := r.NotifyPositionComplete(7, pos); err != nil {
+		t.Fatalf("a failing commit must not fail the task: %v", err)
+	}
+	if err := r.Close(); err != nil { // waits for the commit attempt
+		t.Fatal(err)
+	}
+	if n := src.CommitsFailed().Load(); n != 1 {
+		t.Fatalf("CommitsFailed = %d, want 1", n)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "checkpoint 7") || !strings.Contains(logged[0], "consumer group 'lost'") {
+		t.Fatalf("logged %q", logged)
 	}
 }

@@ -35,6 +35,13 @@ type Source struct {
 	skipped       exec.Counter
 	commitsFailed exec.Counter
 
+	// firstStops are a bounded read's stop offsets as resolved at the job's
+	// first start, shared by its subtasks and reused by readers of later
+	// attempts in this process (a restart before any checkpoint completed):
+	// the bound does not move with the restarts.
+	stopsMu    sync.Mutex
+	firstStops map[TopicPartition]int64
+
 	// Logf receives warnings of the readers (offset commits that failed,
 	// partitions a restored bounded read leaves out). Nil writes them to
 	// standard error.
@@ -446,7 +453,9 @@ func (r *Reader) addSplits(ctx context.Context, tps []TopicPartition, start offs
 		}
 	}
 	if len(needStop) > 0 {
-		if stops, err = r.resolve(ctx, needStop, r.src.bounded, true); err != nil {
+		if stops, err = r.src.stopOffsets(func(tps []TopicPartition) (map[TopicPartition]int64, error) {
+			return r.resolve(ctx, tps, r.src.bounded, true)
+		}, needStop); err != nil {
 			return err
 		}
 	}
@@ -478,6 +487,37 @@ func (r *Reader) addSplits(ctx context.Context, tps []TopicPartition, start offs
 		r.cl.AddConsumePartitions(consume)
 	}
 	return nil
+}
+
+// stopOffsets returns the stop offsets of tps: those resolved before by any
+// reader of the source, the others resolved now and remembered.
+func (s *Source) stopOffsets(resolve func([]TopicPartition) (map[TopicPartition]int64, error), tps []TopicPartition) (map[TopicPartition]int64, error) {
+	s.stopsMu.Lock()
+	defer s.stopsMu.Unlock()
+	out := make(map[TopicPartition]int64, len(tps))
+	var missing []TopicPartition
+	for _, tp := range tps {
+		if o, ok := s.firstStops[tp]; ok {
+			out[tp] = o
+		} else {
+			missing = append(missing, tp)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	resolved, err := resolve(missing)
+	if err != nil {
+		return nil, err
+	}
+	if s.firstStops == nil {
+		s.firstStops = map[TopicPartition]int64{}
+	}
+	for tp, o := range resolved {
+		out[tp] = o
+		s.firstStops[tp] = o
+	}
+	return out, nil
 }
 
 // resolve turns a startup or bounded spec into an offset per partition.

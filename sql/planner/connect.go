@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
@@ -132,7 +133,7 @@ func (pc *planContext) scanTable(t *catalog.Table) (*ScanNode, error) {
 		}
 		n.Watermark = x
 	}
-	if err := n.watermarkOptions(tc.Options); err != nil {
+	if err := n.watermarkOptions(tc.Options, pc.p.cfg.IdleTimeout); err != nil {
 		return nil, err
 	}
 	n.schema, n.mode = schema, src.ChangelogMode()
@@ -155,8 +156,9 @@ var watermarkAlignmentOptions = []string{
 
 // watermarkOptions reads the table's 'scan.watermark.*' options. Their values
 // are checked whether or not the table declares a WATERMARK; as in Flink
-// they only act on a table that does.
-func (n *ScanNode) watermarkOptions(options map[string]string) error {
+// they only act on a table that does. global is table.exec.source.idle-timeout,
+// which the table's 'scan.watermark.idle-timeout' replaces when set.
+func (n *ScanNode) watermarkOptions(options map[string]string, global time.Duration) error {
 	opts := connectors.Options(options)
 	strategy, err := opts.Enum(optWatermarkEmitStrategy, []string{"on-event", "on-periodic"}, "on-periodic")
 	if err != nil {
@@ -175,7 +177,10 @@ func (n *ScanNode) watermarkOptions(options map[string]string) error {
 		return nil
 	}
 	n.EmitOnEvent = strategy == "on-event"
-	n.IdleTimeout, n.HasIdleTimeout = idle, opts.Has(optWatermarkIdleTimeout)
+	n.IdleTimeout = global
+	if opts.Has(optWatermarkIdleTimeout) {
+		n.IdleTimeout, n.HasIdleTimeout = idle, true
+	}
 	return nil
 }
 

@@ -49,8 +49,9 @@ type ScanNode struct {
 	// Watermark is the watermark expression over the table row, or nil.
 	Watermark   expr.Expr
 	EmitOnEvent bool
-	// IdleTimeout is 'scan.watermark.idle-timeout' when HasIdleTimeout: it
-	// replaces table.exec.source.idle-timeout for this source.
+	// IdleTimeout is the source's idle timeout: the table's
+	// 'scan.watermark.idle-timeout' when HasIdleTimeout, which replaces
+	// table.exec.source.idle-timeout, else the latter (0: off).
 	IdleTimeout    time.Duration
 	HasIdleTimeout bool
 }
@@ -62,7 +63,7 @@ func (n *ScanNode) Describe() string {
 	b.WriteString(id.Catalog + ", " + id.Database + ", " + id.Object)
 	if n.Watermark != nil {
 		b.WriteString(", watermark=[" + n.Watermark.String() + "]")
-		if n.HasIdleTimeout {
+		if n.IdleTimeout > 0 { // as Flink's WatermarkPushDownSpec digest
 			b.WriteString(", idletimeout=[" + strconv.FormatInt(n.IdleTimeout.Milliseconds(), 10) + "]")
 		}
 		if n.EmitOnEvent {

@@ -25,6 +25,7 @@ type Config struct {
 	Now            func() time.Time
 	StateTTL       time.Duration      // table.exec.state.ttl
 	MiniBatch      groupagg.MiniBatch // table.exec.mini-batch.*
+	IdleTimeout    time.Duration      // table.exec.source.idle-timeout (EXPLAIN shows it)
 	// NotNullEnforcer is table.exec.sink.not-null-enforcer.
 	NotNullEnforcer exec.NotNullAction
 	// Log receives the warnings of running jobs (rows a sink drops); nil
