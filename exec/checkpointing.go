@@ -78,6 +78,18 @@ type CheckpointedReader interface {
 	RestorePosition(pos []byte) error
 }
 
+// CheckpointCompleteReader is a CheckpointedReader that acts when a
+// checkpoint holding its position completes, as Flink's
+// SourceReader.notifyCheckpointComplete: a Kafka source commits the
+// checkpoint's offsets to its consumer group. The call runs on the task's
+// goroutine and should not wait on the network.
+type CheckpointCompleteReader interface {
+	CheckpointedReader
+	// NotifyPositionComplete is called when checkpoint id completed with
+	// pos, what SnapshotPosition returned for it. An error fails the task.
+	NotifyPositionComplete(id CheckpointID, pos []byte) error
+}
+
 // Committable is what a two-phase-commit sink writer hands over at a barrier
 // and its committer later commits (a transaction handle, pending file names).
 type Committable []byte

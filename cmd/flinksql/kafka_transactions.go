@@ -17,7 +17,7 @@ const kafkaTransactionsUsage = `Usage:
   flinksql kafka-transactions --bootstrap HOST:PORT --prefix P [--abort]
 
 Lists the open Kafka transactions of exactly-once sinks whose
-'sink.transactional-id-prefix' is P (transactional ids P-<subtask>-<checkpoint>),
+'sink.transactional-id-prefix' is P (transactional ids P-<subtask>-<n>),
 one line each: transactional id, producer id, epoch, state and partitions.
 Records in an open transaction hold back every read_committed reader of their
 partitions until the transaction ends. A job restored from a checkpoint commits

@@ -21,8 +21,12 @@
 //     written without transactions both levels return the same records (the
 //     last stable offset equals the high watermark). Set read_uncommitted to
 //     read records before their transaction commits.
-//   - Partitions found by discovery after the start are read from the
-//     earliest offset; discovery is off for bounded reads.
+//   - Partitions found by discovery after the start, and after a restore
+//     the partitions the checkpoint does not hold, are read from the
+//     earliest offset (FLIP-288); discovery is off for bounded reads.
+//   - A bounded read's stop offsets are fixed at the job's first start and
+//     kept in the checkpoint, so a restored bounded job reads what an
+//     uninterrupted one reads (and no partition added after the start).
 //   - Partition ownership is Flink's KafkaSourceEnumerator rule: a topic's
 //     partitions start at subtask (hash(topic)*31 & 0x7fffffff) % p, where
 //     hash is Java's String.hashCode, and go round from there.
@@ -76,8 +80,14 @@ const (
 	OptSinkBufferFlushMaxRows  = "sink.buffer-flush.max-rows"
 	OptSinkBufferFlushInterval = "sink.buffer-flush.interval"
 
-	propertiesPrefix = "properties."
+	propertiesPrefix  = "properties."
+	propCommitOffsets = "commit.offsets.on.checkpoint" // under properties., as in Flink
 )
+
+// OptTransactionNamingStrategy is Flink's (flink-connector-kafka 4.x) choice
+// of how an exactly-once sink names its transactions: NamingIncrementing
+// (the default) or NamingPooling.
+const OptTransactionNamingStrategy = "sink.transaction-naming-strategy"
 
 // Enumerated option values.
 const (
@@ -95,6 +105,17 @@ const (
 	DeliveryNone        = "none"
 	DeliveryAtLeastOnce = "at-least-once"
 	DeliveryExactlyOnce = "exactly-once"
+
+	// NamingIncrementing names each transaction after its checkpoint,
+	// <prefix>-<subtask>-<checkpoint id>: a new transactional id per
+	// checkpoint, each of which the broker remembers for
+	// transactional.id.expiration.ms (7 days by default).
+	NamingIncrementing = "INCREMENTING"
+	// NamingPooling reuses a few transactional ids per subtask,
+	// <prefix>-<subtask>-<n> with n the lowest number not held by a
+	// transaction that is open or waiting for its commit. Recovery lists the
+	// broker's transactions, which needs Kafka 3.0 or newer.
+	NamingPooling = "POOLING"
 
 	fieldsIncludeAll       = "ALL"
 	fieldsIncludeExceptKey = "EXCEPT_KEY"
@@ -491,7 +512,7 @@ func (c *tableConfig) producerOpts() ([]kgo.Opt, error) {
 // change what the connector does. Any other property is accepted and
 // ignored, as the Java client ignores properties it does not know.
 var HonouredProperties = []string{
-	"bootstrap.servers", "group.id", "client.id", "request.timeout.ms", "metadata.max.age.ms",
+	"bootstrap.servers", "group.id", "commit.offsets.on.checkpoint", "client.id", "request.timeout.ms", "metadata.max.age.ms",
 	"security.protocol (PLAINTEXT only)",
 	"isolation.level", "auto.offset.reset", "fetch.max.bytes", "max.partition.fetch.bytes",
 	"fetch.min.bytes", "fetch.max.wait.ms",

@@ -24,6 +24,7 @@ type Sink struct {
 	metaKeys     []string // the writable metadata columns in row order
 	partitioner  string
 	delivery     string
+	naming       string // 'sink.transaction-naming-strategy'
 	parallelism  int
 	producerOpts []kgo.Opt
 
@@ -65,6 +66,9 @@ func newSink(c *tableConfig) (*Sink, error) {
 		s.delivery, err = opts.Enum(OptDeliveryGuarantee, guarantees, DeliveryAtLeastOnce)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if s.naming, err = opts.Enum(OptTransactionNamingStrategy, []string{NamingIncrementing, NamingPooling}, NamingIncrementing); err != nil {
 		return nil, err
 	}
 	if s.delivery == DeliveryExactlyOnce {

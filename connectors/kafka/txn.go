@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,12 +23,16 @@ import (
 // two-phase commit tied to checkpoints (DESIGN.md §5):
 //
 //   - Every sink subtask writes inside a Kafka transaction whose
-//     transactional id is <prefix>-<subtask>-<n>: the transaction that holds
-//     the records written after barrier n-1 and before barrier n is named
-//     after checkpoint n. Each transactional id gets its own franz-go client,
-//     whose producer id is initialised (InitProducerID) as soon as the
-//     transaction opens, even if no record follows, so that the ids of one
-//     attempt are used consecutively (recovery's probe relies on it).
+//     transactional id is <prefix>-<subtask>-<n>. With
+//     'sink.transaction-naming-strategy' = 'INCREMENTING' (the default) the
+//     transaction that holds the records written after barrier n-1 and
+//     before barrier n is named after checkpoint n; with 'POOLING' n is the
+//     lowest number whose transactional id no pre-committed transaction of
+//     the subtask holds, so a subtask uses a few ids over and over and the
+//     broker's transactional-id state stays bounded. Each transaction gets
+//     its own franz-go client, whose producer id is initialised
+//     (InitProducerID) as soon as the transaction opens, even if no record
+//     follows.
 //   - Pre-commit (PrepareCommit at barrier n): flush, and hand over the
 //     committable (transactional id, producer id, epoch, n, and whether the
 //     transaction is empty) without ending the transaction; then open the
@@ -42,12 +47,21 @@ import (
 //     checkpoint proves it was ours, so it is logged and not fatal, as
 //     Flink does. Empty transactions have nothing to commit (Kafka rejects
 //     an EndTxn for a transaction without partitions on older brokers).
-//   - Recovery from checkpoint r: the runtime commits the committables
-//     restored from r before the writer opens; Open then aborts every
-//     transaction this subtask may have left open after r, by fencing
-//     (InitProducerID, which aborts an ongoing transaction of the id)
-//     <prefix>-<subtask>-<n> for n = r+1, r+2, … until an id that was never
-//     used (epoch 0 after the fence), and only then starts producing.
+//   - Recovery, after a restore from checkpoint r or at a fresh start: the
+//     runtime commits the committables restored from r before the writer
+//     opens; Open then aborts the transactions earlier runs left open, by
+//     fencing their ids (InitProducerID, which aborts an ongoing
+//     transaction of the id), and only then starts producing. It lists the
+//     broker's open transactions (ListTransactions, Kafka 3.0+) and fences
+//     those named with the current prefix or with a prefix of the restored
+//     committables (a changed 'sink.transactional-id-prefix'), of old
+//     subtasks j with j mod parallelism = this subtask (a run with a higher
+//     parallelism left subtasks that no longer exist). Only open
+//     transactions cost a request, however many ids earlier runs used.
+//     Brokers without ListTransactions get Flink's probe instead, for
+//     'INCREMENTING' only: fence <prefix>-<j>-<n> for n = r+1, r+2, …
+//     until an id that was never used (epoch 0 after the fence), for
+//     j = subtask, subtask+parallelism, … until a j without any.
 //   - Abort: a raw EndTxn(abort) with the saved producer id and epoch.
 //
 // A reader with isolation.level=read_committed sees records only when their
@@ -84,6 +98,9 @@ type TxnConfig struct {
 	// checkpoint when the runtime committed restored committables before
 	// Open, otherwise 1.
 	NextCheckpointID exec.CheckpointID
+	// Naming is 'sink.transaction-naming-strategy' (NamingIncrementing or
+	// NamingPooling); empty takes it from the sink's options.
+	Naming string
 	// TransactionTimeout is transaction.timeout.ms; zero takes
 	// 'properties.transaction.timeout.ms' or DefaultTransactionTimeout.
 	TransactionTimeout time.Duration
@@ -104,6 +121,12 @@ func (cfg *TxnConfig) resolve() error {
 	if cfg.Prefix == "" {
 		return errors.New(prefixRequiredMessage)
 	}
+	if cfg.Naming == "" {
+		cfg.Naming = cfg.Sink.naming
+	}
+	if cfg.Naming == "" {
+		cfg.Naming = NamingIncrementing
+	}
 	if cfg.TransactionTimeout == 0 {
 		d, err := transactionTimeout(c.props)
 		if err != nil {
@@ -123,13 +146,35 @@ func TransactionalID(prefix string, subtask int, id exec.CheckpointID) string {
 	return prefix + "-" + strconv.Itoa(subtask) + "-" + strconv.FormatInt(int64(id), 10)
 }
 
-// TxnCommittable is the committable of one pre-committed transaction.
+// splitTransactionalID splits <prefix>-<subtask>-<n>, the form of both
+// naming strategies' ids; the prefix may itself contain dashes.
+func splitTransactionalID(id string) (prefix string, subtask int, n int64, ok bool) {
+	i := strings.LastIndexByte(id, '-')
+	if i <= 0 {
+		return "", 0, 0, false
+	}
+	j := strings.LastIndexByte(id[:i], '-')
+	if j <= 0 {
+		return "", 0, 0, false
+	}
+	sub, err1 := strconv.ParseUint(id[j+1:i], 10, 31)
+	num, err2 := strconv.ParseUint(id[i+1:], 10, 63)
+	if err1 != nil || err2 != nil {
+		return "", 0, 0, false
+	}
+	return id[:j], int(sub), int64(num), true
+}
+
+// TxnCommittable is the committable of one pre-committed transaction. It
+// carries what recovery needs: the transactional id names the prefix and
+// the pool slot, Pooled the naming strategy.
 type TxnCommittable struct {
 	TransactionalID string
 	ProducerID      int64
 	Epoch           int16
 	Checkpoint      exec.CheckpointID // the barrier that sealed it
 	Empty           bool              // no record was written: nothing to commit
+	Pooled          bool              // named by NamingPooling: the id is reused once the transaction ended
 }
 
 // txnCommittableVersion tags the layout of an encoded TxnCommittable.
@@ -142,6 +187,9 @@ func (c TxnCommittable) Encode() exec.Committable {
 	var flags byte
 	if c.Empty {
 		flags |= 1
+	}
+	if c.Pooled {
+		flags |= 2 // an older reader refuses the committable rather than misread it
 	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, uint64(len(c.TransactionalID)))
@@ -157,10 +205,10 @@ func DecodeTxnCommittable(data exec.Committable) (TxnCommittable, error) {
 	bad := func() (TxnCommittable, error) {
 		return TxnCommittable{}, fmt.Errorf("kafka exactly-once sink: malformed committable %s", recordPrefix(data))
 	}
-	if len(data) < 2 || data[0] != txnCommittableVersion || data[1] > 1 {
+	if len(data) < 2 || data[0] != txnCommittableVersion || data[1] > 3 {
 		return bad()
 	}
-	c := TxnCommittable{Empty: data[1] == 1}
+	c := TxnCommittable{Empty: data[1]&1 != 0, Pooled: data[1]&2 != 0}
 	rest := data[2:]
 	n, k := binary.Uvarint(rest)
 	if k <= 0 || n > uint64(len(rest)-k) {
@@ -198,13 +246,41 @@ type TransactionalWriter struct {
 
 	cur      *kgo.Client       // the open transaction's client
 	curID    exec.CheckpointID // the open transaction's checkpoint id
+	curTxnID string            // the open transaction's transactional id
 	produced atomic.Int64      // records acknowledged in the open transaction
-	// prepared are the clients of pre-committed transactions, closed once
-	// their transaction is committed or aborted.
-	prepared map[string]*kgo.Client
+	// prepared are the pre-committed transactions by transactional id,
+	// whose clients are closed once they are committed or aborted. With
+	// NamingPooling their ids are the ones not free for reuse.
+	prepared map[string]preparedTxn
 
 	// Set by Commit calls before Open: the restore.
-	restoredMax exec.CheckpointID
+	restoredMax   exec.CheckpointID
+	restoredNames restoredNames
+}
+
+// preparedTxn is a pre-committed transaction's client and producer
+// identity: a committable ends only the transaction it was made for, not a
+// later one that reused its pooled id.
+type preparedTxn struct {
+	cl         *kgo.Client
+	producerID int64
+	epoch      int16
+}
+
+// restoredNames is what the committables of a restored checkpoint tell
+// recovery about the ids the earlier run used.
+type restoredNames struct {
+	prefixes []string // the transactional-id prefixes, in order of appearance
+	pooled   bool     // some transaction was named by NamingPooling
+}
+
+func (r *restoredNames) note(c TxnCommittable) {
+	if c.Pooled {
+		r.pooled = true
+	}
+	if p, _, _, ok := splitTransactionalID(c.TransactionalID); ok && !slices.Contains(r.prefixes, p) {
+		r.prefixes = append(r.prefixes, p)
+	}
 }
 
 var _ exec.TwoPhaseCommitWriter = (*TransactionalWriter)(nil)
@@ -219,7 +295,7 @@ func NewTransactionalWriter(cfg TxnConfig) (*TransactionalWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &TransactionalWriter{cfg: cfg, inner: inner, prepared: map[string]*kgo.Client{}}
+	w := &TransactionalWriter{cfg: cfg, inner: inner, prepared: map[string]preparedTxn{}}
 	inner.promise = w.onProduced
 	return w, nil
 }
@@ -270,7 +346,7 @@ func (w *TransactionalWriter) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := abortLingering(w.ctx, admin, w.cfg, w.cfg.Subtask, next); err != nil {
+	if _, err := abortLingering(w.ctx, admin, w.cfg, next, w.restoredNames); err != nil {
 		return err
 	}
 	if err := w.begin(next); err != nil {
@@ -286,10 +362,26 @@ func (w *TransactionalWriter) Open(ctx context.Context) error {
 	return nil
 }
 
+// nextTxnID names the transaction that checkpoint id will seal.
+func (w *TransactionalWriter) nextTxnID(id exec.CheckpointID) string {
+	if w.cfg.Naming != NamingPooling {
+		return TransactionalID(w.cfg.Prefix, w.cfg.Subtask, id)
+	}
+	// Reusing the id of a pre-committed transaction would abort it; any
+	// other id of the subtask is free (recovery fenced what earlier runs
+	// left open), so the pool grows only while commits lag behind.
+	for n := exec.CheckpointID(0); ; n++ {
+		txnID := TransactionalID(w.cfg.Prefix, w.cfg.Subtask, n)
+		if _, busy := w.prepared[txnID]; !busy {
+			return txnID
+		}
+	}
+}
+
 // begin opens the transaction for checkpoint id on a new client and
 // initialises its producer id.
 func (w *TransactionalWriter) begin(id exec.CheckpointID) error {
-	txnID := TransactionalID(w.cfg.Prefix, w.cfg.Subtask, id)
+	txnID := w.nextTxnID(id)
 	opts := append(append([]kgo.Opt(nil), w.cfg.Sink.producerOpts...),
 		kgo.TransactionalID(txnID), kgo.TransactionTimeout(w.cfg.TransactionTimeout))
 	cl, err := kgo.NewClient(opts...)
@@ -308,7 +400,7 @@ func (w *TransactionalWriter) begin(id exec.CheckpointID) error {
 		cl.Close()
 		return w.initError(txnID, err)
 	}
-	w.cur, w.curID = cl, id
+	w.cur, w.curID, w.curTxnID = cl, id, txnID
 	w.inner.cl = cl
 	w.produced.Store(0)
 	return nil
@@ -361,19 +453,20 @@ func (w *TransactionalWriter) PrepareCommit(id exec.CheckpointID) ([]exec.Commit
 	pid, epoch, err := w.cur.ProducerID(w.ctx)
 	if err != nil {
 		return nil, fmt.Errorf("kafka table %s: reading the producer id of transactional id %s: %w",
-			w.name(), TransactionalID(w.cfg.Prefix, w.cfg.Subtask, w.curID), err)
+			w.name(), w.curTxnID, err)
 	}
 	c := TxnCommittable{
-		TransactionalID: TransactionalID(w.cfg.Prefix, w.cfg.Subtask, w.curID),
+		TransactionalID: w.curTxnID,
 		ProducerID:      pid,
 		Epoch:           epoch,
 		Checkpoint:      id,
 		Empty:           w.produced.Load() == 0,
+		Pooled:          w.cfg.Naming == NamingPooling,
 	}
 	if c.Empty {
 		w.cur.Close() // nothing to commit or abort
 	} else {
-		w.prepared[c.TransactionalID] = w.cur
+		w.prepared[c.TransactionalID] = preparedTxn{cl: w.cur, producerID: pid, epoch: epoch}
 	}
 	w.cur, w.inner.cl = nil, nil
 	// Names only grow within an attempt, even if the runtime skipped or
@@ -395,6 +488,7 @@ func (w *TransactionalWriter) Commit(committables []exec.Committable) error {
 		}
 		if !w.opened {
 			w.restoredMax = max(w.restoredMax, c.Checkpoint)
+			w.restoredNames.note(c)
 		}
 		if !c.Empty {
 			admin, err := w.adminClient()
@@ -405,7 +499,7 @@ func (w *TransactionalWriter) Commit(committables []exec.Committable) error {
 				return fmt.Errorf("kafka table %s: %w", w.name(), err)
 			}
 		}
-		w.release(c.TransactionalID)
+		w.release(c)
 	}
 	return nil
 }
@@ -426,16 +520,16 @@ func (w *TransactionalWriter) Abort(committables []exec.Committable) error {
 				return fmt.Errorf("kafka table %s: %w", w.name(), err)
 			}
 		}
-		w.release(c.TransactionalID)
+		w.release(c)
 	}
 	return nil
 }
 
-// release closes the client of an ended transaction.
-func (w *TransactionalWriter) release(txnID string) {
-	if cl, ok := w.prepared[txnID]; ok {
-		cl.Close()
-		delete(w.prepared, txnID)
+// release closes the client of c's ended transaction and frees its id.
+func (w *TransactionalWriter) release(c TxnCommittable) {
+	if p, ok := w.prepared[c.TransactionalID]; ok && p.producerID == c.ProducerID && p.epoch == c.Epoch {
+		p.cl.Close()
+		delete(w.prepared, c.TransactionalID)
 	}
 }
 
@@ -478,8 +572,8 @@ func (w *TransactionalWriter) Close() error {
 		w.cur.Close()
 		w.cur, w.inner.cl = nil, nil
 	}
-	for id, cl := range w.prepared {
-		cl.Close()
+	for id, p := range w.prepared {
+		p.cl.Close()
 		delete(w.prepared, id)
 	}
 	if w.admin != nil {
@@ -494,30 +588,32 @@ func (w *TransactionalWriter) Close() error {
 
 // String describes the writer for debugging.
 func (w *TransactionalWriter) String() string {
-	return fmt.Sprintf("kafka exactly-once writer %s[%d] -> %s (%s)", w.name(), w.cfg.Subtask, w.cfg.Sink.topic,
-		TransactionalID(w.cfg.Prefix, w.cfg.Subtask, w.curID))
+	return fmt.Sprintf("kafka exactly-once writer %s[%d] -> %s (%s)", w.name(), w.cfg.Subtask, w.cfg.Sink.topic, w.curTxnID)
 }
 
 // RecoverTransactions is the recovery of one sink subtask from checkpoint
 // restoredCheckpointID for callers that do not go through the writer's
 // restore: it commits the restored committables, then aborts the
-// transactions the subtask left open after that checkpoint. It must run
+// transactions earlier runs left open (see abortLingering). It must run
 // before the subtask's writer produces. It returns the number of lingering
 // transactions aborted.
 func RecoverTransactions(ctx context.Context, cfg TxnConfig, restored []exec.Committable, restoredCheckpointID int64, subtask int) (int, error) {
 	if err := cfg.resolve(); err != nil {
 		return 0, err
 	}
+	cfg.Subtask = subtask
 	cl, err := kgo.NewClient(cfg.Sink.cfg.commonClientOpts()...)
 	if err != nil {
 		return 0, fmt.Errorf("kafka table %s: creating the Kafka client: %w", cfg.Sink.cfg.name, err)
 	}
 	defer cl.Close()
+	var names restoredNames
 	for _, data := range restored {
 		c, err := DecodeTxnCommittable(data)
 		if err != nil {
 			return 0, fmt.Errorf("kafka table %s: %w", cfg.Sink.cfg.name, err)
 		}
+		names.note(c)
 		if c.Empty {
 			continue
 		}
@@ -525,17 +621,129 @@ func RecoverTransactions(ctx context.Context, cfg TxnConfig, restored []exec.Com
 			return 0, fmt.Errorf("kafka table %s: %w", cfg.Sink.cfg.name, err)
 		}
 	}
-	return abortLingering(ctx, cl, cfg, subtask, exec.CheckpointID(restoredCheckpointID+1))
+	return abortLingering(ctx, cl, cfg, exec.CheckpointID(restoredCheckpointID+1), names)
 }
 
-// abortLingering fences <prefix>-<subtask>-<n> for n = from, from+1, …
-// until an id that was never used, and returns how many ids held a
-// transaction or producer state.
-func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, subtask int, from exec.CheckpointID) (int, error) {
+// abortLingering aborts the transactions that earlier runs of the sink
+// left open and that cfg's subtask owns: those named with cfg's prefix or
+// with a prefix of the restored checkpoint, of old subtasks j with j mod
+// parallelism = subtask. from is the first checkpoint id not covered by
+// the restored checkpoint (1 at a fresh start). The restored committables
+// must be committed before. It returns how many transactions it aborted.
+func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, from exec.CheckpointID, restored restoredNames) (int, error) {
+	prefixes := []string{cfg.Prefix}
+	for _, p := range restored.prefixes {
+		if !slices.Contains(prefixes, p) {
+			prefixes = append(prefixes, p)
+			cfg.Logf("kafka table %s: the restored checkpoint used transactional-id prefix %q, the sink now uses %q: aborting lingering transactions of both",
+				cfg.Sink.cfg.name, p, cfg.Prefix)
+		}
+	}
+	listing, err := canListTransactions(ctx, cl, cfg.Sink.cfg.requestTimeout)
+	if err != nil {
+		return 0, fmt.Errorf("kafka table %s: asking the brokers which requests they support: %w", cfg.Sink.cfg.name, err)
+	}
+	if listing {
+		return fenceListed(ctx, cl, cfg, prefixes)
+	}
+	if cfg.Naming == NamingPooling || restored.pooled {
+		what := fmt.Sprintf("'%s' = '%s'", OptTransactionNamingStrategy, NamingPooling)
+		if cfg.Naming != NamingPooling {
+			what = "the restored checkpoint, written with " + what + ","
+		}
+		return 0, fmt.Errorf("kafka table %s: %s needs brokers that support ListTransactions (Kafka 3.0 or newer) to find the transactions earlier runs left open, and the cluster at %s does not; use '%s' = '%s' (and start without the checkpoint)",
+			cfg.Sink.cfg.name, what, cfg.Sink.cfg.serversText(), OptTransactionNamingStrategy, NamingIncrementing)
+	}
+	cfg.Logf("kafka table %s: the brokers do not support ListTransactions (Kafka before 3.0): probing transactional ids from checkpoint %d on for lingering transactions",
+		cfg.Sink.cfg.name, from)
+	fenced := 0
+	for _, prefix := range prefixes {
+		for sub := cfg.Subtask; ; sub += cfg.Parallelism {
+			n, err := probeLingering(ctx, cl, cfg, prefix, sub, from)
+			fenced += n
+			if err != nil {
+				return fenced, err
+			}
+			// No id of old subtask sub was used after from: as in Flink,
+			// no run had a subtask sub or a higher one.
+			if n == 0 || cfg.Parallelism <= 0 {
+				break
+			}
+		}
+	}
+	return fenced, nil
+}
+
+// owns reports whether cfg's subtask recovers the transactions of (old)
+// subtask sub: sub mod parallelism = subtask.
+func (cfg *TxnConfig) owns(sub int) bool {
+	if cfg.Parallelism <= 0 {
+		return sub == cfg.Subtask
+	}
+	return sub%cfg.Parallelism == cfg.Subtask
+}
+
+// canListTransactions reports whether every broker supports
+// ListTransactions.
+func canListTransactions(ctx context.Context, cl *kgo.Client, bound time.Duration) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	vs, err := kadm.NewClient(cl).ApiVersions(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, v := range vs.Sorted() {
+		if v.Err != nil {
+			return false, fmt.Errorf("broker %d: %w", v.NodeID, v.Err)
+		}
+		if _, ok := v.KeyMaxVersion(kmsg.ListTransactions.Int16()); !ok {
+			return false, nil
+		}
+	}
+	return len(vs) > 0, nil
+}
+
+// fenceListed fences the open transactions the brokers list whose ids have
+// one of prefixes and an old subtask cfg owns.
+func fenceListed(ctx context.Context, cl *kgo.Client, cfg TxnConfig, prefixes []string) (int, error) {
+	lctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	listed, err := kadm.NewClient(cl).ListTransactions(lctx, nil, openTxnStates)
+	cancel()
+	if err != nil {
+		return 0, fmt.Errorf("kafka table %s: listing open transactions to abort those earlier runs left: %w", cfg.Sink.cfg.name, err)
+	}
+	timeoutMs := int32(min(cfg.TransactionTimeout.Milliseconds(), 1<<31-1))
+	fenced := 0
+	for _, t := range listed.Sorted() {
+		if !isOpenTxnState(t.State) { // brokers before Kafka 3.0 ignore the filter
+			continue
+		}
+		prefix, sub, _, ok := splitTransactionalID(t.TxnID)
+		if !ok || !slices.Contains(prefixes, prefix) || !cfg.owns(sub) {
+			continue
+		}
+		if _, err := fence(ctx, cl, t.TxnID, timeoutMs, cfg.Sink.cfg.requestTimeout); err != nil {
+			if terr := timeoutError(cfg, t.TxnID, err); terr != nil {
+				return fenced, terr
+			}
+			return fenced, fmt.Errorf("kafka table %s: aborting lingering transaction %s: %w", cfg.Sink.cfg.name, t.TxnID, err)
+		}
+		fenced++
+		cfg.Logf("kafka table %s: fenced transactional id %s (state %s, producer id %d): an earlier run left its transaction open; it is aborted",
+			cfg.Sink.cfg.name, t.TxnID, t.State, t.ProducerID)
+	}
+	return fenced, nil
+}
+
+// probeLingering fences <prefix>-<sub>-<n> for n = from, from+1, … until an
+// id that was never used, and returns how many ids held a transaction or
+// producer state. It is the recovery for brokers without ListTransactions;
+// it misses transactions after a gap in the ids.
+func probeLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, prefix string, sub int, from exec.CheckpointID) (int, error) {
 	timeoutMs := int32(min(cfg.TransactionTimeout.Milliseconds(), 1<<31-1))
 	fenced := 0
 	for n := from; n < from+maxFenceProbe; n++ {
-		txnID := TransactionalID(cfg.Prefix, subtask, n)
+		txnID := TransactionalID(prefix, sub, n)
 		epoch, err := fence(ctx, cl, txnID, timeoutMs, cfg.Sink.cfg.requestTimeout)
 		if err != nil {
 			if terr := timeoutError(cfg, txnID, err); terr != nil {
@@ -544,44 +752,13 @@ func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, subtask 
 			return fenced, fmt.Errorf("kafka table %s: aborting lingering transactions: %w", cfg.Sink.cfg.name, err)
 		}
 		if epoch == 0 {
-			// Never used before. Ids can have gaps (a barrier superseded at an
-			// alignment, checkpoint ids an aborted attempt consumed), so also
-			// fence any transaction of this subtask after from that is still open.
-			n, err := abortOpenAfter(ctx, cl, cfg, subtask, from)
-			return fenced + n, err
+			return fenced, nil // never used before
 		}
 		fenced++
-		cfg.Logf("kafka table %s: fenced transactional id %s left by an earlier attempt (transactions after checkpoint %d are aborted)",
-			cfg.Sink.cfg.name, txnID, from-1)
+		cfg.Logf("kafka table %s: fenced transactional id %s left by an earlier run (its transaction, if open, is aborted)",
+			cfg.Sink.cfg.name, txnID)
 	}
 	cfg.Logf("kafka table %s: stopped probing for lingering transactions after %d transactional ids", cfg.Sink.cfg.name, maxFenceProbe)
-	return fenced, nil
-}
-
-// abortOpenAfter fences the open transactions <prefix>-<subtask>-<n>, n >= from,
-// that the broker lists.
-func abortOpenAfter(ctx context.Context, cl *kgo.Client, cfg TxnConfig, subtask int, from exec.CheckpointID) (int, error) {
-	open, err := listTransactions(ctx, kadm.NewClient(cl), cfg.Prefix)
-	if err != nil {
-		return 0, fmt.Errorf("kafka table %s: looking for lingering transactions: %w", cfg.Sink.cfg.name, err)
-	}
-	timeoutMs := int32(min(cfg.TransactionTimeout.Milliseconds(), 1<<31-1))
-	mine := cfg.Prefix + "-" + strconv.Itoa(subtask) + "-"
-	fenced := 0
-	for _, t := range open {
-		rest, ok := strings.CutPrefix(t.TransactionalID, mine)
-		if !ok {
-			continue
-		}
-		if n, err := strconv.ParseInt(rest, 10, 64); err != nil || exec.CheckpointID(n) < from {
-			continue
-		}
-		if _, err := fence(ctx, cl, t.TransactionalID, timeoutMs, cfg.Sink.cfg.requestTimeout); err != nil {
-			return fenced, fmt.Errorf("kafka table %s: aborting lingering transaction %s: %w", cfg.Sink.cfg.name, t.TransactionalID, err)
-		}
-		fenced++
-		cfg.Logf("kafka table %s: fenced transactional id %s left open after a gap in transactional ids", cfg.Sink.cfg.name, t.TransactionalID)
-	}
 	return fenced, nil
 }
 

@@ -132,8 +132,8 @@ func (w *TransactionalWriter) crash() {
 	if w.cur != nil {
 		w.cur.Close()
 	}
-	for _, cl := range w.prepared {
-		cl.Close()
+	for _, p := range w.prepared {
+		p.cl.Close()
 	}
 	if w.admin != nil {
 		w.admin.Close()
@@ -552,9 +552,9 @@ func TestListAndAbortTransactions(t *testing.T) {
 		}
 	}
 	// "job-x-2-7" belongs to prefix "job-x", not "job".
-	// Epoch 1: Open fenced the unused id (epoch 0) before the producer
-	// initialised it.
-	expectStrings(t, "open transactions", got, "job-0-7 Ongoing [out-0] 1", "job-1-7 Ongoing [out-1] 1")
+	// Epoch 0: recovery lists the open transactions instead of fencing ids
+	// on speculation, so the producer's InitProducerID is the id's first.
+	expectStrings(t, "open transactions", got, "job-0-7 Ongoing [out-0] 0", "job-1-7 Ongoing [out-1] 0")
 
 	n, err := AbortTransactions(ctx, addr, txnPrefix)
 	if err != nil || n != 2 {

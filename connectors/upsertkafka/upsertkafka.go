@@ -51,7 +51,7 @@ func (*Factory) OptionalOptions() []string {
 		kafka.OptTopic, kafka.OptTopicPattern, kafka.OptKeyFieldsPrefix, kafka.OptValueFieldsInclude,
 		kafka.OptSinkParallelism, kafka.OptSinkBufferFlushInterval, kafka.OptSinkBufferFlushMaxRows,
 		kafka.OptBoundedMode, kafka.OptBoundedSpecificOffsets, kafka.OptBoundedTimestamp,
-		kafka.OptDeliveryGuarantee, kafka.OptTransactionalIDPrefix,
+		kafka.OptDeliveryGuarantee, kafka.OptTransactionalIDPrefix, kafka.OptTransactionNamingStrategy,
 	}
 }
 

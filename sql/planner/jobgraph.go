@@ -295,8 +295,10 @@ func (gb *graphBuilder) scan(x *ScanNode) *exec.Vertex {
 	if x.Watermark != nil {
 		wm := x.Watermark
 		spec.Watermark = &exec.WatermarkSpec{
-			Expr:        func() (exec.Projector, error) { return expr.NewProjector([]expr.Expr{wm}, cfg), nil },
-			EmitOnEvent: x.EmitOnEvent,
+			Expr:           func() (exec.Projector, error) { return expr.NewProjector([]expr.Expr{wm}, cfg), nil },
+			EmitOnEvent:    x.EmitOnEvent,
+			IdleTimeout:    x.IdleTimeout,
+			HasIdleTimeout: x.HasIdleTimeout,
 		}
 	}
 	v.Source = spec
