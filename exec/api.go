@@ -74,7 +74,9 @@ type OperatorContext struct {
 }
 
 // Operator processes a stream. One goroutine drives an instance; there are no
-// locks inside.
+// locks inside. Every operator is also a CheckpointedOperator or declares
+// that it has no state (StatelessOperator); with checkpointing on, the
+// runtime refuses one that is neither.
 type Operator interface {
 	Open(ctx *OperatorContext) error
 	ProcessBatch(input int, b *types.Batch, out Output) error

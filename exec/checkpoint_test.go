@@ -1054,7 +1054,8 @@ func (u *undeclared) ProcessBatch(_ int, b *types.Batch, out Output) error {
 
 // TestUndeclaredStateRefused: with checkpointing on, an operator that is
 // neither a CheckpointedOperator nor a StatelessOperator fails the job when
-// it starts, naming the operator; without checkpointing it runs.
+// it starts, naming the operator, and so does a source reader that is not a
+// CheckpointedReader; without checkpointing they run.
 func TestUndeclaredStateRefused(t *testing.T) {
 	src := posSource(1, &posReader{data: seq(1, 3)})
 	src.Chain = chain(opOf(&undeclared{}))
@@ -1067,5 +1068,12 @@ func TestUndeclaredStateRefused(t *testing.T) {
 	src.Chain = chain(opOf(&undeclared{}))
 	if err := run(t, &JobGraph{Vertices: []*Vertex{src}}, Config{}); err != nil {
 		t.Fatalf("without checkpointing: %v", err)
+	}
+	// A reader that records no position would read everything again after
+	// a restore.
+	plain := sliceSource(1, 1, 1, []step{rowsStep(0, ints(1))})
+	err = run(t, &JobGraph{Vertices: []*Vertex{plain}}, Config{Checkpointing: ckptConfig(newMemStore(), ExactlyOnce)})
+	if err == nil || !strings.Contains(err.Error(), "source reader *exec.sliceReader does not record its position in checkpoints") {
+		t.Fatalf("got %v, want the refusal of the reader without a position", err)
 	}
 }

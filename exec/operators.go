@@ -406,7 +406,8 @@ type sortOp struct {
 // ties keep arrival order) and emits rows [offset, offset+limit) at Finish;
 // limit -1 means no limit. Watermarks are held back and the last one is
 // emitted after the rows, so downstream event-time operators do not see the
-// rows as late.
+// rows as late. The buffered rows and the held-back watermark are
+// checkpointed, so a restored sort still sorts everything it was given.
 func NewSort(keys []SortKey, offset, limit int) Operator {
 	return &sortOp{keys: keys, offset: offset, limit: limit, wm: MinWatermark, persistedWM: MinWatermark}
 }
@@ -511,7 +512,8 @@ type limitOp struct {
 
 // NewLimit returns a streaming operator that skips the first offset rows,
 // passes the next limit rows (all when limit is -1) and drops the rest.
-// Its input must be insert-only.
+// Its input must be insert-only. How many rows it has seen is
+// checkpointed, so after a restore it passes exactly the rows it still owes.
 func NewLimit(offset, limit int) Operator {
 	return &limitOp{offset: max(offset, 0), limit: limit}
 }
