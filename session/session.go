@@ -138,7 +138,7 @@ func (s *Session) Completions() []string {
 	return words
 }
 
-func (s *Session) planner() (*planner.Planner, error) {
+func (s *Session) planner(ctx context.Context) (*planner.Planner, error) {
 	loc, err := resolveZone(s.conf.get("table.local-time-zone"))
 	if err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func (s *Session) planner() (*planner.Planner, error) {
 		Now:            s.now,
 		StateTTL:       s.conf.duration("table.exec.state.ttl"),
 		MiniBatch:      mb,
-	}), nil
+	}).WithContext(ctx), nil // Ctrl-C or SIGTERM cancels the planning of a statement
 }
 
 func (s *Session) execConfig() exec.Config {
@@ -220,7 +220,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 	}
 	switch x := st.(type) {
 	case *parser.CreateTable:
-		p, err := s.planner()
+		p, err := s.planner(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +233,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		}
 		return okResult, nil
 	case *parser.CreateView:
-		p, err := s.planner()
+		p, err := s.planner(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -283,7 +283,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 	case *parser.Describe:
 		return s.describe(x)
 	case *parser.Explain:
-		p, err := s.planner()
+		p, err := s.planner(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -295,7 +295,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 	case *parser.QueryStmt:
 		return s.executeQuery(ctx, x)
 	case *parser.Insert:
-		p, err := s.planner()
+		p, err := s.planner(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -334,7 +334,7 @@ func firstLine(s string) string {
 }
 
 func (s *Session) executeStatementSet(ctx context.Context, x *parser.StatementSet) (*Result, error) {
-	p, err := s.planner()
+	p, err := s.planner(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -552,7 +552,7 @@ func (s *Session) submit(plan *planner.Plan) (*Result, error) {
 
 // executeQuery runs a SELECT into a collect sink read by QueryResult.Next.
 func (s *Session) executeQuery(ctx context.Context, q *parser.QueryStmt) (*Result, error) {
-	p, err := s.planner()
+	p, err := s.planner(ctx)
 	if err != nil {
 		return nil, err
 	}

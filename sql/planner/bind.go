@@ -19,9 +19,14 @@ type binder struct {
 	// the binder convert the node as usual. Grouped queries use it to replace
 	// aggregate calls and grouping expressions by references.
 	hook func(e parser.Expr) (expr.Expr, bool, error)
+	// cancel, when set, lets a long expression's binding be cancelled.
+	cancel *canceller
 }
 
 func (b *binder) bind(e parser.Expr) (expr.Expr, error) {
+	if err := b.cancel.tick(); err != nil {
+		return nil, err
+	}
 	if b.hook != nil {
 		x, ok, err := b.hook(e)
 		if err != nil || ok {
