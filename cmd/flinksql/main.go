@@ -102,6 +102,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// SIGINT/SIGTERM stop the running statement cleanly.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		// The first signal stops the running job cleanly (a final
+		// checkpoint); a second one ends the process at once.
+		context.AfterFunc(ctx, stop)
 		if *file != "" {
 			err = shell.RunFile(ctx, sess, *file, stdout, stderr)
 		} else {
