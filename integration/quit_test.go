@@ -76,22 +76,12 @@ func (r *countingReader) Read(ctx context.Context, b *types.Batch) (exec.ReadRes
 // Ctrl-C with -f, modelled by cancelling the run's context) stops the job
 // with a final checkpoint: the exactly-once filesystem sink's committed
 // output then holds every row the job read, exactly once, and the shell
-// says so. Before, the job was cancelled and, with no checkpoint due yet,
-// nothing it read was ever committed.
+// says so. The final checkpoint is kept: running the script again resumes
+// after it, and the two runs together committed every row once. Before, the
+// job was cancelled and, with no checkpoint due yet, nothing it read was
+// ever committed.
 func TestScriptEndStopsJobsWithFinalCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	f := &countingFactory{Factory: datagen.NewFactory(), n: 500, reached: make(chan struct{})}
-	reg := builtin.NewRegistry(os.Stdout, os.Stderr)
-	reg.Register(f)
-	s, err := session.New(session.Options{Registry: reg, Stderr: testWriter{t}, Config: map[string]string{
-		"execution.checkpointing.interval": "1 h", // no periodic checkpoint during the test
-		"state.checkpoints.dir":            filepath.Join(dir, "checkpoints"),
-		"pipeline.name":                    "quit-test",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	out := filepath.Join(dir, "out")
 	script := fmt.Sprintf(`
 CREATE TABLE src (id BIGINT) WITH ('connector' = 'counting-datagen', 'rows-per-second' = '5000',
@@ -99,26 +89,52 @@ CREATE TABLE src (id BIGINT) WITH ('connector' = 'counting-datagen', 'rows-per-s
 CREATE TABLE fs_out (id BIGINT) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv');
 INSERT INTO fs_out SELECT id FROM src;
 `, out)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr strings.Builder
-	result := make(chan error, 1)
-	go func() { result <- shell.RunString(ctx, s, script, &stdout, &stderr) }()
-	select {
-	case <-f.reached: // rows are in flight or in the sink's uncommitted part file
-	case err := <-result:
-		t.Fatalf("the script ended early: %v\n%s%s", err, stdout.String(), stderr.String())
+	// runUntilRead runs the script until its source read n rows, then
+	// ends the run as SIGTERM does; it returns what the shell printed and
+	// how many rows the source read.
+	runUntilRead := func(n int64) (string, int) {
+		f := &countingFactory{Factory: datagen.NewFactory(), n: n, reached: make(chan struct{})}
+		reg := builtin.NewRegistry(os.Stdout, os.Stderr)
+		reg.Register(f)
+		s, err := session.New(session.Options{Registry: reg, Stderr: testWriter{t}, Config: map[string]string{
+			"execution.checkpointing.interval": "1 h", // no periodic checkpoint during the test
+			"state.checkpoints.dir":            filepath.Join(dir, "checkpoints"),
+			"pipeline.name":                    "quit-test",
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var stdout, stderr strings.Builder
+		result := make(chan error, 1)
+		go func() { result <- shell.RunString(ctx, s, script, &stdout, &stderr) }()
+		select {
+		case <-f.reached: // rows are in flight or in the sink's uncommitted part file
+		case err := <-result:
+			t.Fatalf("the script ended early: %v\n%s%s", err, stdout.String(), stderr.String())
+		}
+		cancel() // SIGTERM
+		if err := <-result; err != nil {
+			t.Fatalf("RunString: %v\n%s", err, stderr.String())
+		}
+		read := int(f.read.Load())
+		if read < int(n) {
+			t.Fatalf("the source read %d rows, want at least %d", read, n)
+		}
+		return stdout.String(), read
 	}
-	cancel() // SIGTERM
-	if err := <-result; err != nil {
-		t.Fatalf("RunString: %v\n%s", err, stderr.String())
+
+	shown, read1 := runUntilRead(500)
+	if !strings.Contains(shown, "has been stopped with a final checkpoint (1): its committed output holds everything it read; running the pipeline again resumes from that checkpoint.") {
+		t.Fatalf("the shell did not say how the job was stopped:\n%s", shown)
 	}
-	if !strings.Contains(stdout.String(), "has been stopped with a final checkpoint (1): its committed output holds everything it read") {
-		t.Fatalf("the shell did not say how the job was stopped:\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	checkExactlyOnce(t, committedIDs(t, out), read1)
+
+	shown, read2 := runUntilRead(300)
+	if !strings.Contains(shown, "has been stopped with a final checkpoint (2)") {
+		t.Fatalf("the second run did not resume and stop at checkpoint 2:\n%s", shown)
 	}
-	read := int(f.read.Load())
-	if read < 500 {
-		t.Fatalf("the source read %d rows, want at least 500", read)
-	}
-	checkExactlyOnce(t, committedIDs(t, out), read)
+	checkExactlyOnce(t, committedIDs(t, out), read1+read2)
 }
