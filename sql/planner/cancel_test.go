@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -72,5 +73,25 @@ func TestPlanningCancelled(t *testing.T) {
 	cancel()
 	if _, err := p.WithContext(done).PlanQuery(q.(*parser.QueryStmt).Query, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("planning under a cancelled context returned %v", err)
+	}
+}
+
+// BenchmarkPlanChain plans SELECT a OR a OR ... (n terms): parse, bind,
+// type inference and plan rendering.
+func BenchmarkPlanChain(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		sql := "SELECT " + strings.Repeat("a OR ", n-1) + "a FROM (VALUES (TRUE)) AS t(a)"
+		b.Run(fmt.Sprintf("OR/n=%d", n), func(b *testing.B) {
+			p := New(catalog.New(), nil, Config{})
+			for b.Loop() {
+				q, err := parser.ParseStatement(sql)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := p.PlanQuery(q.(*parser.QueryStmt).Query, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
