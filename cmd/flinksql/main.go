@@ -121,8 +121,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 0
 	default:
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		// SIGTERM, and SIGHUP when the terminal goes away, end the shell;
+		// its running jobs are then stopped cleanly, not killed.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
+		context.AfterFunc(ctx, stop) // a second signal ends the process at once
 		hist := *history
 		if hist == "" {
 			if home, err := os.UserHomeDir(); err == nil {
