@@ -242,7 +242,7 @@ func TestRunScriptCancelled(t *testing.T) {
 			"[INFO] Submitting SQL update statement to the cluster...",
 			"[INFO] SQL update statement has been successfully submitted to the cluster:",
 			"Job ID: j1",
-			"[INFO] Stopping job j1 with a final checkpoint...",
+			"[INFO] Stopping job j1 cleanly...",
 			"[INFO] Job stopped with a final checkpoint (fake).",
 		)
 		if out.String() != want || errOut.Len() != 0 {

@@ -178,7 +178,7 @@ func TestREPLInteractive(t *testing.T) {
 		"and a final checkpoint commits their output of everything read so far (with checkpointing on, running the",
 		"pipeline again resumes from that checkpoint; with it off, they end as at the end of their input).",
 		"",
-		"[INFO] Stopping job bg1 with a final checkpoint...",
+		"[INFO] Stopping job bg1 cleanly...",
 		"[INFO] Job stopped with a final checkpoint (fake).",
 	)
 	if out.String() != wantOut {
@@ -224,7 +224,7 @@ func TestREPLInteractiveQuitAndSync(t *testing.T) {
 		"[INFO] Submitting SQL update statement to the cluster...",
 		"[INFO] SQL update statement has been successfully submitted to the cluster:",
 		"Job ID: s1",
-		"[INFO] Stopping job s1 with a final checkpoint...",
+		"[INFO] Stopping job s1 cleanly...",
 		"[INFO] Job stopped with a final checkpoint (fake).",
 		"",
 	)
@@ -318,7 +318,7 @@ func TestREPLQuitWithRunningJobs(t *testing.T) {
 	if !strings.Contains(got, warning+"[INFO] Nothing was stopped.\n") {
 		t.Fatalf("declining did not say that nothing was stopped; stdout:\n%s", got)
 	}
-	if !strings.HasSuffix(got, warning+"[INFO] Stopping job j-run with a final checkpoint...\n[INFO] Job stopped with a final checkpoint (fake).\n") {
+	if !strings.HasSuffix(got, warning+"[INFO] Stopping job j-run cleanly...\n[INFO] Job stopped with a final checkpoint (fake).\n") {
 		t.Fatalf("the confirmed quit did not stop the job cleanly; stdout:\n%s", got)
 	}
 	if running.cleanStops() != 1 || running.stops() != 0 {

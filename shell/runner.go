@@ -275,7 +275,7 @@ func (r *runner) runJob(ctx context.Context, j *jobHandle) (stopped bool, err er
 
 // stopClean stops a job with a final checkpoint and reports the outcome.
 func (r *runner) stopClean(j *jobHandle) error {
-	if err := r.info(fmt.Sprintf("Stopping job %s with a final checkpoint...", j.id)); err != nil {
+	if err := r.info(fmt.Sprintf("Stopping job %s cleanly...", j.id)); err != nil {
 		return err
 	}
 	msg, err := j.job.StopClean(context.Background())
