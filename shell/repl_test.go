@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -346,4 +347,29 @@ func TestREPLQuitStopFails(t *testing.T) {
 	}
 	running.StopClean(context.Background()) // let the watcher end
 	r.jobs.close()
+}
+
+// Ctrl-C while a statement is being planned (the session returns once
+// planning notices its context is done) cancels that statement only.
+func TestREPLCtrlCWhilePlanning(t *testing.T) {
+	interrupt := make(chan os.Signal, 1)
+	be := &fakeBackend{handle: byPrefix(rule{"SELECT", func(ctx context.Context) (*outcome, error) {
+		interrupt <- os.Interrupt // pressed while planning
+		<-ctx.Done()
+		return nil, fmt.Errorf("planning cancelled: %w", ctx.Err())
+	}})}
+	lr := &scriptedReader{steps: []readStep{
+		{line: "SELECT " + strings.Repeat("a OR ", 1000) + "a FROM t;"},
+		{line: "SET 'a' = 'b';"},
+	}}
+	var out, errOut syncBuffer
+	r := &runner{be: be, out: &out, errOut: &errOut, interrupts: Options{Interrupt: interrupt}.interruptSource()}
+	r.makeInteractive(context.Background(), &errOut)
+	if err := r.interactiveLoop(context.Background(), lr); err != nil {
+		t.Fatal(err)
+	}
+	r.jobs.close()
+	if want := "[INFO] Statement cancelled.\n\n[INFO] Execute statement succeeded.\n\n"; out.String() != want || errOut.String() != "" {
+		t.Fatalf("stdout %q, stderr %q; want stdout %q", out.String(), errOut.String(), want)
+	}
 }
