@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flinksql/flinksql/sql/types"
@@ -53,6 +54,9 @@ type Job struct {
 	err error
 
 	vertices []*vertexRun
+
+	// stop is set by StopSources: stopSuspend or stopDrain.
+	stop atomic.Int32
 
 	// Checkpointing (nil coord when off). bg owns the coordinator and the
 	// upload goroutines; the job is done only after they returned.
@@ -248,6 +252,35 @@ func (j *Job) Wait() error {
 // Cancel stops the job: sources stop reading and every task exits promptly
 // without finishing its operators. It does not wait; call Wait for that.
 func (j *Job) Cancel() { j.cancel() }
+
+// Stop modes of StopSources.
+const (
+	stopSuspend = 1
+	stopDrain   = 2
+)
+
+// StopSources ends the job cleanly, as Flink's stop-with-savepoint does:
+// every source stops reading at its next read and its input counts as ended
+// from there, so the job finishes the way a bounded job does. With
+// checkpointing the final checkpoint then covers everything read so far and
+// two-phase-commit sinks commit it before the job ends (Wait returns nil).
+//
+// With drain the sources emit the maximum watermark before they end, as at
+// the end of bounded input: event-time windows and timers fire. Without it
+// (Flink's default, for a job that will be resumed from its final
+// checkpoint) no watermark is emitted and the ended inputs do not advance
+// event time, so pending windows stay in the checkpointed state instead of
+// firing early. It does not wait; call Wait for that.
+func (j *Job) StopSources(drain bool) {
+	mode := int32(stopSuspend)
+	if drain {
+		mode = stopDrain
+	}
+	j.stop.CompareAndSwap(0, mode)
+}
+
+// suspending reports a stop without drain.
+func (j *Job) suspending() bool { return j.stop.Load() == stopSuspend }
 
 // VertexMetrics is a snapshot of one vertex's counters.
 type VertexMetrics struct {

@@ -111,6 +111,9 @@ func (s *sourceRun) run() error {
 		if err := t.ctx.Err(); err != nil {
 			return err
 		}
+		if t.job.stop.Load() != 0 {
+			break // StopSources: the input ends here
+		}
 		if t.ctrl != nil {
 			if err := s.pollControl(); err != nil {
 				return err
@@ -163,10 +166,12 @@ func (s *sourceRun) run() error {
 		return err
 	}
 	// Bounded input: close every event-time window, as Flink does at the
-	// end of every bounded source.
-	s.t.srcWM.Set(MaxWatermark)
-	if err := t.emitWatermark(MaxWatermark); err != nil {
-		return err
+	// end of every bounded source; not when stopped without drain.
+	if !t.job.suspending() {
+		s.t.srcWM.Set(MaxWatermark)
+		if err := t.emitWatermark(MaxWatermark); err != nil {
+			return err
+		}
 	}
 	if t.coord != nil {
 		return t.endHead()

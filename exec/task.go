@@ -498,7 +498,11 @@ func (t *task) handle(e element) error {
 func (t *task) onChannelEnd(c *inChannel) error {
 	c.ended = true
 	c.idle = false
-	c.wm = MaxWatermark
+	if !t.job.suspending() {
+		// A stopped (not drained) input ends without its event time
+		// advancing: windows wait in the final checkpoint.
+		c.wm = MaxWatermark
+	}
 	c.aligned = true
 	if t.valve.idle {
 		t.valve.idle = false

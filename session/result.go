@@ -56,11 +56,16 @@ func (q *QueryResult) Cancel() { q.cancel() }
 
 // Job is a running INSERT job.
 type Job struct {
-	ID   string
-	Name string
-	wait func(ctx context.Context) error
-	stop func()
+	ID        string
+	Name      string
+	wait      func(ctx context.Context) error
+	stop      func()
+	stopClean func(ctx context.Context) (string, error)
+	done      <-chan struct{}
 }
+
+// Done is closed when the job has ended (finished, failed or stopped).
+func (j *Job) Done() <-chan struct{} { return j.done }
 
 // Wait blocks until the job ends (bounded input) or ctx is done, and returns
 // the job's error.
@@ -68,3 +73,12 @@ func (j *Job) Wait(ctx context.Context) error { return j.wait(ctx) }
 
 // Stop cancels the job and waits for it to end.
 func (j *Job) Stop() { j.stop() }
+
+// StopClean stops the job without losing what it read and waits for it to
+// end: its sources stop reading; with checkpointing a final checkpoint
+// commits the output of everything read (two-phase-commit sinks included)
+// and is kept, so that running the pipeline again resumes from it; without
+// checkpointing the job ends as at the end of its input. The text says what
+// happened, for the user. An error means the job could not be stopped
+// cleanly (it failed meanwhile) or ctx ended the wait.
+func (j *Job) StopClean(ctx context.Context) (string, error) { return j.stopClean(ctx) }

@@ -74,6 +74,11 @@ type runningJob struct {
 	stopOnce sync.Once
 	// txnPrefixes are the transactional-id prefixes of its exactly-once sinks.
 	txnPrefixes []string
+	// cp is its checkpointing, nil when off.
+	cp *checkpointing
+	// stopping is set by stopClean (guarded by Session.mu): the job is
+	// being stopped with a final checkpoint, which is kept.
+	stopping bool
 }
 
 // New creates a session.
@@ -146,7 +151,7 @@ func (s *Session) Completions() []string {
 	return words
 }
 
-func (s *Session) planner() (*planner.Planner, error) {
+func (s *Session) planner(ctx context.Context) (*planner.Planner, error) {
 	loc, err := resolveZone(s.conf.get("table.local-time-zone"))
 	if err != nil {
 		return nil, err
@@ -184,7 +189,7 @@ func (s *Session) planner() (*planner.Planner, error) {
 			LateFire:          strings.EqualFold(s.conf.get("table.exec.emit.late-fire.enabled"), "true"),
 		},
 		IdleTimeout: s.conf.duration("table.exec.source.idle-timeout"),
-	}), nil
+	}).WithContext(ctx), nil // Ctrl-C or SIGTERM cancels the planning of a statement
 }
 
 func (s *Session) execConfig() exec.Config {
@@ -242,7 +247,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 	}
 	switch x := st.(type) {
 	case *parser.CreateTable:
-		p, err := s.planner()
+		p, err := s.planner(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +260,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		}
 		return okResult, nil
 	case *parser.CreateView:
-		p, err := s.planner()
+		p, err := s.planner(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -305,7 +310,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 	case *parser.Describe:
 		return s.describe(x)
 	case *parser.Explain:
-		p, err := s.planner()
+		p, err := s.planner(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -317,7 +322,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 	case *parser.QueryStmt:
 		return s.executeQuery(ctx, x)
 	case *parser.Insert:
-		p, err := s.planner()
+		p, err := s.planner(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -356,7 +361,7 @@ func firstLine(s string) string {
 }
 
 func (s *Session) executeStatementSet(ctx context.Context, x *parser.StatementSet) (*Result, error) {
-	p, err := s.planner()
+	p, err := s.planner(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +406,7 @@ func (s *Session) start(plan *planner.Plan) (*runningJob, error) {
 		return nil, err
 	}
 	rj := &runningJob{id: newJobID(), name: name, start: s.now(), current: j, status: "RUNNING",
-		done: make(chan struct{}), stopCh: make(chan struct{}), txnPrefixes: prefixes}
+		done: make(chan struct{}), stopCh: make(chan struct{}), txnPrefixes: prefixes, cp: cp}
 	s.mu.Lock()
 	s.jobs[rj.id] = rj
 	s.order = append(s.order, rj.id)
@@ -499,10 +504,12 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 		rj.current, rj.restarts = next, n
 		// A stop that came while the attempt was starting cancelled the old
 		// attempt; cancel this one too.
-		stopped := rj.stoppedNow()
+		stopped, stopping := rj.stoppedNow(), rj.stopping
 		s.mu.Unlock()
 		if stopped {
 			next.Cancel()
+		} else if stopping {
+			next.StopSources(cp == nil)
 		}
 		j, cleanup = next, nextCleanup
 	}
@@ -515,6 +522,8 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 		s.mu.Unlock()
 		var err error
 		switch {
+		case status == "FINISHED" && rj.stopping:
+			err = cp.manager.Close(false) // stopped with a final checkpoint: resumable
 		case status == "FINISHED":
 			err = cp.manager.Discard()
 		case status == "CANCELED":
@@ -570,13 +579,50 @@ func (s *Session) submit(plan *planner.Plan) (*Result, error) {
 			defer s.mu.Unlock()
 			return rj.err
 		},
-		stop: func() { s.stop(rj) },
+		stop:      func() { s.stop(rj) },
+		stopClean: func(ctx context.Context) (string, error) { return s.stopClean(ctx, rj) },
+		done:      rj.done,
 	}}, nil
+}
+
+// stopClean stops a job without losing what it read: its sources stop, and
+// with checkpointing a final checkpoint commits the output of everything
+// read so far and is kept, so that running the pipeline again resumes from
+// it; without checkpointing the job ends as if its input had ended (open
+// windows fire, sinks write out what they hold). It waits until the job
+// ended, or ctx is done, and describes what happened.
+func (s *Session) stopClean(ctx context.Context, rj *runningJob) (string, error) {
+	s.mu.Lock()
+	rj.stopping = true
+	j := rj.current
+	s.mu.Unlock()
+	j.StopSources(rj.cp == nil)
+	select {
+	case <-rj.done:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	s.mu.Lock()
+	status, err := rj.status, rj.err
+	s.mu.Unlock()
+	switch {
+	case status == "FAILED":
+		return "", fmt.Errorf("job %s ('%s') failed while stopping: %w", rj.id, rj.name, err)
+	case status == "CANCELED":
+		return fmt.Sprintf("Job %s ('%s') was cancelled before it could be stopped cleanly.", rj.id, rj.name), nil
+	case rj.cp == nil:
+		return fmt.Sprintf("Job %s ('%s') has been stopped: its sources stopped reading and, with checkpointing off, it ended as at the end of its input (windows fired, sinks wrote out everything they held).", rj.id, rj.name), nil
+	}
+	latest, lerr := rj.cp.manager.Latest(context.Background())
+	if lerr != nil || latest == nil {
+		return fmt.Sprintf("Job %s ('%s') has been stopped with a final checkpoint: its committed output holds everything it read.", rj.id, rj.name), nil
+	}
+	return fmt.Sprintf("Job %s ('%s') has been stopped with a final checkpoint (%d): its committed output holds everything it read; running the pipeline again resumes from that checkpoint.", rj.id, rj.name, latest.ID), nil
 }
 
 // executeQuery runs a SELECT into a collect sink read by QueryResult.Next.
 func (s *Session) executeQuery(ctx context.Context, q *parser.QueryStmt) (*Result, error) {
-	p, err := s.planner()
+	p, err := s.planner(ctx)
 	if err != nil {
 		return nil, err
 	}

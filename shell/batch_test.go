@@ -242,13 +242,15 @@ func TestRunScriptCancelled(t *testing.T) {
 			"[INFO] Submitting SQL update statement to the cluster...",
 			"[INFO] SQL update statement has been successfully submitted to the cluster:",
 			"Job ID: j1",
-			"[INFO] Job j1 has been stopped.",
+			"[INFO] Stopping job j1 cleanly...",
+			"[INFO] Job stopped with a final checkpoint (fake).",
 		)
 		if out.String() != want || errOut.Len() != 0 {
 			t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s", out.String(), errOut.String(), want)
 		}
-		if job.stops() != 1 {
-			t.Fatalf("job stopped %d times, want 1", job.stops())
+		// SIGTERM or Ctrl-C in a script stops the job cleanly, never kills it.
+		if job.cleanStops() != 1 || job.stops() != 0 {
+			t.Fatalf("job stopped cleanly %d times and cancelled %d times, want 1 and 0", job.cleanStops(), job.stops())
 		}
 		if n := len(be.texts()); n != 1 {
 			t.Fatalf("%d statements ran, want 1", n)

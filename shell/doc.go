@@ -53,5 +53,13 @@
 //     client; a later failure of the job is reported on the error writer),
 //     unless 'table.dml-sync' is 'true'. Ctrl-C while a statement runs
 //     cancels that statement only; a failing statement is reported and the
-//     REPL goes on.
+//     REPL goes on. Those jobs live in this process: QUIT;, EXIT; or
+//     Ctrl-D with some still running lists them and asks before stopping
+//     them; SIGTERM stops them without asking. Either way they are
+//     stopped cleanly (session.Job.StopClean: a final checkpoint commits
+//     their output), never cancelled silently. Pasted text is taken in
+//     bracketed-paste mode, in one piece, because the line editor redraws
+//     the whole line after every character it is given.
+//
+// A job stopped by a signal in a script is likewise stopped cleanly.
 package shell

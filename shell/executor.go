@@ -72,6 +72,11 @@ type queryHandle struct {
 type runningJob interface {
 	Wait(ctx context.Context) error
 	Stop()
+	// StopClean stops the job without losing what it read (a final
+	// checkpoint commits its output) and says what happened.
+	StopClean(ctx context.Context) (string, error)
+	// Done is closed when the job has ended.
+	Done() <-chan struct{}
 }
 
 type jobHandle struct {

@@ -78,13 +78,25 @@ func (s *fakeStream) Next(ctx context.Context) ([]session.Change, error) {
 func (s *fakeStream) Cancel() { s.cancelled++ }
 
 // fakeJob ends with err at once, or, when block is set, calls onBlock and
-// runs until ctx is done.
+// runs until ctx is done or it is stopped cleanly.
 type fakeJob struct {
-	mu      sync.Mutex
-	err     error
-	block   bool
-	onBlock func()
-	stopped int
+	mu       sync.Mutex
+	err      error
+	block    bool
+	onBlock  func()
+	stopped  int
+	cleanly  int
+	ended    chan struct{} // closed by StopClean; made lazily
+	cleanErr error         // what StopClean fails with
+}
+
+func (j *fakeJob) endedCh() chan struct{} {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.ended == nil {
+		j.ended = make(chan struct{})
+	}
+	return j.ended
 }
 
 func (j *fakeJob) Wait(ctx context.Context) error {
@@ -92,10 +104,45 @@ func (j *fakeJob) Wait(ctx context.Context) error {
 		if j.onBlock != nil {
 			j.onBlock()
 		}
-		<-ctx.Done()
-		return ctx.Err()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-j.endedCh():
+			return nil
+		}
 	}
 	return j.err
+}
+
+func (j *fakeJob) Done() <-chan struct{} {
+	if !j.block {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return j.endedCh()
+}
+
+func (j *fakeJob) StopClean(context.Context) (string, error) {
+	ended := j.endedCh()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.cleanly++
+	if j.cleanErr != nil {
+		return "", j.cleanErr
+	}
+	select {
+	case <-ended:
+	default:
+		close(ended)
+	}
+	return "Job stopped with a final checkpoint (fake).", nil
+}
+
+func (j *fakeJob) cleanStops() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.cleanly
 }
 
 func (j *fakeJob) Stop() {

@@ -101,13 +101,15 @@ func runREPL(ctx context.Context, be backend, opts Options) error {
 	}
 	// Closing the editor (at exit or when ctx is cancelled) interrupts a
 	// pending read without closing opts.In itself.
-	stdin := readline.NewCancelableStdin(opts.In)
+	paste := newPasteReader(opts.In)
+	stdin := readline.NewCancelableStdin(paste)
 	rl, err := readline.NewEx(&readline.Config{
 		Prompt:                 promptMain,
 		HistoryFile:            history,
 		DisableAutoSaveHistory: true, // a multi-line statement is saved as one entry
 		HistorySearchFold:      true,
 		AutoComplete:           newCompleter(be),
+		FuncFilterInputRune:    paste.filterRune,
 		InterruptPrompt:        "^C",
 		Stdin:                  stdin,
 		Stdout:                 opts.Out,
@@ -128,10 +130,15 @@ func runREPL(ctx context.Context, be backend, opts Options) error {
 	r.makeInteractive(ctx, rl.Stderr())
 	defer r.jobs.close()
 
-	if _, err := io.WriteString(r.out, welcome); err != nil {
+	if _, err := io.WriteString(r.out, welcome+pasteModeOn); err != nil {
 		return err
 	}
-	return r.interactiveLoop(ctx, readlineReader{rl})
+	defer io.WriteString(opts.Out, pasteModeOff)
+	err = r.interactiveLoop(ctx, &readlineReader{rl: rl, paste: paste, echo: rl.Stdout()})
+	// Ended by SIGTERM (or a failing terminal), nobody confirmed: the jobs
+	// still running are stopped cleanly all the same, and reported.
+	r.stopRunning()
+	return err
 }
 
 // makeInteractive switches r to REPL behaviour. Output from the loop and
@@ -165,18 +172,72 @@ type lineReader interface {
 
 var errLineInterrupted = errors.New("input interrupted")
 
-type readlineReader struct{ rl *readline.Instance }
-
-func (r readlineReader) readLine(prompt string) (string, error) {
-	r.rl.SetPrompt(prompt)
-	line, err := r.rl.Readline()
-	if errors.Is(err, readline.ErrInterrupt) {
-		return "", errLineInterrupted
-	}
-	return line, err
+// readlineReader reads lines from the line editor, and pasted text from
+// paste (see pasteReader): a paste's lines are shown once and returned one
+// by one; its unfinished last line is put into the editor to go on with.
+type readlineReader struct {
+	rl    *readline.Instance
+	paste *pasteReader
+	echo  io.Writer
+	queue []string // pasted lines not yet returned
+	carry string   // the unfinished pasted line, for the editor
+	taken int64    // pastes taken so far
 }
 
-func (r readlineReader) saveHistory(entry string) { _ = r.rl.SaveHistory(entry) }
+func (r *readlineReader) readLine(prompt string) (string, error) {
+	if len(r.queue) > 0 {
+		line := r.queue[0]
+		r.queue = r.queue[1:]
+		return line, nil
+	}
+	for {
+		r.rl.SetPrompt(prompt)
+		line, err := r.rl.ReadlineWithDefault(r.carry)
+		r.carry = ""
+		if errors.Is(err, readline.ErrInterrupt) {
+			return "", errLineInterrupted
+		}
+		if err != nil || r.paste == nil {
+			return line, err
+		}
+		marks := r.paste.marks.Load()
+		if marks == r.taken {
+			return line, nil // ended by the user's Enter
+		}
+		r.taken = marks
+		text, ok := r.paste.take()
+		if !ok {
+			return line, nil // a Ctrl-J typed by the user
+		}
+		complete, rest := pastedLines(line, text)
+		var b strings.Builder
+		if line == "" {
+			// The editor showed an empty prompt line for the carriage
+			// return that ended the paste: write over it.
+			b.WriteString("\x1b[1A\r\x1b[K")
+		}
+		for i, l := range complete {
+			if i == 0 {
+				b.WriteString(prompt)
+			} else {
+				b.WriteString(promptMore)
+			}
+			b.WriteString(l)
+			b.WriteString("\r\n")
+		}
+		if _, err := io.WriteString(r.echo, b.String()); err != nil {
+			return "", err
+		}
+		r.carry = rest
+		if len(complete) == 0 {
+			continue // the paste goes on the current line
+		}
+		r.queue = complete[1:]
+		return complete[0], nil
+	}
+}
+
+func (r *readlineReader) saveHistory(entry string) { _ = r.rl.SaveHistory(entry) }
 
 // interactiveLoop reads lines until a statement is complete (a ';' outside
 // strings and comments), runs it and prints a blank line, like the SQL
@@ -197,7 +258,11 @@ func (r *runner) interactiveLoop(ctx context.Context, lr lineReader) error {
 			pending = ""
 			continue
 		case errors.Is(err, io.EOF):
-			return nil
+			if r.confirmQuit(ctx, lr) {
+				return nil
+			}
+			pending = ""
+			continue
 		case err != nil:
 			if ctx.Err() != nil {
 				return nil
@@ -207,10 +272,19 @@ func (r *runner) interactiveLoop(ctx context.Context, lr lineReader) error {
 		if pending == "" {
 			// A lone "quit" or "exit" without ';' is forgiven.
 			if cmd, ok := clientCommand(line); ok && (cmd == "QUIT" || cmd == "EXIT") {
-				return nil
+				if r.confirmQuit(ctx, lr) {
+					return nil
+				}
+				continue
 			}
 		}
+		started := pending != ""
 		pending += line + "\n"
+		if started && !strings.Contains(line, ";") {
+			// Only a ';' can end the statement: rescanning the whole
+			// statement at every line made a long paste quadratic.
+			continue
+		}
 		complete, rest := parser.SplitStatements(pending)
 		if len(complete) == 0 {
 			if rest == "" {
@@ -224,12 +298,75 @@ func (r *runner) interactiveLoop(ctx context.Context, lr lineReader) error {
 			// Positions in errors are relative to the statement, as in Flink.
 			s, _ := r.run(ctx, located{text: text, line: 1, col: 1})
 			if s == stepQuit {
-				return nil
+				if r.confirmQuit(ctx, lr) {
+					return nil
+				}
+				pending = ""
+				break
 			}
 			if _, err := io.WriteString(r.out, "\n"); err != nil {
 				return err
 			}
 		}
+	}
+}
+
+// confirmQuit is asked before the REPL ends on QUIT;, EXIT; or Ctrl-D. The
+// INSERT jobs still running live in this process and cannot outlive it, so
+// the user is told which they are and what quitting does to them, and
+// confirms; they are then stopped with a final checkpoint, never killed
+// silently. Without running jobs it returns true at once. Ctrl-D at the
+// question counts as yes (the input is gone), Ctrl-C as no.
+func (r *runner) confirmQuit(ctx context.Context, lr lineReader) bool {
+	jobs := r.jobs.runningJobs()
+	if len(jobs) == 0 {
+		return true
+	}
+	var b strings.Builder
+	if len(jobs) == 1 {
+		b.WriteString("[WARN] 1 INSERT job is still running:\n")
+	} else {
+		fmt.Fprintf(&b, "[WARN] %d INSERT jobs are still running:\n", len(jobs))
+	}
+	for _, j := range jobs {
+		fmt.Fprintf(&b, "  %s\n", j.id)
+	}
+	b.WriteString("They run inside this shell and cannot outlive it. Quitting stops them: their sources stop reading,\n" +
+		"and a final checkpoint commits their output of everything read so far (with checkpointing on, running the\n" +
+		"pipeline again resumes from that checkpoint; with it off, they end as at the end of their input).\n")
+	if _, err := io.WriteString(r.out, b.String()); err != nil {
+		return true
+	}
+	for {
+		answer, err := lr.readLine("Stop them and quit? (y/N) ")
+		switch {
+		case errors.Is(err, errLineInterrupted):
+			return false
+		case err != nil: // Ctrl-D, or the terminal is gone: nobody can answer
+			if _, werr := io.WriteString(r.out, "\n"); werr != nil {
+				return true
+			}
+		default:
+			switch strings.ToLower(strings.TrimSpace(answer)) {
+			case "y", "yes":
+			case "", "n", "no":
+				_ = r.info("Nothing was stopped.")
+				return false
+			default:
+				continue
+			}
+		}
+		r.stopRunning()
+		return true
+	}
+}
+
+// stopRunning stops the jobs still running with a final checkpoint, one
+// after the other, reporting each.
+func (r *runner) stopRunning() {
+	for _, j := range r.jobs.runningJobs() {
+		_ = r.stopClean(j)
+		r.jobs.forget(j)
 	}
 }
 

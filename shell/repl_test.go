@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -151,7 +152,8 @@ func TestREPLInteractive(t *testing.T) {
 	}
 	r.jobs.close() // as RunREPL does on exit; waits for the job watchers
 
-	wantPrompts := []string{"Flink SQL> ", "> ", "Flink SQL> ", "> ", "Flink SQL> ", "Flink SQL> ", "Flink SQL> ", "Flink SQL> "}
+	// Ctrl-D at the end, with bg1 running, asks first; Ctrl-D again answers.
+	wantPrompts := []string{"Flink SQL> ", "> ", "Flink SQL> ", "> ", "Flink SQL> ", "Flink SQL> ", "Flink SQL> ", "Flink SQL> ", "Stop them and quit? (y/N) "}
 	if strings.Join(lr.prompts, "|") != strings.Join(wantPrompts, "|") {
 		t.Fatalf("prompts %q, want %q", lr.prompts, wantPrompts)
 	}
@@ -171,6 +173,14 @@ func TestREPLInteractive(t *testing.T) {
 		"[INFO] SQL update statement has been successfully submitted to the cluster:",
 		"Job ID: bg2",
 		"",
+		"[WARN] 1 INSERT job is still running:",
+		"  bg1",
+		"They run inside this shell and cannot outlive it. Quitting stops them: their sources stop reading,",
+		"and a final checkpoint commits their output of everything read so far (with checkpointing on, running the",
+		"pipeline again resumes from that checkpoint; with it off, they end as at the end of their input).",
+		"",
+		"[INFO] Stopping job bg1 cleanly...",
+		"[INFO] Job stopped with a final checkpoint (fake).",
 	)
 	if out.String() != wantOut {
 		t.Fatalf("stdout:\n%s\nwant:\n%s", out.String(), wantOut)
@@ -183,8 +193,8 @@ func TestREPLInteractive(t *testing.T) {
 	if stream.cancelled == 0 {
 		t.Fatal("the interrupted query was not cancelled")
 	}
-	if running.stops() != 0 {
-		t.Fatal("the background INSERT was stopped; it must keep running")
+	if running.stops() != 0 || running.cleanStops() != 1 {
+		t.Fatalf("the background INSERT was cancelled %d times and stopped cleanly %d times, want 0 and 1 (at exit)", running.stops(), running.cleanStops())
 	}
 	wantHistory := []string{"SELECT id FROM t;", "INSERT INTO s SELECT * FROM t;", "SELECT nope FROM t;", "INSERT INTO k SELECT * FROM t;"}
 	if strings.Join(lr.history, "|") != strings.Join(wantHistory, "|") {
@@ -215,14 +225,15 @@ func TestREPLInteractiveQuitAndSync(t *testing.T) {
 		"[INFO] Submitting SQL update statement to the cluster...",
 		"[INFO] SQL update statement has been successfully submitted to the cluster:",
 		"Job ID: s1",
-		"[INFO] Job s1 has been stopped.",
+		"[INFO] Stopping job s1 cleanly...",
+		"[INFO] Job stopped with a final checkpoint (fake).",
 		"",
 	)
 	if out.String() != wantOut || errOut.String() != "" {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s", out.String(), errOut.String(), wantOut)
 	}
-	if job.stops() != 1 {
-		t.Fatalf("job stopped %d times, want 1", job.stops())
+	if job.cleanStops() != 1 || job.stops() != 0 {
+		t.Fatalf("job stopped cleanly %d times and cancelled %d times, want 1 and 0", job.cleanStops(), job.stops())
 	}
 	if n := len(be.texts()); n != 1 {
 		t.Fatalf("%d statements ran after exit", n-1)
@@ -253,5 +264,112 @@ func TestCompleter(t *testing.T) {
 		if tc.want != nil && n != len(tc.line)-strings.LastIndexByte(tc.line, ' ')-1 {
 			t.Errorf("Do(%q) replaces %d runes", tc.line, n)
 		}
+	}
+}
+
+// QUIT; with an INSERT job running asks first, naming the job and what
+// quitting does to it; "n" keeps the shell (and the job) going, and the
+// confirmed quit stops the job cleanly instead of killing it.
+func TestREPLQuitWithRunningJobs(t *testing.T) {
+	running := &fakeJob{block: true}
+	ended := &fakeJob{} // finished by itself: nothing to ask about
+	be := &fakeBackend{handle: byPrefix(
+		rule{"INSERT INTO s", gives(jobOutcome("j-run", running))},
+		rule{"INSERT INTO e", gives(jobOutcome("j-end", ended))},
+	)}
+	lr := &scriptedReader{steps: []readStep{
+		{line: "INSERT INTO s SELECT * FROM t;"},
+		{line: "INSERT INTO e SELECT * FROM t;"},
+		{line: "QUIT;"},
+		{line: "n"},               // keep running
+		{line: "SET 'a' = 'b';"},  // the shell goes on
+		{line: "exit"},            // asks again
+		{err: errLineInterrupted}, // Ctrl-C at the question: no
+		{line: "quit"},            // and again
+		{line: "maybe"},           // not an answer: asked again
+		{line: "yes"},             // confirmed
+		{line: "SET 'never' = 'run';"},
+	}}
+	var out, errOut syncBuffer
+	r := &runner{be: be, out: &out, errOut: &errOut}
+	r.makeInteractive(context.Background(), &errOut)
+	if err := r.interactiveLoop(context.Background(), lr); err != nil {
+		t.Fatal(err)
+	}
+	r.jobs.close()
+	const ask = "Stop them and quit? (y/N) "
+	wantPrompts := []string{"Flink SQL> ", "Flink SQL> ", "Flink SQL> ", ask, "Flink SQL> ", "Flink SQL> ", ask, "Flink SQL> ", ask, ask}
+	if strings.Join(lr.prompts, "|") != strings.Join(wantPrompts, "|") {
+		t.Fatalf("prompts %q, want %q", lr.prompts, wantPrompts)
+	}
+	warning := lines(
+		"[WARN] 1 INSERT job is still running:",
+		"  j-run",
+		"They run inside this shell and cannot outlive it. Quitting stops them: their sources stop reading,",
+		"and a final checkpoint commits their output of everything read so far (with checkpointing on, running the",
+		"pipeline again resumes from that checkpoint; with it off, they end as at the end of their input).",
+	)
+	got := out.String()
+	if n := strings.Count(got, warning); n != 3 {
+		t.Fatalf("the running job was announced %d times, want 3; stdout:\n%s", n, got)
+	}
+	if strings.Contains(got, "  j-end\n") {
+		t.Fatalf("the finished job was listed as running; stdout:\n%s", got)
+	}
+	if !strings.Contains(got, warning+"[INFO] Nothing was stopped.\n") {
+		t.Fatalf("declining did not say that nothing was stopped; stdout:\n%s", got)
+	}
+	if !strings.HasSuffix(got, warning+"[INFO] Stopping job j-run cleanly...\n[INFO] Job stopped with a final checkpoint (fake).\n") {
+		t.Fatalf("the confirmed quit did not stop the job cleanly; stdout:\n%s", got)
+	}
+	if running.cleanStops() != 1 || running.stops() != 0 {
+		t.Fatalf("job stopped cleanly %d times and cancelled %d times, want 1 and 0", running.cleanStops(), running.stops())
+	}
+	if texts := be.texts(); len(texts) != 3 || texts[2] != "SET 'a' = 'b'" {
+		t.Fatalf("statements run: %q", texts)
+	}
+}
+
+// A job that cannot be stopped cleanly is reported as such.
+func TestREPLQuitStopFails(t *testing.T) {
+	running := &fakeJob{block: true, cleanErr: errors.New("job j1 ('p') failed while stopping: final checkpoint expired")}
+	be := &fakeBackend{handle: byPrefix(rule{"INSERT", gives(jobOutcome("j1", running))})}
+	lr := &scriptedReader{steps: []readStep{{line: "INSERT INTO s SELECT * FROM t;"}}} // then Ctrl-D twice
+	var out, errOut syncBuffer
+	r := &runner{be: be, out: &out, errOut: &errOut}
+	r.makeInteractive(context.Background(), &errOut)
+	if err := r.interactiveLoop(context.Background(), lr); err != nil {
+		t.Fatal(err)
+	}
+	want := "[ERROR] Job j1 could not be stopped cleanly. Reason:\njob j1 ('p') failed while stopping: final checkpoint expired\n"
+	if errOut.String() != want {
+		t.Fatalf("stderr %q, want %q", errOut.String(), want)
+	}
+	running.StopClean(context.Background()) // let the watcher end
+	r.jobs.close()
+}
+
+// Ctrl-C while a statement is being planned (the session returns once
+// planning notices its context is done) cancels that statement only.
+func TestREPLCtrlCWhilePlanning(t *testing.T) {
+	interrupt := make(chan os.Signal, 1)
+	be := &fakeBackend{handle: byPrefix(rule{"SELECT", func(ctx context.Context) (*outcome, error) {
+		interrupt <- os.Interrupt // pressed while planning
+		<-ctx.Done()
+		return nil, fmt.Errorf("planning cancelled: %w", ctx.Err())
+	}})}
+	lr := &scriptedReader{steps: []readStep{
+		{line: "SELECT " + strings.Repeat("a OR ", 1000) + "a FROM t;"},
+		{line: "SET 'a' = 'b';"},
+	}}
+	var out, errOut syncBuffer
+	r := &runner{be: be, out: &out, errOut: &errOut, interrupts: Options{Interrupt: interrupt}.interruptSource()}
+	r.makeInteractive(context.Background(), &errOut)
+	if err := r.interactiveLoop(context.Background(), lr); err != nil {
+		t.Fatal(err)
+	}
+	r.jobs.close()
+	if want := "[INFO] Statement cancelled.\n\n[INFO] Execute statement succeeded.\n\n"; out.String() != want || errOut.String() != "" {
+		t.Fatalf("stdout %q, stderr %q; want stdout %q", out.String(), errOut.String(), want)
 	}
 }

@@ -266,11 +266,24 @@ func (r *runner) runJob(ctx context.Context, j *jobHandle) (stopped bool, err er
 	case err == nil:
 		return false, r.info(msgCompleted)
 	case ctx.Err() != nil:
-		j.job.Stop()
-		_, werr := fmt.Fprintf(r.out, "[INFO] Job %s has been stopped.\n", j.id)
-		return true, werr
+		// Ctrl-C or SIGTERM: the job must not be killed with its output
+		// since the last checkpoint uncommitted; stop it cleanly.
+		return true, r.stopClean(j)
 	}
 	return false, err
+}
+
+// stopClean stops a job with a final checkpoint and reports the outcome.
+func (r *runner) stopClean(j *jobHandle) error {
+	if err := r.info(fmt.Sprintf("Stopping job %s cleanly...", j.id)); err != nil {
+		return err
+	}
+	msg, err := j.job.StopClean(context.Background())
+	if err != nil {
+		fmt.Fprintf(r.errOut, "[ERROR] Job %s could not be stopped cleanly. Reason:\n%v\n", j.id, err)
+		return nil
+	}
+	return r.info(msg)
 }
 
 func (r *runner) streaming() bool {
@@ -356,6 +369,9 @@ type jobWatcher struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errOut io.Writer // shared with the REPL loop; must be safe for concurrent use
+
+	mu      sync.Mutex
+	running []*jobHandle // in submission order, until they end
 }
 
 func newJobWatcher(ctx context.Context, errOut io.Writer) *jobWatcher {
@@ -364,13 +380,49 @@ func newJobWatcher(ctx context.Context, errOut io.Writer) *jobWatcher {
 }
 
 func (w *jobWatcher) watch(j *jobHandle) {
+	w.mu.Lock()
+	w.running = append(w.running, j)
+	w.mu.Unlock()
 	w.wg.Go(func() {
 		// Wait returns ctx's error when watching stops; anything else is
 		// the job's own failure, worth reporting even at exit.
-		if err := j.job.Wait(w.ctx); err != nil && !errors.Is(err, context.Canceled) {
+		err := j.job.Wait(w.ctx)
+		if w.ctx.Err() == nil {
+			w.forget(j) // the job ended
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintf(w.errOut, "[ERROR] Job %s failed. Reason:\n%v\n", j.id, err)
 		}
 	})
+}
+
+func (w *jobWatcher) forget(j *jobHandle) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, x := range w.running {
+		if x == j {
+			w.running = append(w.running[:i], w.running[i+1:]...)
+			return
+		}
+	}
+}
+
+// runningJobs lists the watched jobs that have not ended yet.
+func (w *jobWatcher) runningJobs() []*jobHandle {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*jobHandle
+	for _, j := range w.running {
+		select {
+		case <-j.job.Done(): // ended; its watcher forgets it soon
+		default:
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // close stops watching (the jobs themselves keep running) and waits for the

@@ -102,6 +102,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// SIGINT/SIGTERM stop the running statement cleanly.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		// The first signal stops the running job cleanly (a final
+		// checkpoint); a second one ends the process at once.
+		context.AfterFunc(ctx, stop)
 		if *file != "" {
 			err = shell.RunFile(ctx, sess, *file, stdout, stderr)
 		} else {
@@ -118,8 +121,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 0
 	default:
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		// SIGTERM, and SIGHUP when the terminal goes away, end the shell;
+		// its running jobs are then stopped cleanly, not killed.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
+		context.AfterFunc(ctx, stop) // a second signal ends the process at once
 		hist := *history
 		if hist == "" {
 			if home, err := os.UserHomeDir(); err == nil {

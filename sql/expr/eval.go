@@ -55,6 +55,46 @@ type evaluator interface {
 
 type compiler struct {
 	ctx *evalCtx
+	// constant memoizes constant: every node's answer is computed once,
+	// so that folding a deep tree is linear in its size rather than
+	// quadratic (each level asking about its whole subtree).
+	constants map[Expr]bool
+}
+
+// constant is IsConstant(e), memoized over the nodes of the tree.
+func (c *compiler) constant(e Expr) bool {
+	switch n := e.(type) {
+	case *ColumnRef:
+		return false
+	case *literal:
+		return true
+	case *callExpr, *castExpr, *caseExpr:
+		if v, ok := c.constants[e]; ok {
+			return v
+		}
+		ok := true
+		switch n := n.(type) {
+		case *callExpr:
+			ok = IsDeterministic(n.name)
+			for _, a := range n.args {
+				ok = ok && c.constant(a)
+			}
+		case *castExpr:
+			ok = c.constant(n.e)
+		case *caseExpr:
+			for i := range n.whens {
+				ok = ok && c.constant(n.whens[i]) && c.constant(n.thens[i])
+			}
+			ok = ok && c.constant(n.els)
+		}
+		if c.constants == nil {
+			c.constants = map[Expr]bool{}
+		}
+		c.constants[e] = ok
+		return ok
+	default:
+		return IsConstant(e)
+	}
 }
 
 func (c *compiler) compileAll(es []Expr) []evaluator {
@@ -72,7 +112,9 @@ func (c *compiler) compileAll(es []Expr) []evaluator {
 func (c *compiler) compileExpr(e Expr) evaluator {
 	switch e.(type) {
 	case *callExpr, *castExpr, *caseExpr:
-		if IsConstant(e) {
+		// The operands were folded first (compile calls compileExpr on
+		// them), so evaluating a constant node here costs one step.
+		if c.constant(e) {
 			ev := e.compile(c)
 			if v, err := ev.eval(nil); err == nil {
 				return &constEval{v: v}
@@ -197,7 +239,7 @@ func (e *castEval) eval(row types.Row) (types.Value, error) {
 }
 
 func (c *castExpr) compile(cc *compiler) evaluator {
-	return &castEval{ctx: cc.ctx, e: c.e.compile(cc), fn: c.fn, try: c.try}
+	return &castEval{ctx: cc.ctx, e: cc.compileExpr(c.e), fn: c.fn, try: c.try}
 }
 
 type caseEval struct {
@@ -219,7 +261,7 @@ func (e *caseEval) eval(row types.Row) (types.Value, error) {
 }
 
 func (c *caseExpr) compile(cc *compiler) evaluator {
-	return &caseEval{whens: cc.compileAll(c.whens), thens: cc.compileAll(c.thens), els: c.els.compile(cc)}
+	return &caseEval{whens: cc.compileAll(c.whens), thens: cc.compileAll(c.thens), els: cc.compileExpr(c.els)}
 }
 
 // Projector computes output columns from an input row. One instance per

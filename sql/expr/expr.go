@@ -26,6 +26,9 @@ type Expr interface {
 	// function name followed by parenthesised arguments.
 	String() string
 
+	// format appends String's text to b: one builder for the whole tree,
+	// so rendering a deep expression is linear in its size.
+	format(b *strings.Builder)
 	compile(c *compiler) evaluator
 	walk(fn func(Expr) bool) bool
 }
@@ -49,6 +52,7 @@ func (c *ColumnRef) String() string {
 	}
 	return c.Name
 }
+func (c *ColumnRef) format(b *strings.Builder)    { b.WriteString(c.String()) }
 func (c *ColumnRef) walk(fn func(Expr) bool) bool { return fn(c) }
 
 // literal is a constant value.
@@ -94,6 +98,7 @@ func Symbol(s string) Expr {
 
 func (l *literal) Type() types.Type             { return l.t }
 func (l *literal) walk(fn func(Expr) bool) bool { return fn(l) }
+func (l *literal) format(b *strings.Builder)    { b.WriteString(l.String()) }
 func (l *literal) String() string {
 	if l.v.IsNull() {
 		if l.t.Root == types.RootNull {
@@ -132,18 +137,17 @@ type callExpr struct {
 }
 
 func (c *callExpr) Type() types.Type { return c.t }
-func (c *callExpr) String() string {
-	var b strings.Builder
+func (c *callExpr) String() string   { return formatExpr(c) }
+func (c *callExpr) format(b *strings.Builder) {
 	b.WriteString(c.name)
 	b.WriteByte('(')
 	for i, a := range c.args {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(a.String())
+		a.format(b)
 	}
 	b.WriteByte(')')
-	return b.String()
 }
 func (c *callExpr) walk(fn func(Expr) bool) bool {
 	if !fn(c) {
@@ -183,15 +187,21 @@ type castExpr struct {
 }
 
 func (c *castExpr) Type() types.Type { return c.t }
-func (c *castExpr) String() string {
+func (c *castExpr) String() string   { return formatExpr(c) }
+func (c *castExpr) format(b *strings.Builder) {
 	if c.implicit && sameFamily(c.e.Type(), c.t) {
-		return c.e.String()
+		c.e.format(b)
+		return
 	}
-	name := "CAST"
 	if c.try {
-		name = "TRY_CAST"
+		b.WriteString("TRY_CAST(")
+	} else {
+		b.WriteString("CAST(")
 	}
-	return name + "(" + c.e.String() + " AS " + c.t.WithNullable(true).SQLString() + ")"
+	c.e.format(b)
+	b.WriteString(" AS ")
+	b.WriteString(c.t.WithNullable(true).SQLString())
+	b.WriteByte(')')
 }
 func (c *castExpr) walk(fn func(Expr) bool) bool { return fn(c) && c.e.walk(fn) }
 
@@ -203,17 +213,22 @@ type caseExpr struct {
 }
 
 func (c *caseExpr) Type() types.Type { return c.t }
-func (c *caseExpr) String() string {
-	var b strings.Builder
+func (c *caseExpr) String() string   { return formatExpr(c) }
+func (c *caseExpr) format(b *strings.Builder) {
 	b.WriteString("CASE(")
 	for i := range c.whens {
-		b.WriteString(c.whens[i].String())
+		c.whens[i].format(b)
 		b.WriteString(", ")
-		b.WriteString(c.thens[i].String())
+		c.thens[i].format(b)
 		b.WriteString(", ")
 	}
-	b.WriteString(c.els.String())
+	c.els.format(b)
 	b.WriteByte(')')
+}
+
+func formatExpr(e Expr) string {
+	var b strings.Builder
+	e.format(&b)
 	return b.String()
 }
 func (c *caseExpr) walk(fn func(Expr) bool) bool {

@@ -743,10 +743,10 @@ func buildIn(op string, args []Expr) (Expr, error) {
 		e := &inEval{needle: ev[0], list: ev[1:], cmp: cmp, negate: negate}
 		consts := make([]types.Value, 0, len(ev)-1)
 		for _, l := range cast[1:] {
-			if !IsConstant(l) {
+			if !c.constant(l) {
 				return e
 			}
-			v, err := l.compile(c).eval(nil)
+			v, err := c.compileExpr(l).eval(nil)
 			if err != nil {
 				return e
 			}

@@ -65,18 +65,31 @@ func (p *parser) parseExpr(minPrec int) (Expr, error) {
 		return nil, err
 	}
 	defer p.leave()
+	// Heights are tracked in p.height, an upper bound computed in O(1) per
+	// call: the nested parseExpr calls of an operand leave their heights in
+	// it, and every operator built here stands one level above its operands.
+	outer := p.height
+	p.height = 0
 	left, err := p.parsePrefix()
 	if err != nil {
 		return nil, err
 	}
+	h := p.height + 1
 	for {
 		prec := p.infixPrec()
 		if prec == 0 || prec < minPrec {
+			p.height = max(outer, h)
 			return left, nil
 		}
+		at := p.cur().pos
+		p.height = 0
 		left, err = p.parseInfix(left, prec)
 		if err != nil {
 			return nil, err
+		}
+		h = max(h, p.height) + 1
+		if h > MaxExprHeight {
+			return nil, p.errAt(at, "Expression too deep (more than %d nested operators)", MaxExprHeight)
 		}
 	}
 }
@@ -119,6 +132,7 @@ func (p *parser) parsePostfix(x Expr) (Expr, error) {
 				return nil, err
 			}
 			x = &SubscriptExpr{exprBase{At{pos}}, x, idx}
+			p.height++
 		case p.isOp("."):
 			pos := p.advance().pos
 			f, err := p.identAfterDot()
@@ -126,6 +140,7 @@ func (p *parser) parsePostfix(x Expr) (Expr, error) {
 				return nil, err
 			}
 			x = &FieldAccess{exprBase{At{pos}}, x, f}
+			p.height++
 		default:
 			return x, nil
 		}

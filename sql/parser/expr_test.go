@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -250,5 +251,71 @@ func TestExprDepthLimit(t *testing.T) {
 	flat := "a" + strings.Repeat(" + a", 20000)
 	if _, err := ParseExpr(flat); err != nil {
 		t.Fatalf("long chain rejected: %v", err)
+	}
+}
+
+// A flat chain is a left-deep tree as tall as the chain is long; later
+// stages walk it recursively, so the parser bounds its height (a clear error
+// instead of a fatal stack overflow further on) while 100 000-term chains
+// stay accepted. Parsing stays linear: twice the terms, twice the
+// allocations.
+func TestExprLongChain(t *testing.T) {
+	chain := func(n int, op string) string { return "a" + strings.Repeat(op+"a", n-1) }
+	for _, op := range []string{" OR ", " + "} {
+		e, err := ParseExpr(chain(100_000, op))
+		if err != nil {
+			t.Fatalf("%q chain of 100000 terms: %v", op, err)
+		}
+		// Left-deep: the right operand of every level is a single term.
+		height := 0
+		for b, ok := e.(*BinaryExpr); ok; b, ok = b.L.(*BinaryExpr) {
+			if _, leaf := b.R.(*Ident); !leaf {
+				t.Fatalf("%q chain: right operand %T, want a term", op, b.R)
+			}
+			height++
+		}
+		if height != 99_999 {
+			t.Fatalf("%q chain: height %d, want 99999", op, height)
+		}
+	}
+	_, err := ParseExpr(chain(MaxExprHeight+1, " OR "))
+	if err == nil || !strings.Contains(err.Error(), "Expression too deep (more than 250000 nested operators)") {
+		t.Fatalf("chain of %d terms: got %v, want a height error", MaxExprHeight+1, err)
+	}
+	// The height adds up across nesting: a parenthesized chain as the
+	// first operand of another chain.
+	half := chain(MaxExprHeight/2+1, " + ")
+	if _, err := ParseExpr("(" + half + ") * " + half); err == nil || !strings.Contains(err.Error(), "Expression too deep") {
+		t.Fatalf("nested chains of total height %d: got %v, want a height error", MaxExprHeight+1, err)
+	}
+	if _, err := ParseExpr("(" + half + ") * " + chain(10, " + ")); err != nil {
+		t.Fatalf("nested chains within the bound: %v", err)
+	}
+
+	allocs := func(n int) float64 {
+		src := chain(n, " OR ")
+		return testing.AllocsPerRun(3, func() {
+			if _, err := ParseExpr(src); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	a1, a2 := allocs(10_000), allocs(20_000)
+	if ratio := a2 / a1; ratio > 2.2 {
+		t.Fatalf("parsing 10000 terms took %.0f allocations, 20000 terms %.0f: ratio %.2f, want about 2", a1, a2, ratio)
+	}
+}
+
+func BenchmarkParseChain(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		src := "a" + strings.Repeat(" OR a", n-1)
+		b.Run(fmt.Sprintf("OR/n=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				if _, err := ParseExpr(src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

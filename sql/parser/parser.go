@@ -11,6 +11,15 @@ import (
 // the stack.
 const MaxDepth = 1000
 
+// MaxExprHeight bounds the height of an expression tree: the number of
+// operators on its longest path from the root to a leaf. A flat chain such
+// as a OR b OR c ... is parsed by a loop, not by recursion, but it becomes
+// a left-deep tree that every later stage (binder, type inference,
+// evaluation) walks recursively; beyond this height those walks would
+// exhaust the goroutine stack, which is a fatal error and not a panic.
+// 100 000-term chains are accepted.
+const MaxExprHeight = 250_000
+
 // maxLookahead bounds speculative scans over runs of '('.
 const maxLookahead = MaxDepth + 16
 
@@ -20,6 +29,9 @@ type parser struct {
 	i       int
 	lastEnd int // byte offset just past the last consumed token
 	depth   int
+	// height is, while an expression is being parsed, the greatest
+	// height of the subexpressions finished so far (see parseExpr).
+	height int
 
 	expected []string
 	expAt    int // token index the expectations refer to

@@ -101,7 +101,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	}
 
 	// Group keys over the aggregation input.
-	keyBinder := &binder{scope: inScope, clause: "GROUP BY"}
+	keyBinder := &binder{scope: inScope, clause: "GROUP BY", cancel: pc.cancel}
 	keyExprs := make([]expr.Expr, len(keyASTs))
 	keyNames := make([]string, len(keyASTs))
 	for i, k := range keyASTs {
@@ -303,7 +303,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	if legacy != nil {
 		legacyArgs = argsText(legacy)
 	}
-	probe := &binder{scope: inScope, clause: "SELECT"}
+	probe := &binder{scope: inScope, clause: "SELECT", cancel: pc.cancel}
 	hook := func(e parser.Expr) (expr.Expr, bool, error) {
 		switch x := e.(type) {
 		case *parser.FuncCall:
@@ -367,7 +367,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		}
 		return nil, false, nil
 	}
-	post := &binder{scope: newScope("", aggSchema), clause: "SELECT", hook: hook}
+	post := &binder{scope: newScope("", aggSchema), clause: "SELECT", hook: hook, cancel: pc.cancel}
 	proj, out, err := pc.bindSelectList(s, from.scope, post)
 	if err != nil {
 		return nil, err
@@ -407,7 +407,7 @@ func argsText(f *parser.FuncCall) string {
 func (pc *planContext) bindAggregate(f *parser.FuncCall, sc *scope) (*aggRecord, error) {
 	name := strings.ToUpper(f.FuncName())
 	r := &aggRecord{fn: name, distinct: f.Distinct}
-	b := &binder{scope: sc, clause: "aggregate argument"}
+	b := &binder{scope: sc, clause: "aggregate argument", cancel: pc.cancel}
 	args := f.ArgExprs()
 	if len(args) == 1 {
 		if _, star := args[0].(*parser.Star); star {
@@ -449,7 +449,7 @@ func (pc *planContext) bindAggregate(f *parser.FuncCall, sc *scope) (*aggRecord,
 	}
 	r.result = t
 	if f.Filter != nil {
-		fb := &binder{scope: sc, clause: "FILTER"}
+		fb := &binder{scope: sc, clause: "FILTER", cancel: pc.cancel}
 		x, err := fb.bind(f.Filter)
 		if err != nil {
 			return nil, err

@@ -19,9 +19,14 @@ type binder struct {
 	// the binder convert the node as usual. Grouped queries use it to replace
 	// aggregate calls and grouping expressions by references.
 	hook func(e parser.Expr) (expr.Expr, bool, error)
+	// cancel, when set, lets a long expression's binding be cancelled.
+	cancel *canceller
 }
 
 func (b *binder) bind(e parser.Expr) (expr.Expr, error) {
+	if err := b.cancel.tick(); err != nil {
+		return nil, err
+	}
 	if b.hook != nil {
 		x, ok, err := b.hook(e)
 		if err != nil || ok {
@@ -81,15 +86,48 @@ func (b *binder) convert(e parser.Expr) (expr.Expr, error) {
 		}
 		return b.call(n, n.Op, x)
 	case *parser.BinaryExpr:
-		l, err := b.bind(n.L)
-		if err != nil {
-			return nil, err
+		// A left-deep chain (a OR b OR c ..., as the parser builds it) is
+		// bound in a loop rather than by recursion down its left spine:
+		// the same order as bind would take (the hook sees every spine
+		// node first), without a stack as deep as the chain is long.
+		spine := []*parser.BinaryExpr{n}
+		var left expr.Expr
+		for left == nil {
+			l, ok := spine[len(spine)-1].L.(*parser.BinaryExpr)
+			if !ok {
+				break
+			}
+			if err := b.cancel.tick(); err != nil {
+				return nil, err
+			}
+			if b.hook != nil {
+				x, ok, err := b.hook(l)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					left = x
+					break
+				}
+			}
+			spine = append(spine, l)
 		}
-		r, err := b.bind(n.R)
-		if err != nil {
-			return nil, err
+		if left == nil {
+			var err error
+			if left, err = b.bind(spine[len(spine)-1].L); err != nil {
+				return nil, err
+			}
 		}
-		return b.call(n, n.Op, l, r)
+		for i := len(spine) - 1; i >= 0; i-- {
+			r, err := b.bind(spine[i].R)
+			if err != nil {
+				return nil, err
+			}
+			if left, err = b.call(spine[i], spine[i].Op, left, r); err != nil {
+				return nil, err
+			}
+		}
+		return left, nil
 	case *parser.IsExpr:
 		x, err := b.bind(n.X)
 		if err != nil {

@@ -6,6 +6,8 @@
 package planner
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/flinksql/flinksql/connectors"
@@ -50,6 +52,58 @@ type Planner struct {
 	cat *catalog.Catalog
 	reg *connectors.Registry
 	cfg Config
+	// ctx, when set, is checked while planning (see WithContext).
+	ctx context.Context
+}
+
+// WithContext returns a planner whose planning stops with ctx's error
+// (context.Canceled after Ctrl-C or SIGTERM) once ctx is done: a statement
+// with a huge expression or many nested queries can take a while to plan.
+func (p *Planner) WithContext(ctx context.Context) *Planner {
+	q := *p
+	q.ctx = ctx
+	return &q
+}
+
+// detached is p without its context: a Plan outlives the statement that
+// planned it (its job graph is built again at every restart).
+func (p *Planner) detached() *Planner {
+	q := *p
+	q.ctx = nil
+	return &q
+}
+
+// canceller checks a context every so many units of planning work, so that
+// the check costs nothing measurable per expression node.
+type canceller struct {
+	ctx   context.Context
+	ticks int
+}
+
+// cancelEvery is how many expression nodes are bound between two checks.
+const cancelEvery = 256
+
+// check returns the context's error, if it is done.
+func (c *canceller) check() error {
+	if c == nil || c.ctx == nil {
+		return nil
+	}
+	if err := c.ctx.Err(); err != nil {
+		return fmt.Errorf("planning cancelled: %w", err)
+	}
+	return nil
+}
+
+// tick counts one unit of work and checks every cancelEvery units.
+func (c *canceller) tick() error {
+	if c == nil {
+		return nil
+	}
+	c.ticks++
+	if c.ticks%cancelEvery != 0 {
+		return nil
+	}
+	return c.check()
 }
 
 // New returns a planner.
@@ -140,7 +194,7 @@ func (p *Planner) PlanQuery(q *parser.Query, collect CollectFactory) (*Plan, err
 	for i, c := range schema {
 		out[i] = types.Column{Name: c.Name, Type: c.Type.WithoutTimeAttr()}
 	}
-	return &Plan{Sinks: []*SinkNode{sink}, Schema: out, Mode: rel.node.Mode(), Name: "collect", planner: p}, nil
+	return &Plan{Sinks: []*SinkNode{sink}, Schema: out, Mode: rel.node.Mode(), Name: "collect", planner: p.detached()}, nil
 }
 
 // PlanInsert plans an INSERT INTO.
@@ -150,7 +204,7 @@ func (p *Planner) PlanInsert(st *parser.Insert) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Sinks: []*SinkNode{sink}, Name: "insert-into_" + sink.Name, planner: p}, nil
+	return &Plan{Sinks: []*SinkNode{sink}, Name: "insert-into_" + sink.Name, planner: p.detached()}, nil
 }
 
 // PlanStatementSet plans the INSERTs of a statement set as one job.
@@ -159,7 +213,7 @@ func (p *Planner) PlanStatementSet(st *parser.StatementSet) (*Plan, error) {
 		return nil, errAt(st, "A statement set must contain at least one INSERT statement")
 	}
 	pc := p.newPlanContext()
-	plan := &Plan{planner: p}
+	plan := &Plan{planner: p.detached()}
 	var names []string
 	for _, ins := range st.Inserts {
 		sink, err := pc.planInsert(ins)

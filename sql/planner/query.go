@@ -22,13 +22,17 @@ type relation struct {
 // planContext carries what planning one statement needs.
 type planContext struct {
 	p *Planner
+	// cancel ends planning early when the statement's context is done.
+	cancel *canceller
 	// depth guards against views or CTEs that reference themselves.
 	depth int
 	// tvfs records the window TVFs planned so far.
 	tvfs []tvfRecord
 }
 
-func (p *Planner) newPlanContext() *planContext { return &planContext{p: p} }
+func (p *Planner) newPlanContext() *planContext {
+	return &planContext{p: p, cancel: &canceller{ctx: p.ctx}}
+}
 
 // cteEnv is the chain of WITH items visible to a query.
 type cteEnv struct {
@@ -46,6 +50,9 @@ func (e *cteEnv) lookup(name string) (*parser.CTE, *cteEnv) {
 }
 
 func (pc *planContext) planQuery(q *parser.Query, env *cteEnv) (*relation, error) {
+	if err := pc.cancel.check(); err != nil {
+		return nil, err
+	}
 	pc.depth++
 	defer func() { pc.depth-- }()
 	if pc.depth > 64 {
@@ -210,7 +217,7 @@ func (pc *planContext) planValues(v *parser.Values) (*relation, error) {
 	if len(v.Rows) == 0 {
 		return nil, errAt(v, "VALUES must have at least one row")
 	}
-	b := &binder{scope: &scope{}, clause: "VALUES"}
+	b := &binder{scope: &scope{}, clause: "VALUES", cancel: pc.cancel}
 	rows := make([][]expr.Expr, len(v.Rows))
 	width := len(v.Rows[0])
 	for i, r := range v.Rows {
@@ -406,7 +413,7 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 		}
 		node = newCalc(node, nil, cond, node.Schema())
 	}
-	b := &binder{scope: from.scope, clause: "SELECT"}
+	b := &binder{scope: from.scope, clause: "SELECT", cancel: pc.cancel}
 	proj, out, err := pc.bindSelectList(s, from.scope, b)
 	if err != nil {
 		return nil, err
@@ -466,7 +473,7 @@ func isIdentity(proj []expr.Expr, in, out types.Schema) bool {
 }
 
 func (pc *planContext) bindCondition(sc *scope, e parser.Expr) (expr.Expr, error) {
-	b := &binder{scope: sc, clause: "WHERE"}
+	b := &binder{scope: sc, clause: "WHERE", cancel: pc.cancel}
 	cond, err := b.bind(e)
 	if err != nil {
 		return nil, err
@@ -545,7 +552,7 @@ func defaultName(e parser.Expr, pos int) string {
 func (pc *planContext) planOrderLimit(q *parser.Query, rel *relation) (*relation, error) {
 	limit, offset := -1, 0
 	evalInt := func(e parser.Expr, what string) (int, error) {
-		b := &binder{scope: &scope{}, clause: what}
+		b := &binder{scope: &scope{}, clause: what, cancel: pc.cancel}
 		x, err := b.bind(e)
 		if err != nil {
 			return 0, err

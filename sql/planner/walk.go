@@ -10,17 +10,28 @@ import (
 func isAggregateName(name string) bool { return agg.IsAggregate(strings.ToUpper(name)) }
 
 // walkExpr calls fn on e and every expression below it, not descending into
-// subqueries.
+// subqueries, in pre-order (children left to right). It keeps its own stack:
+// a flat chain of 100 000 operators is a tree as deep as that.
 func walkExpr(e parser.Expr, fn func(parser.Expr)) {
-	if e == nil {
-		return
-	}
-	fn(e)
-	w := func(xs ...parser.Expr) {
-		for _, x := range xs {
-			walkExpr(x, fn)
+	stack := []parser.Expr{e}
+	var kids []parser.Expr
+	for len(stack) > 0 {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if e == nil {
+			continue
+		}
+		fn(e)
+		kids = appendChildren(kids[:0], e)
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, kids[i])
 		}
 	}
+}
+
+// appendChildren appends the expressions directly below e (nil ones too).
+func appendChildren(out []parser.Expr, e parser.Expr) []parser.Expr {
+	w := func(xs ...parser.Expr) { out = append(out, xs...) }
 	switch n := e.(type) {
 	case *parser.UnaryExpr:
 		w(n.X)
@@ -70,4 +81,5 @@ func walkExpr(e parser.Expr, fn func(parser.Expr)) {
 	case *parser.FieldAccess:
 		w(n.X)
 	}
+	return out
 }
