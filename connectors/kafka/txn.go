@@ -447,6 +447,9 @@ func (w *TransactionalWriter) PrepareCommit(id exec.CheckpointID) ([]exec.Commit
 	if w.cur == nil {
 		return nil, fmt.Errorf("kafka table %s: pre-commit of an exactly-once writer that is not open", w.name())
 	}
+	if err := w.cfg.Sink.leaseErr(); err != nil {
+		return nil, fmt.Errorf("kafka table %s: %w", w.name(), err)
+	}
 	if err := w.flush(w.ctx); err != nil {
 		return nil, err
 	}
