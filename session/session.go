@@ -73,6 +73,8 @@ type runningJob struct {
 	stopOnce sync.Once
 	// txnPrefixes are the transactional-id prefixes of its exactly-once sinks.
 	txnPrefixes []string
+	// releaseLeases gives back the job's prefix leases when it has ended.
+	releaseLeases func()
 }
 
 // New creates a session.
@@ -372,12 +374,17 @@ func (s *Session) start(plan *planner.Plan) (*runningJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, cleanup, err := s.startAttempt(plan, name, cp)
+	releaseLeases, err := s.acquirePrefixLeases(ctx, plan, name)
 	if err != nil {
 		return nil, err
 	}
+	j, cleanup, err := s.startAttempt(plan, name, cp)
+	if err != nil {
+		releaseLeases()
+		return nil, err
+	}
 	rj := &runningJob{id: newJobID(), name: name, start: s.now(), current: j, status: "RUNNING",
-		done: make(chan struct{}), stopCh: make(chan struct{}), txnPrefixes: prefixes}
+		done: make(chan struct{}), stopCh: make(chan struct{}), txnPrefixes: prefixes, releaseLeases: releaseLeases}
 	s.mu.Lock()
 	s.jobs[rj.id] = rj
 	s.order = append(s.order, rj.id)
@@ -416,6 +423,7 @@ func (s *Session) startAttempt(plan *planner.Plan, name string, cp *checkpointin
 func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointing, j *exec.Job, cleanup func()) {
 	defer s.jobsWG.Done()
 	defer close(rj.done)
+	defer rj.releaseLeases()
 	strategy := s.restartStrategy(cp != nil && cp.cfg.Interval > 0)
 	finish := func(status string, err error) {
 		s.mu.Lock()
