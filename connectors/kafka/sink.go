@@ -164,7 +164,25 @@ func (s *Sink) ValidateStart(ctx context.Context, checkpointInterval time.Durati
 		return nil
 	}
 	o := s.cfg.tc.Options
-	return ValidateExactlyOnce(ctx, o["properties.bootstrap.servers"], o, o[OptTransactionalIDPrefix], checkpointInterval)
+	if err := ValidateExactlyOnce(ctx, o["properties.bootstrap.servers"], o, o[OptTransactionalIDPrefix], checkpointInterval); err != nil {
+		return err
+	}
+	if s.naming != NamingPooling {
+		return nil
+	}
+	cl, err := kgo.NewClient(s.cfg.commonClientOpts()...)
+	if err != nil {
+		return fmt.Errorf("kafka table %s: creating the Kafka client: %w", s.cfg.name, err)
+	}
+	defer cl.Close()
+	ok, err := canListTransactions(ctx, cl, s.cfg.requestTimeout)
+	if err != nil {
+		return fmt.Errorf("kafka table %s: asking the brokers which requests they support: %w", s.cfg.name, err)
+	}
+	if !ok {
+		return poolingUnsupported(s.cfg, false)
+	}
+	return nil
 }
 
 // AcquirePrefixLease takes, for a job about to start, the lease on an

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -408,8 +409,56 @@ func TestTxnPoolingNeedsListTransactions(t *testing.T) {
 	w := newTxnWriter(t, s, 0, 1, nil)
 	defer w.Close()
 	err := w.Open(context.Background())
-	if e := errContains(err, "'sink.transaction-naming-strategy' = 'POOLING'", "ListTransactions", "INCREMENTING"); e != nil {
+	if e := errContains(err, "'sink.transaction-naming-strategy' = 'POOLING' needs brokers that support ListTransactions", "use 'sink.transaction-naming-strategy' = 'INCREMENTING'"); e != nil {
 		t.Fatal(e)
+	}
+	// The check before the job starts says the same.
+	eo := txnSink(t, addr, map[string]string{OptTransactionNamingStrategy: "POOLING", OptDeliveryGuarantee: DeliveryExactlyOnce})
+	err = eo.ValidateStart(context.Background(), time.Second)
+	if e := errContains(err, "'sink.transaction-naming-strategy' = 'POOLING' needs brokers that support ListTransactions"); e != nil {
+		t.Fatal(e)
+	}
+	eo = txnSink(t, addr, map[string]string{OptDeliveryGuarantee: DeliveryExactlyOnce})
+	if err := eo.ValidateStart(context.Background(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTxnSwitchNamingStrategyOnRestore: a checkpoint written with one
+// strategy restores with the other; the restored committables commit and
+// what the crashed attempt left open is aborted either way.
+func TestTxnSwitchNamingStrategyOnRestore(t *testing.T) {
+	for _, tc := range []struct{ from, to string }{{NamingIncrementing, NamingPooling}, {NamingPooling, NamingIncrementing}} {
+		t.Run(tc.from+"-to-"+tc.to, func(t *testing.T) {
+			_, addr := startTxnClusterWith(t)
+			a := newTxnWriter(t, txnSink(t, addr, map[string]string{OptTransactionNamingStrategy: tc.from}), 0, 1, nil)
+			openTxnWriter(t, a)
+			writeNames(t, a, 1, "a")
+			c1 := prepare(t, a, 1)
+			writeNames(t, a, 2, "b")
+			prepare(t, a, 2)
+			writeNames(t, a, 3, "c")
+			if err := a.flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			a.crash()
+			if n := len(openIDs(t, addr, txnPrefix)); n != 3 {
+				t.Fatalf("%d open transactions after the crash, want 3", n)
+			}
+			log := &txnLog{}
+			b := newTxnWriter(t, txnSink(t, addr, map[string]string{OptTransactionNamingStrategy: tc.to}), 0, 0, log)
+			commit(t, b, c1)
+			openTxnWriter(t, b)
+			defer b.Close()
+			if ids := openIDs(t, addr, txnPrefix); len(ids) != 0 {
+				t.Fatalf("still open after the restore: %v\n%s", ids, log)
+			}
+			writeNames(t, b, 4, "d")
+			commit(t, b, prepare(t, b, 2))
+			writeNames(t, b, 5, "e")
+			commit(t, b, prepare(t, b, 3))
+			expectStrings(t, "read_committed", drain(t, addr, true), "1,a", "4,d", "5,e")
+		})
 	}
 }
 
