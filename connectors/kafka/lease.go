@@ -52,6 +52,10 @@ const LeaseTopic = "_flinksql_transactional_id_leases"
 // holder's last renewal, by this host's clock, to prove it dead.
 const leaseClockSkew = time.Minute
 
+// leaseReadMargin is how much older than stale the oldest record is that a
+// start reads.
+const leaseReadMargin = time.Minute
+
 // LeaseOptions tunes a prefix lease.
 type LeaseOptions struct {
 	// Owner describes the job for another job's error message.
@@ -157,8 +161,15 @@ func (l *PrefixLease) acquire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Records older than the stale age are read only to be ignored: start
+	// a margin before it, so that the start costs the same however long
+	// the topic is (it is compacted, but renewals pile up until then).
+	from, err := l.offsetAfter(ctx, time.Now().Add(-(l.opts.Expiry + leaseClockSkew + leaseReadMargin)), end)
+	if err != nil {
+		return err
+	}
 	var last *leaseRecord
-	if err := l.read(ctx, 0, end, func(r *leaseRecord) { last = r }); err != nil {
+	if err := l.read(ctx, from, end, func(r *leaseRecord) { last = r }); err != nil {
 		return err
 	}
 	pos := end
@@ -241,6 +252,23 @@ func (l *PrefixLease) endOffset(ctx context.Context) (int64, error) {
 	o, ok := ends.Lookup(LeaseTopic, 0)
 	if !ok {
 		return 0, fmt.Errorf("lease topic %s has no partition 0", LeaseTopic)
+	}
+	return o.Offset, nil
+}
+
+// offsetAfter is the offset of the first record of the lease topic written
+// at t or later, or end if there is none.
+func (l *PrefixLease) offsetAfter(ctx context.Context, t time.Time, end int64) (int64, error) {
+	offs, err := kadm.NewClient(l.cl).ListOffsetsAfterMilli(ctx, t.UnixMilli(), LeaseTopic)
+	if err == nil {
+		err = offs.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("looking up recent records of lease topic %s: %w", LeaseTopic, err)
+	}
+	o, ok := offs.Lookup(LeaseTopic, 0)
+	if !ok || o.Offset < 0 || o.Offset > end {
+		return end, nil
 	}
 	return o.Offset, nil
 }

@@ -142,12 +142,16 @@ func TestLeaseCrashedHolderElsewhere(t *testing.T) {
 	}
 }
 
-// TestLeaseStaleHolder: the holder's last renewal is hours old by this
-// host's clock: taken over without waiting.
+// TestLeaseStaleHolder: the holder's last renewal is older than expiry +
+// the allowed clock skew by this host's clock: taken over without waiting.
+// A record older than that by more than a minute is not even read.
 func TestLeaseStaleHolder(t *testing.T) {
 	_, addr := startTxnClusterWith(t)
+	writeLeaseRecord(t, addr, "orders", leaseRecord{Run: "ancient", Held: true, Owner: "job 'ancient'", Host: "elsewhere", PID: 1,
+		Started: time.Now().Add(-5 * time.Hour), RenewMs: 50}, time.Now().Add(-3*time.Hour))
+	// Expiry 1 h + skew 1 min: 30 s past stale.
 	writeLeaseRecord(t, addr, "orders", leaseRecord{Run: "crashed", Held: true, Owner: "job 'old'", Host: "elsewhere", PID: 1,
-		Started: time.Now().Add(-3 * time.Hour), RenewMs: 50}, time.Now().Add(-2*time.Hour))
+		Started: time.Now().Add(-3 * time.Hour), RenewMs: 50}, time.Now().Add(-time.Hour-90*time.Second))
 	log := &txnLog{}
 	opts := leaseOpts("job 'new'", log)
 	opts.Expiry = time.Hour
@@ -156,7 +160,7 @@ func TestLeaseStaleHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Release()
-	if !strings.Contains(log.String(), "last renewed at") {
+	if !strings.Contains(log.String(), "its holder job 'old'") || !strings.Contains(log.String(), "last renewed at") {
 		t.Errorf("log: %s", log)
 	}
 }
