@@ -488,3 +488,51 @@ func TestTxnNamingStrategyOption(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+// TestTxnCommittableNamingEncoding: the naming strategy travels in bit 1 of
+// the flags byte. Committables of checkpoints written before (flags 0 or 1)
+// decode unchanged, an INCREMENTING committable encodes as before, and
+// unknown flags are refused.
+func TestTxnCommittableNamingEncoding(t *testing.T) {
+	// Version 1, flags 0, id "p-0-5", producer id 3, epoch 1, checkpoint 5
+	// (zig-zag varints: 3 -> 6, 1 -> 2, 5 -> 10).
+	old := exec.Committable("\x01\x00\x05p-0-5\x06\x02\x0a")
+	c, err := DecodeTxnCommittable(old)
+	if err != nil || c != (TxnCommittable{TransactionalID: "p-0-5", ProducerID: 3, Epoch: 1, Checkpoint: 5}) {
+		t.Fatalf("old committable: %+v, %v", c, err)
+	}
+	if string(c.Encode()) != string(old) {
+		t.Fatalf("INCREMENTING committable encodes as %q, want %q", c.Encode(), old)
+	}
+	c.Pooled = true
+	if enc := c.Encode(); enc[1] != 2 {
+		t.Fatalf("pooled flags byte %d, want 2", enc[1])
+	}
+	for _, p := range []TxnCommittable{c, {TransactionalID: "x-y-1-0", Pooled: true, Empty: true, Epoch: -1, ProducerID: -1, Checkpoint: 7}} {
+		got, err := DecodeTxnCommittable(p.Encode())
+		if err != nil || got != p {
+			t.Fatalf("round trip of %+v: %+v, %v", p, got, err)
+		}
+	}
+	if _, err := DecodeTxnCommittable(exec.Committable("\x01\x04\x05p-0-5\x06\x02\x0a")); err == nil {
+		t.Fatal("flags 4 decoded")
+	}
+	for _, tc := range []struct {
+		id, prefix string
+		sub        int
+		n          int64
+		ok         bool
+	}{
+		{"job-0-1", "job", 0, 1, true},
+		{"a-b-3-99", "a-b", 3, 99, true},
+		{"job-x-2-7", "job-x", 2, 7, true},
+		{"job-1", "", 0, 0, false},
+		{"job-a-1", "", 0, 0, false},
+		{"-0-1", "", 0, 0, false},
+	} {
+		prefix, sub, n, ok := splitTransactionalID(tc.id)
+		if prefix != tc.prefix || sub != tc.sub || n != tc.n || ok != tc.ok {
+			t.Errorf("splitTransactionalID(%q) = %q %d %d %v", tc.id, prefix, sub, n, ok)
+		}
+	}
+}
