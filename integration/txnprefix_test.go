@@ -8,6 +8,8 @@ import (
 
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/sql/parser"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Two running jobs with the same 'sink.transactional-id-prefix' would abort
@@ -76,5 +78,70 @@ func TestTransactionalIDPrefixUniqueAcrossSessions(t *testing.T) {
 	third := newSession(t, conf())
 	if err := startPrefixJob(t, third, addr, "out1", "shared"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPoolingTransactionalIDsEndToEnd: an exactly-once job runs over many
+// checkpoints (datagen at 300 rows/s for 1 s, checkpoints every 50 ms) with
+// sink parallelism 2, once with 'POOLING' and once with 'INCREMENTING'.
+// Both outputs are exactly the 300 rows; with POOLING each subtask used at
+// most 3 transactional ids (one being committed, one pre-committed, one
+// open), with INCREMENTING one per checkpoint, more than 3.
+func TestPoolingTransactionalIDsEndToEnd(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"POOLING": 2, "INCREMENTING": 2})
+	const rows = 300
+	for _, naming := range []string{"POOLING", "INCREMENTING"} {
+		s := newSession(t, map[string]string{"execution.checkpointing.interval": "50 ms", "state.checkpoints.dir": "file://" + t.TempDir()})
+		run(t, s, fmt.Sprintf(`
+CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '300',
+  'number-of-rows' = '%[2]d', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%[3]d');
+CREATE TABLE eo_out (id BIGINT) WITH (
+  'connector' = 'kafka', 'topic' = '%[4]s', 'properties.bootstrap.servers' = '%[1]s', 'format' = 'csv',
+  'sink.delivery-guarantee' = 'exactly-once', 'sink.transactional-id-prefix' = '%[4]s',
+  'sink.transaction-naming-strategy' = '%[4]s', 'sink.parallelism' = '2',
+  'properties.transaction.timeout.ms' = '60000'
+);
+INSERT INTO eo_out SELECT id FROM gen;`, addr, rows, rows-1, naming))
+		recs := readAll(t, addr, naming, rows)
+		seen := map[string]bool{}
+		for _, r := range recs {
+			seen[string(r.Value)] = true
+		}
+		if len(recs) != rows || len(seen) != rows {
+			t.Fatalf("%s: read %d records, %d distinct; want %d", naming, len(recs), len(seen), rows)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	listed, err := kadm.NewClient(cl).ListTransactions(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]map[string][]string{} // naming -> subtask -> ids
+	for _, l := range listed.Sorted() {
+		naming, rest, _ := strings.Cut(l.TxnID, "-")
+		sub, _, _ := strings.Cut(rest, "-")
+		if ids[naming] == nil {
+			ids[naming] = map[string][]string{}
+		}
+		ids[naming][sub] = append(ids[naming][sub], l.TxnID)
+	}
+	if len(ids["POOLING"]) != 2 || len(ids["INCREMENTING"]) != 2 {
+		t.Fatalf("transactional ids by subtask: %v", ids)
+	}
+	for sub, used := range ids["POOLING"] {
+		if len(used) > 3 {
+			t.Errorf("POOLING: subtask %s used %d transactional ids, want at most 3: %v", sub, len(used), used)
+		}
+	}
+	for sub, used := range ids["INCREMENTING"] {
+		if len(used) <= 3 {
+			t.Errorf("INCREMENTING: subtask %s used only %d transactional ids: too few checkpoints to tell the strategies apart: %v", sub, len(used), used)
+		}
 	}
 }
