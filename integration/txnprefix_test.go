@@ -1,9 +1,12 @@
 package integration_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/flinksql/flinksql/session"
@@ -143,5 +146,75 @@ INSERT INTO eo_out SELECT id FROM gen;`, addr, rows, rows-1, naming))
 		if len(used) <= 3 {
 			t.Errorf("INCREMENTING: subtask %s used only %d transactional ids: too few checkpoints to tell the strategies apart: %v", sub, len(used), used)
 		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the job's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestFreshStartFencesLingeringTransactions: an earlier run with sink
+// parallelism 3 left a transaction of its subtask 2 open (pre-committed,
+// never committed); the job starts fresh with sink parallelism 2. Subtask 0
+// owns old subtask 2 and aborts it before writing, which the job's log
+// says, and read_committed readers of the topic are not held back.
+func TestFreshStartFencesLingeringTransactions(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"fenced": 1})
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	old, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("lingering-2-7"), kgo.DefaultProduceTopic("fenced"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ProduceSync(ctx, &kgo.Record{Value: []byte("999")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	stderr := &syncBuffer{}
+	s, err := session.New(session.Options{Stderr: stderr, Config: map[string]string{"table.local-time-zone": "UTC",
+		"execution.checkpointing.interval": "50 ms", "state.checkpoints.dir": "file://" + t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run(t, s, fmt.Sprintf(`
+CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '10',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '9');
+CREATE TABLE fenced (id BIGINT) WITH (
+  'connector' = 'kafka', 'topic' = 'fenced', 'properties.bootstrap.servers' = '%s', 'format' = 'csv',
+  'sink.delivery-guarantee' = 'exactly-once', 'sink.transactional-id-prefix' = 'lingering', 'sink.parallelism' = '2',
+  'properties.transaction.timeout.ms' = '60000'
+);
+INSERT INTO fenced SELECT id FROM gen;`, addr))
+	// readAll reads with read_committed: it would wait for the lingering
+	// transaction, which holds the last stable offset before the job's rows.
+	var got []string
+	for _, r := range readAll(t, addr, "fenced", 10) {
+		got = append(got, string(r.Value))
+	}
+	sort.Strings(got)
+	if strings.Join(got, ",") != "0,1,2,3,4,5,6,7,8,9" {
+		t.Errorf("read_committed: %v", got)
+	}
+	if !strings.Contains(stderr.String(), "fenced transactional id lingering-2-7") {
+		t.Errorf("the job's log does not mention the fence:\n%s", stderr)
 	}
 }

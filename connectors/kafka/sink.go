@@ -32,6 +32,9 @@ type Sink struct {
 	// lease is the running job's lease on the transactional-id prefix of
 	// an exactly-once sink; its writers fail once another job took it.
 	lease atomic.Pointer[PrefixLease]
+	// jobLogf is the job's log, set with the lease before the job starts:
+	// the writers report there what recovery fenced.
+	jobLogf func(format string, args ...any)
 
 	// upsert-kafka's 'sink.buffer-flush.*': both > 0 enables the buffer.
 	flushRows     int
@@ -146,7 +149,7 @@ func (s *Sink) DeliveryGuarantee() string { return s.delivery }
 // NewWriter implements connectors.Sink.
 func (s *Sink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
 	if s.delivery == DeliveryExactlyOnce {
-		w, err := NewTransactionalWriter(TxnConfig{Sink: s, Subtask: subtask, Parallelism: parallelism})
+		w, err := NewTransactionalWriter(TxnConfig{Sink: s, Subtask: subtask, Parallelism: parallelism, Logf: s.jobLogf})
 		if err != nil {
 			return nil, err // not a typed nil inside the interface
 		}
@@ -194,6 +197,7 @@ func (s *Sink) AcquirePrefixLease(ctx context.Context, owner string, logf func(f
 	if s.delivery != DeliveryExactlyOnce {
 		return func() {}, nil
 	}
+	s.jobLogf = logf
 	return s.acquirePrefixLease(ctx, LeaseOptions{Owner: owner, Logf: logf})
 }
 
