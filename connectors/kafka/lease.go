@@ -108,9 +108,36 @@ type PrefixLease struct {
 	done chan struct{}
 }
 
-// AcquirePrefixLease claims prefix for this run on the cluster the client
+// AcquirePrefixLease claims the lease on transactional-id prefix prefix in
+// the cluster at bootstrap for a job described by owner, or explains which
+// running job holds it. Release ends it.
+func AcquirePrefixLease(ctx context.Context, bootstrap, prefix, owner string) (*PrefixLease, error) {
+	admin, err := newAdminClient(bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	opts := admin.Opts()
+	admin.Close()
+	return acquirePrefixLease(ctx, opts, prefix, LeaseOptions{Owner: owner})
+}
+
+// acquirePrefixLease claims prefix for this run on the cluster the client
 // options reach, or explains which running job holds it.
 func acquirePrefixLease(ctx context.Context, clientOpts []kgo.Opt, prefix string, opts LeaseOptions) (*PrefixLease, error) {
+	l, err := newPrefixLease(clientOpts, prefix, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.acquire(ctx); err != nil {
+		l.cl.Close()
+		return nil, err
+	}
+	go l.renew()
+	return l, nil
+}
+
+// newPrefixLease returns the unclaimed lease of a new run on prefix.
+func newPrefixLease(clientOpts []kgo.Opt, prefix string, opts LeaseOptions) (*PrefixLease, error) {
 	if opts.Renew <= 0 {
 		opts.Renew = 2 * time.Second
 	}
@@ -138,12 +165,39 @@ func acquirePrefixLease(ctx context.Context, clientOpts []kgo.Opt, prefix string
 		return nil, fmt.Errorf("creating the Kafka client: %w", err)
 	}
 	l.cl = cl
-	if err := l.acquire(ctx); err != nil {
-		cl.Close()
-		return nil, err
-	}
-	go l.renew()
 	return l, nil
+}
+
+// LivePrefixHolder describes the running job that holds the lease on
+// transactional-id prefix prefix in the cluster at bootstrap (host:port,
+// comma separated), or returns "" when no job does. Like a starting job it
+// may wait up to one lease expiry (10 s) for the holder's renewal.
+func LivePrefixHolder(ctx context.Context, bootstrap, prefix string) (string, error) {
+	admin, err := newAdminClient(bootstrap)
+	if err != nil {
+		return "", err
+	}
+	opts := admin.Opts()
+	admin.Close()
+	l, err := newPrefixLease(opts, prefix, LeaseOptions{})
+	if err != nil {
+		return "", err
+	}
+	defer l.cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout+l.opts.Expiry)
+	defer cancel()
+	end, err := l.endOffset(ctx)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return "", nil // no job ever held a lease here
+	}
+	if err != nil {
+		return "", err
+	}
+	holder, _, err := l.liveHolder(ctx, end)
+	if err != nil || holder == nil {
+		return "", err
+	}
+	return holder.describe(), nil
 }
 
 func (l *PrefixLease) inUse(r *leaseRecord) error {
@@ -161,42 +215,12 @@ func (l *PrefixLease) acquire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Records older than the stale age are read only to be ignored: start
-	// a margin before it, so that the start costs the same however long
-	// the topic is (it is compacted, but renewals pile up until then).
-	from, err := l.offsetAfter(ctx, time.Now().Add(-(l.opts.Expiry + leaseClockSkew + leaseReadMargin)), end)
+	holder, pos, err := l.liveHolder(ctx, end)
 	if err != nil {
 		return err
 	}
-	var last *leaseRecord
-	if err := l.read(ctx, from, end, func(r *leaseRecord) { last = r }); err != nil {
-		return err
-	}
-	pos := end
-	if last != nil && last.Held && last.Run != l.self.Run {
-		switch {
-		case l.deadOnThisHost(last):
-			l.opts.Logf("transactional-id prefix %q: its holder %s no longer runs; taking it over", l.prefix, last.describe())
-		case time.Since(last.ts) > l.opts.Expiry+leaseClockSkew:
-			l.opts.Logf("transactional-id prefix %q: its holder %s last renewed at %s; taking it over",
-				l.prefix, last.describe(), last.ts.UTC().Format(time.RFC3339))
-		default:
-			// Live holders renew within Renew; a crashed one never does.
-			wctx, wcancel := context.WithTimeout(ctx, l.opts.Expiry)
-			var newer *leaseRecord
-			pos, err = l.watch(wctx, pos, func(r *leaseRecord) bool { newer = r; return true })
-			wcancel()
-			if err != nil {
-				return err
-			}
-			if newer != nil && newer.Held {
-				return l.inUse(newer)
-			}
-			if newer == nil {
-				l.opts.Logf("transactional-id prefix %q: its holder %s did not renew its lease for %s; taking it over",
-					l.prefix, last.describe(), l.opts.Expiry)
-			}
-		}
+	if holder != nil {
+		return l.inUse(holder)
 	}
 	if l.opts.beforeClaim != nil {
 		l.opts.beforeClaim()
@@ -218,6 +242,51 @@ func (l *PrefixLease) acquire(ctx context.Context) error {
 		return l.inUse(rival)
 	}
 	return nil
+}
+
+// liveHolder reads the lease topic up to end and returns the record of the
+// live run holding the prefix, if any, and the offset up to which it read.
+func (l *PrefixLease) liveHolder(ctx context.Context, end int64) (*leaseRecord, int64, error) {
+	// Records older than the stale age are read only to be ignored: start
+	// a margin before it, so that a start costs the same however long the
+	// topic is (it is compacted, but renewals pile up until then).
+	from, err := l.offsetAfter(ctx, time.Now().Add(-(l.opts.Expiry + leaseClockSkew + leaseReadMargin)), end)
+	if err != nil {
+		return nil, 0, err
+	}
+	var last *leaseRecord
+	if err := l.read(ctx, from, end, func(r *leaseRecord) { last = r }); err != nil {
+		return nil, 0, err
+	}
+	pos := end
+	if last == nil || !last.Held || last.Run == l.self.Run {
+		return nil, pos, nil
+	}
+	switch {
+	case l.deadOnThisHost(last):
+		l.opts.Logf("transactional-id prefix %q: its holder %s no longer runs; taking it over", l.prefix, last.describe())
+		return nil, pos, nil
+	case time.Since(last.ts) > l.opts.Expiry+leaseClockSkew:
+		l.opts.Logf("transactional-id prefix %q: its holder %s last renewed at %s; taking it over",
+			l.prefix, last.describe(), last.ts.UTC().Format(time.RFC3339))
+		return nil, pos, nil
+	}
+	// Live holders renew within Renew; a crashed one never does.
+	wctx, wcancel := context.WithTimeout(ctx, l.opts.Expiry)
+	var newer *leaseRecord
+	pos, err = l.watch(wctx, pos, func(r *leaseRecord) bool { newer = r; return true })
+	wcancel()
+	if err != nil {
+		return nil, pos, err
+	}
+	if newer != nil && newer.Held {
+		return newer, pos, nil
+	}
+	if newer == nil {
+		l.opts.Logf("transactional-id prefix %q: its holder %s did not renew its lease for %s; taking it over",
+			l.prefix, last.describe(), l.opts.Expiry)
+	}
+	return nil, pos, nil
 }
 
 // deadOnThisHost reports whether r's holder ran on this host in a process
