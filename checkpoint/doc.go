@@ -13,4 +13,12 @@
 // last, atomically, after every file it references is durable. When a
 // checkpoint is subsumed its _metadata is deleted first, so a crash part-way
 // through a deletion never leaves a checkpoint that points at missing files.
+// A _metadata write that reports an error is undone (the storage may have
+// stored it), and recovery (Manager.LatestRestorable) skips checkpoints whose
+// _metadata is corrupt or whose files are missing for the previous one.
+//
+// One run at a time owns a job's directory: a lock file on local storage
+// (held by the session), a renewed lease object written with conditional
+// PUTs on S3 (Lease), and a manager whose run lost its lease writes and
+// deletes nothing (WithGuard).
 package checkpoint

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -43,6 +44,15 @@ func ListCheckpoints(ctx context.Context, st Storage, job string) ([]*Metadata, 
 	scan, err := scanJob(ctx, st, job)
 	if err != nil {
 		return nil, fmt.Errorf("listing checkpoints of job %q: %w", job, err)
+	}
+	// A corrupt checkpoint is what an inspection is for: report it.
+	var errs []error
+	for id, err := range scan.corrupt {
+		errs = append(errs, fmt.Errorf("checkpoint %d of job %q: %w", id, job, err))
+	}
+	if len(errs) > 0 {
+		sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+		return scan.completed, errors.Join(errs...)
 	}
 	return scan.completed, nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flinksql/flinksql/exec"
 )
 
 // Manager keeps the completed checkpoints of one job in a Storage: it writes
@@ -27,6 +29,8 @@ type Manager struct {
 	log            io.Writer
 	now            func() time.Time
 	plan           string // fingerprint recorded in each checkpoint
+	guard          func() error
+	maxParallelism int // recorded in each checkpoint; guarded by mu
 
 	logMu sync.Mutex
 
@@ -43,6 +47,8 @@ type Manager struct {
 	// checkpoints after it, so an ID is never reused.
 	highest int64
 	closed  bool
+	// corrupt are the checkpoints whose _metadata NewManager found corrupt.
+	corrupt map[int64]error
 }
 
 type sharedEntry struct {
@@ -62,7 +68,14 @@ type inflightCheckpoint struct {
 	private    []string
 	aborted    bool
 	completing bool
+	// doubtful is set when writing the _metadata failed and removing it
+	// failed too: the checkpoint may exist, so aborting it keeps its files.
+	doubtful bool
 }
+
+// metadataCleanupTimeout bounds the removal of a _metadata whose write
+// reported an error.
+const metadataCleanupTimeout = 30 * time.Second
 
 // Option configures a Manager.
 type Option func(*Manager)
@@ -73,6 +86,38 @@ func WithLog(w io.Writer) Option { return func(m *Manager) { m.log = w } }
 
 // WithClock sets the clock that stamps checkpoint metadata.
 func WithClock(now func() time.Time) Option { return func(m *Manager) { m.now = now } }
+
+// WithGuard makes every write and deletion of the manager first call guard
+// and fail with its error: a run that lost its job's lease must not touch
+// files that another run may own now.
+func WithGuard(guard func() error) Option { return func(m *Manager) { m.guard = guard } }
+
+// guardedStorage refuses writes and deletions while guard fails.
+type guardedStorage struct {
+	Storage
+	guard func() error
+}
+
+func (g guardedStorage) Put(ctx context.Context, p string, data io.Reader, size int64) error {
+	if err := g.guard(); err != nil {
+		return fmt.Errorf("not writing %s: %w", p, err)
+	}
+	return g.Storage.Put(ctx, p, data, size)
+}
+
+func (g guardedStorage) Delete(ctx context.Context, p string) error {
+	if err := g.guard(); err != nil {
+		return fmt.Errorf("not deleting %s: %w", p, err)
+	}
+	return g.Storage.Delete(ctx, p)
+}
+
+func (g guardedStorage) location() (string, map[string]string) {
+	if ls, ok := g.Storage.(locatedStorage); ok {
+		return ls.location()
+	}
+	return "", nil
+}
 
 // WithPlan records a fingerprint of the job's plan in every checkpoint.
 func WithPlan(fingerprint string) Option { return func(m *Manager) { m.plan = fingerprint } }
@@ -100,11 +145,20 @@ func NewManager(ctx context.Context, st Storage, job string, retained int, retai
 	for _, o := range opts {
 		o(m)
 	}
+	if m.guard != nil {
+		m.st = guardedStorage{Storage: st, guard: m.guard}
+	}
 	scan, err := scanJob(ctx, st, job)
 	if err != nil {
 		return nil, fmt.Errorf("opening checkpoints of job %q: %w", job, err)
 	}
 	m.completed = scan.completed
+	m.corrupt = scan.corrupt
+	for id, err := range scan.corrupt {
+		// Its number stays taken, and its files stay for inspection.
+		m.highest = max(m.highest, id)
+		m.warnf("checkpoint %d is skipped, it cannot be restored: %v", id, err)
+	}
 	for _, md := range m.completed {
 		for _, in := range md.Instances {
 			for _, f := range in.Files {
@@ -122,13 +176,15 @@ func NewManager(ctx context.Context, st Storage, job string, retained int, retai
 	}
 	// Leftovers of checkpoints that never completed: nothing references them.
 	for _, p := range scan.incomplete {
-		if err := st.Delete(ctx, m.base+p); err != nil {
+		if err := m.st.Delete(ctx, m.base+p); err != nil {
 			m.warnf("removing %s of an incomplete checkpoint: %v", m.base+p, err)
 		}
 	}
 	for _, p := range scan.shared {
-		if m.registry[p] == nil {
-			if err := st.Delete(ctx, m.base+p); err != nil {
+		// A corrupt _metadata may have referenced any shared file: keep them
+		// all rather than delete what a readable copy might still need.
+		if m.registry[p] == nil && len(scan.corrupt) == 0 {
+			if err := m.st.Delete(ctx, m.base+p); err != nil {
 				m.warnf("removing unreferenced shared file %s: %v", m.base+p, err)
 			}
 		}
@@ -149,6 +205,9 @@ type jobScan struct {
 	completed  []*Metadata // ascending id
 	incomplete []string    // objects of chk-<n> directories without _metadata
 	shared     []string    // shared/… objects
+	// corrupt are the checkpoints whose _metadata is corrupt, by id, with
+	// the reason; they are neither restored nor deleted.
+	corrupt map[int64]error
 }
 
 func scanJob(ctx context.Context, st Storage, job string) (*jobScan, error) {
@@ -178,12 +237,20 @@ func scanJob(ctx context.Context, st Storage, job string) (*jobScan, error) {
 			scan.incomplete = append(scan.incomplete, files...)
 			continue
 		}
+		id, _ := parseChkDir(dir)
 		md, err := readMetadata(ctx, st, base, dir+"/"+MetadataName)
+		if err == nil && md.ID != id {
+			err = fmt.Errorf("checkpoint metadata %s%s/%s names checkpoint %d: %w", base, dir, MetadataName, md.ID, errCorruptMetadata)
+		}
+		if errors.Is(err, errCorruptMetadata) {
+			if scan.corrupt == nil {
+				scan.corrupt = map[int64]error{}
+			}
+			scan.corrupt[id] = err
+			continue
+		}
 		if err != nil {
 			return nil, err
-		}
-		if id, _ := parseChkDir(dir); md.ID != id {
-			return nil, fmt.Errorf("checkpoint metadata %s%s/%s names checkpoint %d", base, dir, MetadataName, md.ID)
 		}
 		scan.completed = append(scan.completed, md)
 	}
@@ -201,6 +268,14 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
+// SetMaxParallelism sets the pipeline.max-parallelism recorded in the
+// checkpoints completed from now on.
+func (m *Manager) SetMaxParallelism(n int) {
+	m.mu.Lock()
+	m.maxParallelism = n
+	m.mu.Unlock()
+}
+
 // Job is the job whose checkpoints the manager keeps.
 func (m *Manager) Job() string { return m.job }
 
@@ -212,6 +287,74 @@ func (m *Manager) Latest(ctx context.Context) (*Metadata, error) {
 		return nil, nil
 	}
 	return m.completed[len(m.completed)-1], nil
+}
+
+// LatestRestorable returns the newest retained checkpoint with an ID of at
+// least minID that can be restored: every file it references exists with
+// the recorded size (the SHA-256 is checked when the file is downloaded).
+// Newer checkpoints that cannot be restored, or whose _metadata is corrupt,
+// are skipped with a warning that says why. It returns nil when there is no
+// checkpoint from minID on, and an error wrapping
+// exec.ErrCheckpointUnrestorable when there are some but none can be
+// restored: starting afresh instead would silently drop the job's state.
+func (m *Manager) LatestRestorable(ctx context.Context, minID int64) (*Metadata, error) {
+	m.mu.Lock()
+	completed := append([]*Metadata(nil), m.completed...)
+	var skipped []string
+	for id, err := range m.corrupt {
+		if id >= minID {
+			skipped = append(skipped, fmt.Sprintf("checkpoint %d: %v", id, err))
+		}
+	}
+	m.mu.Unlock()
+	sort.Strings(skipped)
+	for i := len(completed) - 1; i >= 0; i-- {
+		md := completed[i]
+		if md.ID < minID {
+			break
+		}
+		problem, err := checkFilesPresent(ctx, md)
+		if err != nil {
+			return nil, fmt.Errorf("checking checkpoint %d of job %q: %w", md.ID, m.job, err)
+		}
+		if problem == "" {
+			if len(skipped) > 0 {
+				m.warnf("restoring checkpoint %d instead of newer ones that cannot be restored (%s); output written after checkpoint %d may be written again", md.ID, strings.Join(skipped, "; "), md.ID)
+			}
+			return md, nil
+		}
+		m.warnf("checkpoint %d cannot be restored: %s; trying an older one", md.ID, problem)
+		skipped = append(skipped, fmt.Sprintf("checkpoint %d: %s", md.ID, problem))
+	}
+	if len(skipped) == 0 {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("no retained checkpoint of job %q can be restored (%s): %w; "+
+		"delete the job's checkpoint directory to start afresh, or set 'execution.state-recovery.path' to a checkpoint that can be",
+		m.job, strings.Join(skipped, "; "), exec.ErrCheckpointUnrestorable)
+}
+
+// checkFilesPresent returns what makes md unrestorable short of reading
+// every byte: a missing file or one of another size ("" when none).
+func checkFilesPresent(ctx context.Context, md *Metadata) (string, error) {
+	if md.src == nil {
+		return "", nil
+	}
+	for _, in := range md.Instances {
+		for _, f := range in.Files {
+			n, ok, err := md.src.Stat(ctx, md.base+f.Path)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return fmt.Sprintf("its file %s%s (operator %s subtask %d) is missing", md.base, f.Path, in.Operator, in.Subtask), nil
+			}
+			if n != f.Size {
+				return fmt.Sprintf("its file %s%s (operator %s subtask %d) has %d bytes, the checkpoint recorded %d", md.base, f.Path, in.Operator, in.Subtask, n, f.Size), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // Retained returns the retained checkpoints, oldest first.
@@ -471,6 +614,7 @@ func (m *Manager) complete(ctx context.Context, md *Metadata) error {
 		}
 	}
 	c.completing = true
+	md.MaxParallelism = m.maxParallelism
 	m.mu.Unlock()
 
 	data, err := encodeMetadata(md)
@@ -478,8 +622,23 @@ func (m *Manager) complete(ctx context.Context, md *Metadata) error {
 		err = m.st.Put(ctx, m.base+md.Dir()+"/"+MetadataName, bytes.NewReader(data), int64(len(data)))
 	}
 	if err != nil {
+		// The storage may have stored the object and still reported an
+		// error (a timeout after the upload, a lost response). Left there, a
+		// _metadata whose files the abort deletes would be the checkpoint
+		// the next start restores, and could not. Remove it; when that fails
+		// too, keep every file it references so it stays restorable.
+		doubtful := false
+		if data != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), metadataCleanupTimeout)
+			if derr := m.st.Delete(dctx, m.base+md.Dir()+"/"+MetadataName); derr != nil {
+				doubtful = true
+				m.warnf("writing the metadata of checkpoint %d failed (%v) and removing what may have been written failed too (%v): its files are kept, so that the checkpoint stays restorable if it was stored", id, err, derr)
+			}
+			cancel()
+		}
 		m.mu.Lock()
 		c.completing = false
+		c.doubtful = doubtful
 		m.mu.Unlock()
 		return fmt.Errorf("writing metadata of checkpoint %d: %w", id, err)
 	}
@@ -553,6 +712,11 @@ func (m *Manager) abort(id int64) {
 		return
 	}
 	c.aborted = true
+	if c.doubtful {
+		// Its references stay taken: the files must outlive this run.
+		c.shared, c.private = nil, nil
+		return
+	}
 	ctx := context.Background()
 	for _, p := range c.private {
 		if err := m.st.Delete(ctx, m.base+p); err != nil {

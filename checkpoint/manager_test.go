@@ -437,11 +437,17 @@ func TestNewManagerErrors(t *testing.T) {
 			t.Errorf("NewManager(%q, %d) = %v, want %s…", tc.job, tc.retained, err, tc.want)
 		}
 	}
-	// A damaged _metadata stops the manager with its path and first bytes.
+	// A damaged _metadata, with no older checkpoint to restore instead,
+	// stops the restore with its path and first bytes (issue 9 item 11: it
+	// no longer stops opening the job's checkpoints).
 	if err := st.Put(context.Background(), "bad/chk-1/_metadata", strings.NewReader("garbage"), 7); err != nil {
 		t.Fatal(err)
 	}
-	_, err := NewManager(context.Background(), st, "bad", 1, false)
+	m, err := NewManager(context.Background(), st, "bad", 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.LatestRestorable(context.Background(), 0)
 	if err == nil || !strings.Contains(err.Error(), `bad/chk-1/_metadata is not valid`) || !strings.Contains(err.Error(), `"garbage"`) {
 		t.Errorf("damaged metadata: %v", err)
 	}

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -43,6 +44,11 @@ type Metadata struct {
 	// Plan fingerprints the job's plan; a checkpoint is only resumed by a job
 	// with the same plan (operator ids are positions in the plan).
 	Plan string `json:"plan,omitempty"`
+	// MaxParallelism is the job's pipeline.max-parallelism, the number of key
+	// groups its keyed state is split into: a job with another number would
+	// look its keys up in the wrong key groups, so it cannot restore this
+	// checkpoint. Zero in checkpoints of builds that did not record it.
+	MaxParallelism int `json:"maxParallelism,omitempty"`
 
 	// Where the checkpoint was read from: files resolve to src at base+Path.
 	src  Storage
@@ -121,6 +127,12 @@ func encodeMetadata(m *Metadata) ([]byte, error) {
 	return json.MarshalIndent(m, "", "  ")
 }
 
+// errCorruptMetadata marks a _metadata object that was read but is not a
+// checkpoint's metadata (truncated, overwritten, or naming invalid paths):
+// recovery skips such a checkpoint for an older one instead of refusing to
+// start. A storage failure or a newer format version is not corruption.
+var errCorruptMetadata = errors.New("the checkpoint metadata is corrupt")
+
 // readMetadata reads and checks <base><chk-dir>/_metadata from st.
 func readMetadata(ctx context.Context, st Storage, base, path string) (*Metadata, error) {
 	r, err := st.Get(ctx, base+path)
@@ -134,18 +146,18 @@ func readMetadata(ctx context.Context, st Storage, base, path string) (*Metadata
 	}
 	var m Metadata
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("checkpoint metadata %s is not valid: %w (starts with %q)", base+path, err, prefix(data, 32))
+		return nil, fmt.Errorf("checkpoint metadata %s is not valid: %w (starts with %q): %w", base+path, err, prefix(data, 32), errCorruptMetadata)
 	}
 	if m.Version != MetadataVersion {
 		return nil, fmt.Errorf("checkpoint metadata %s has version %d; this build reads version %d", base+path, m.Version, MetadataVersion)
 	}
 	if m.ID <= 0 {
-		return nil, fmt.Errorf("checkpoint metadata %s: invalid checkpoint id %d", base+path, m.ID)
+		return nil, fmt.Errorf("checkpoint metadata %s: invalid checkpoint id %d: %w", base+path, m.ID, errCorruptMetadata)
 	}
 	for _, in := range m.Instances {
 		for _, f := range in.Files {
 			if err := validPath(f.Path); err != nil {
-				return nil, fmt.Errorf("checkpoint metadata %s: operator %s subtask %d: %w", base+path, in.Operator, in.Subtask, err)
+				return nil, fmt.Errorf("checkpoint metadata %s: operator %s subtask %d: %w: %w", base+path, in.Operator, in.Subtask, err, errCorruptMetadata)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,6 +35,16 @@ type instanceKey struct {
 	subtask int
 }
 
+// ErrIncompatibleRestore marks a restore that no retry and no other
+// checkpoint of the job can make succeed: the job itself differs from the
+// one that took the checkpoint (another state backend, another parallelism).
+// Recovery fails the job at once with the message instead of restarting it.
+var ErrIncompatibleRestore = errors.New("the checkpoint cannot be restored into this job")
+
+// errFileMismatch marks a downloaded file whose size or SHA-256 differ from
+// what the checkpoint recorded.
+var errFileMismatch = errors.New("the file differs from the checkpoint's record")
+
 // NewRuntimeStore returns the exec.CheckpointStore of a job whose state
 // backend is kind, whose local working files live under localDir, and which
 // starts from restore (nil for a fresh start). Restoring requires the same
@@ -55,13 +66,13 @@ func (rs *runtimeStore) OpenInstance(op exec.OperatorID, subtask, parallelism in
 	var in *Instance
 	if rs.restore != nil {
 		if p, ok := rs.restoredParallelism[string(op)]; ok && p != parallelism {
-			return nil, fmt.Errorf("restoring operator %s from checkpoint %d: the checkpoint has parallelism %d, the job %d; changing the parallelism of a job restored from a checkpoint is not supported",
-				op, rs.restore.ID, p, parallelism)
+			return nil, fmt.Errorf("restoring operator %s from checkpoint %d: the checkpoint has parallelism %d, the job %d; changing the parallelism of a job restored from a checkpoint is not supported: %w",
+				op, rs.restore.ID, p, parallelism, ErrIncompatibleRestore)
 		}
 		in = rs.restored[instanceKey{string(op), subtask}]
 		if in != nil && in.StateKind != string(rs.kind) {
-			return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint was taken with state backend %q, the job uses %q; switching backends needs a savepoint",
-				op, subtask, rs.restore.ID, in.StateKind, rs.kind)
+			return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint was taken with state backend %q, the job uses %q, which cannot read it; set 'state.backend.type' = '%s' to restore it (switching backends needs a savepoint, which flinksql does not take yet): %w",
+				op, subtask, rs.restore.ID, in.StateKind, rs.kind, in.StateKind, ErrIncompatibleRestore)
 		}
 	}
 	if err := os.MkdirAll(rs.localDir, 0o755); err != nil {
@@ -78,7 +89,9 @@ func (rs *runtimeStore) OpenInstance(op exec.OperatorID, subtask, parallelism in
 		var files []state.File
 		files, err = rs.download(context.Background(), in, dir)
 		if err == nil {
-			is.store, err = state.Restore(rs.kind, dir, files)
+			if is.store, err = state.Restore(rs.kind, dir, files); err != nil {
+				err = fmt.Errorf("restoring from checkpoint %d: %w: %w", rs.restore.ID, err, exec.ErrCheckpointUnrestorable)
+			}
 		}
 	}
 	if err != nil {
@@ -112,6 +125,11 @@ func (rs *runtimeStore) download(ctx context.Context, in *Instance, dir string) 
 			return nil, fmt.Errorf("checkpoint %d: file %s has an invalid local name %q", md.ID, f.Path, f.LocalName)
 		}
 		if err := downloadFile(ctx, md.src, md.base+f.Path, filepath.Join(dir, f.LocalName), f.Size, f.SHA256); err != nil {
+			if ctx.Err() == nil && (isNotExist(err) || errors.Is(err, errFileMismatch)) {
+				// The file is gone or not what the checkpoint recorded: no
+				// retry will read it.
+				err = fmt.Errorf("%w: %w", err, exec.ErrCheckpointUnrestorable)
+			}
 			return nil, fmt.Errorf("restoring from checkpoint %d: %w", md.ID, err)
 		}
 		files = append(files, state.File{Name: f.Name, LocalName: f.LocalName, Size: f.Size, SHA256: f.SHA256, Shared: f.Shared})
@@ -138,10 +156,10 @@ func downloadFile(ctx context.Context, st Storage, from, to string, size int64, 
 		return fmt.Errorf("downloading %s: %w", from, err)
 	}
 	if n != size {
-		return fmt.Errorf("downloading %s: got %d bytes, the checkpoint recorded %d", from, n, size)
+		return fmt.Errorf("downloading %s: got %d bytes, the checkpoint recorded %d: %w", from, n, size, errFileMismatch)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); sum != "" && !strings.EqualFold(got, sum) {
-		return fmt.Errorf("downloading %s: SHA-256 is %s, the checkpoint recorded %s", from, got, sum)
+		return fmt.Errorf("downloading %s: SHA-256 is %s, the checkpoint recorded %s: %w", from, got, sum, errFileMismatch)
 	}
 	return nil
 }

@@ -224,3 +224,58 @@ func s3NotFound(err error) bool {
 	var re *awshttp.ResponseError
 	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound
 }
+
+func (s *s3Storage) getETag(ctx context.Context, p string) ([]byte, string, bool, error) {
+	key, err := s.key(p)
+	if err != nil {
+		return nil, "", false, err
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		if s3NotFound(err) {
+			return nil, "", false, nil
+		}
+		return nil, "", false, fmt.Errorf("get %s: %w", s.describe(key), err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, "", false, fmt.Errorf("get %s: %w", s.describe(key), err)
+	}
+	return data, aws.ToString(out.ETag), true, nil
+}
+
+// putIf is a conditional PutObject: If-None-Match: * without ifMatch,
+// If-Match: ifMatch with it. S3 (since 2024) and S3-compatible servers answer
+// 412 Precondition Failed when the condition does not hold; 409 Conflict
+// reports a concurrent conditional write of the same key.
+func (s *s3Storage) putIf(ctx context.Context, p string, data []byte, ifMatch string) (string, error) {
+	key, err := s.key(p)
+	if err != nil {
+		return "", err
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(key),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+	}
+	if ifMatch == "" {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(ifMatch)
+	}
+	out, err := s.client.PutObject(ctx, in)
+	if err != nil {
+		var re *awshttp.ResponseError
+		if errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusPreconditionFailed || re.HTTPStatusCode() == http.StatusConflict) {
+			return "", fmt.Errorf("put %s: %w", s.describe(key), errPreconditionFailed)
+		}
+		return "", fmt.Errorf("put %s: %w", s.describe(key), err)
+	}
+	etag := aws.ToString(out.ETag)
+	if etag == "" {
+		return "", fmt.Errorf("put %s: the server returned no ETag, so the lease cannot be renewed conditionally", s.describe(key))
+	}
+	return etag, nil
+}

@@ -74,7 +74,9 @@ type OperatorContext struct {
 }
 
 // Operator processes a stream. One goroutine drives an instance; there are no
-// locks inside.
+// locks inside. Every operator is also a CheckpointedOperator or declares
+// that it has no state (StatelessOperator); with checkpointing on, the
+// runtime refuses one that is neither.
 type Operator interface {
 	Open(ctx *OperatorContext) error
 	ProcessBatch(input int, b *types.Batch, out Output) error
@@ -96,9 +98,12 @@ type ProcessingTimeHandler interface {
 // OperatorMetrics counts what an operator instance did. Counters are written
 // by the owning goroutine and read atomically by observers.
 type OperatorMetrics struct {
-	RowsIn, RowsOut  Counter
-	LateRowsDropped  Counter
-	CurrentWatermark Gauge
+	RowsIn, RowsOut Counter
+	LateRowsDropped Counter
+	// NotNullRowsDropped counts the rows a sink's not-null enforcer dropped
+	// (table.exec.sink.not-null-enforcer = DROP).
+	NotNullRowsDropped Counter
+	CurrentWatermark   Gauge
 }
 
 // SourceReader reads the splits assigned to one source subtask.

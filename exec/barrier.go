@@ -17,7 +17,10 @@ type taskCheckpointing struct {
 	insts   []*instance
 	srcInst *instance          // the source reader's position
 	reader  CheckpointedReader // with srcInst
-	sinks   []*sink            // two-phase-commit sinks (deferred Finish)
+	// positions are the reader's positions of checkpoints not yet
+	// completed or aborted, for a CheckpointCompleteReader.
+	positions []readerPosition
+	sinks     []*sink // two-phase-commit sinks (deferred Finish)
 
 	open        int          // input channels not ended
 	aligning    []alignment  // barriers seen on some channels, by ID
@@ -42,6 +45,12 @@ type instance struct {
 type alignment struct {
 	id    CheckpointID
 	final bool
+}
+
+// readerPosition is a source position taken at checkpoint id.
+type readerPosition struct {
+	id  CheckpointID
+	pos []byte
 }
 
 // sealedInstance is a sealed snapshot on its way to the uploader.
@@ -71,7 +80,11 @@ func (t *task) openStates() error {
 		}
 		co, ok := op.(CheckpointedOperator)
 		if !ok {
-			continue
+			if _, stateless := op.(StatelessOperator); stateless {
+				continue
+			}
+			return t.wrapOp(i, fmt.Errorf("operator %s (%T) neither takes part in checkpoints (exec.CheckpointedOperator) nor declares that it has no state (exec.StatelessOperator); a restore would lose what it holds",
+				t.opName(i), op))
 		}
 		id := t.operatorID(i)
 		st, err := cfg.Store.OpenInstance(id, t.subtask, t.v.Parallelism)
@@ -92,11 +105,14 @@ func (t *task) openStates() error {
 }
 
 // openReaderState opens a checkpointed reader's state and restores its
-// position (before the reader opens).
+// position (before the reader opens). A reader that cannot say where it is
+// is refused.
 func (t *task) openReaderState(reader SourceReader) error {
 	cr, ok := reader.(CheckpointedReader)
 	if !ok {
-		return nil
+		// A reader without a position would read its input again from the
+		// start after a restore: duplicates nobody asked for.
+		return fmt.Errorf("source reader %T does not record its position in checkpoints (exec.CheckpointedReader); a restore would read its input again", reader)
 	}
 	cfg := t.cfg.Checkpointing
 	id := OperatorID(fmt.Sprintf("v%d-source", t.v.ID))
@@ -156,6 +172,9 @@ func (t *task) checkpoint(id CheckpointID) error {
 		ss, err := in.state.Seal(id, pos)
 		if err != nil {
 			return fail(fmt.Errorf("seal state of %s: %w", in.id, err))
+		}
+		if _, ok := t.cp.reader.(CheckpointCompleteReader); ok {
+			t.cp.positions = append(t.cp.positions, readerPosition{id: id, pos: pos})
 		}
 		sealed = append(sealed, sealedInstance{id: in.id, sealed: ss, sync: time.Since(start)})
 	}
@@ -257,6 +276,7 @@ func (t *task) onControl(m ctrlMsg) error {
 	case ctrlComplete:
 		return t.notifyComplete(m.id, m.last)
 	case ctrlAborted:
+		t.dropPositions(func(p readerPosition) bool { return p.id == m.id })
 		for _, op := range t.ops {
 			if l, ok := op.(CheckpointListener); ok {
 				l.NotifyCheckpointAborted(m.id)
@@ -305,6 +325,9 @@ func (t *task) drain() error {
 // final checkpoint it gives two-phase-commit sinks their deferred Finish and
 // lets the task end.
 func (t *task) notifyComplete(id CheckpointID, last bool) error {
+	if err := t.notifyReader(id); err != nil {
+		return err
+	}
 	for i, op := range t.ops {
 		if l, ok := op.(CheckpointListener); ok {
 			if err := l.NotifyCheckpointComplete(id); err != nil {
@@ -322,6 +345,37 @@ func (t *task) notifyComplete(id CheckpointID, last bool) error {
 	}
 	t.cp.finished = true
 	return nil
+}
+
+// notifyReader hands a CheckpointCompleteReader the position of completed
+// checkpoint id; positions of older checkpoints are subsumed.
+func (t *task) notifyReader(id CheckpointID) error {
+	var pos []byte
+	found := false
+	for _, p := range t.cp.positions {
+		if p.id == id {
+			pos, found = p.pos, true
+		}
+	}
+	t.dropPositions(func(p readerPosition) bool { return p.id <= id })
+	if !found {
+		return nil
+	}
+	if err := t.cp.reader.(CheckpointCompleteReader).NotifyPositionComplete(id, pos); err != nil {
+		return fmt.Errorf("source reader: checkpoint %d complete: %w", id, err)
+	}
+	return nil
+}
+
+func (t *task) dropPositions(drop func(readerPosition) bool) {
+	kept := t.cp.positions[:0]
+	for _, p := range t.cp.positions {
+		if !drop(p) {
+			kept = append(kept, p)
+		}
+	}
+	clear(t.cp.positions[len(kept):])
+	t.cp.positions = kept
 }
 
 // endHead is what a head task does at the end of its input with

@@ -994,3 +994,86 @@ func TestCheckpointConfigValidation(t *testing.T) {
 	}
 	_ = waitJob(t, j)
 }
+
+// completeReader is a posReader that records the positions the runtime hands
+// it when checkpoints complete.
+type completeReader struct {
+	posReader
+	mu       sync.Mutex
+	notified []string // "checkpoint:position"
+}
+
+func (r *completeReader) NotifyPositionComplete(id CheckpointID, pos []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notified = append(r.notified, fmt.Sprintf("%d:%d", id, binary.BigEndian.Uint64(pos)))
+	return nil
+}
+
+func TestReaderNotifiedOfCompletedPositions(t *testing.T) {
+	// Positions 2 and 5 are taken at checkpoints 1 and 2; the final
+	// checkpoint 3 holds position 6 (every row). Each completion hands the
+	// reader the position its own checkpoint took, not the reader's current one.
+	r := &completeReader{posReader: posReader{data: seq(1, 6), allow: make(chan int)}}
+	src := &Vertex{ID: 1, Name: "Source", Parallelism: 1,
+		Source: &SourceSpec{Width: 1, NewReader: func(int, int) (SourceReader, error) { return r, nil }}}
+	rc := newRecorder(100)
+	src.Chain = chain(rc.op())
+	j, err := Start(context.Background(), &JobGraph{Vertices: []*Vertex{src}}, Config{Checkpointing: ckptConfig(newMemStore(), ExactlyOnce)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Cancel()
+	grant(t, j, &r.posReader, 2)
+	awaitTrigger(t, triggerAsync(j))
+	grant(t, j, &r.posReader, 3)
+	awaitTrigger(t, triggerAsync(j))
+	grant(t, j, &r.posReader, 1)
+	grant(t, j, &r.posReader, -1)
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if want := []string{"1:2", "2:5", "3:6"}; !slices.Equal(r.notified, want) {
+		t.Fatalf("notified %v, want %v", r.notified, want)
+	}
+}
+
+// undeclared keeps a count but neither checkpoints it nor declares that it
+// has no state.
+type undeclared struct {
+	base
+	n int
+}
+
+func (u *undeclared) ProcessBatch(_ int, b *types.Batch, out Output) error {
+	u.n += b.Len()
+	return out.Push(b)
+}
+
+// TestUndeclaredStateRefused: with checkpointing on, an operator that is
+// neither a CheckpointedOperator nor a StatelessOperator fails the job when
+// it starts, naming the operator, and so does a source reader that is not a
+// CheckpointedReader; without checkpointing they run.
+func TestUndeclaredStateRefused(t *testing.T) {
+	src := posSource(1, &posReader{data: seq(1, 3)})
+	src.Chain = chain(opOf(&undeclared{}))
+	src.ChainNames = []string{"Counter"}
+	err := run(t, &JobGraph{Vertices: []*Vertex{src}}, Config{Checkpointing: ckptConfig(newMemStore(), ExactlyOnce)})
+	if err == nil || !strings.Contains(err.Error(), "operator Counter (*exec.undeclared) neither takes part in checkpoints") {
+		t.Fatalf("got %v, want the refusal of the undeclared operator", err)
+	}
+	src = posSource(1, &posReader{data: seq(1, 3)})
+	src.Chain = chain(opOf(&undeclared{}))
+	if err := run(t, &JobGraph{Vertices: []*Vertex{src}}, Config{}); err != nil {
+		t.Fatalf("without checkpointing: %v", err)
+	}
+	// A reader that records no position would read everything again after
+	// a restore.
+	plain := sliceSource(1, 1, 1, []step{rowsStep(0, ints(1))})
+	err = run(t, &JobGraph{Vertices: []*Vertex{plain}}, Config{Checkpointing: ckptConfig(newMemStore(), ExactlyOnce)})
+	if err == nil || !strings.Contains(err.Error(), "source reader *exec.sliceReader does not record its position in checkpoints") {
+		t.Fatalf("got %v, want the refusal of the reader without a position", err)
+	}
+}

@@ -50,6 +50,17 @@ type CheckpointedOperator interface {
 	SnapshotState(id CheckpointID, w StateWriter) error
 }
 
+// StatelessOperator is implemented by operators that keep nothing a restore
+// would need: whatever they hold between calls is rebuilt from the input
+// that follows. With checkpointing on, the runtime refuses an operator that
+// is neither a CheckpointedOperator nor a StatelessOperator, so an operator
+// cannot lose its state at a restore by forgetting to snapshot it.
+type StatelessOperator interface {
+	Operator
+	// Stateless declares the operator stateless; it is never called.
+	Stateless()
+}
+
 // CheckpointListener is implemented by operators that act when a checkpoint
 // completes or is aborted (two-phase-commit sinks commit here).
 type CheckpointListener interface {
@@ -65,6 +76,18 @@ type CheckpointedReader interface {
 	SnapshotPosition() ([]byte, error)
 	// RestorePosition is called before Open with what SnapshotPosition returned.
 	RestorePosition(pos []byte) error
+}
+
+// CheckpointCompleteReader is a CheckpointedReader that acts when a
+// checkpoint holding its position completes, as Flink's
+// SourceReader.notifyCheckpointComplete: a Kafka source commits the
+// checkpoint's offsets to its consumer group. The call runs on the task's
+// goroutine and should not wait on the network.
+type CheckpointCompleteReader interface {
+	CheckpointedReader
+	// NotifyPositionComplete is called when checkpoint id completed with
+	// pos, what SnapshotPosition returned for it. An error fails the task.
+	NotifyPositionComplete(id CheckpointID, pos []byte) error
 }
 
 // Committable is what a two-phase-commit sink writer hands over at a barrier

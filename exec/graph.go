@@ -95,6 +95,11 @@ type WatermarkSpec struct {
 	// ('scan.watermark.emit.strategy' = 'on-event'); otherwise watermarks are
 	// emitted every Config.AutoWatermarkInterval.
 	EmitOnEvent bool
+	// IdleTimeout, when HasIdleTimeout, is the table's
+	// 'scan.watermark.idle-timeout': it replaces Config.IdleTimeout for
+	// this source (0 turns idleness detection off).
+	IdleTimeout    time.Duration
+	HasIdleTimeout bool
 }
 
 // Config holds the runtime options taken from the session configuration.

@@ -404,3 +404,8 @@ func chain(ops ...func() (Operator, error)) []func() (Operator, error) { return 
 func opOf(op Operator) func() (Operator, error) {
 	return func() (Operator, error) { return op, nil }
 }
+
+// The recording test operators keep what they saw outside the job, for the
+// test to read; they have nothing to restore.
+func (*recordOp) Stateless()  {}
+func (*collectOp) Stateless() {}

@@ -267,6 +267,7 @@ type VertexMetrics struct {
 type OperatorSnapshot struct {
 	Name                             string
 	RowsIn, RowsOut, LateRowsDropped int64
+	NotNullRowsDropped               int64
 	// Watermark is the lowest current watermark over the subtasks.
 	Watermark int64
 	Subtasks  []SubtaskMetrics
@@ -275,12 +276,13 @@ type OperatorSnapshot struct {
 // SubtaskMetrics are one operator instance's counters.
 type SubtaskMetrics struct {
 	RowsIn, RowsOut, LateRowsDropped int64
+	NotNullRowsDropped               int64
 	Watermark                        int64
 }
 
 // Metrics returns a snapshot of every vertex's counters. The runtime counts
 // rows into and out of each operator and its current watermark; operators
-// count only the late rows they drop. It is safe to call at any time, also
+// count only the rows they drop (late, or NULL in a NOT NULL sink column). It is safe to call at any time, also
 // after the job ended.
 func (j *Job) Metrics() []VertexMetrics {
 	out := make([]VertexMetrics, 0, len(j.vertices))
@@ -296,10 +298,12 @@ func (j *Job) Metrics() []VertexMetrics {
 			os := OperatorSnapshot{Name: name, Watermark: MaxWatermark}
 			for _, ms := range vr.ops {
 				m := ms[i]
-				s := SubtaskMetrics{RowsIn: m.RowsIn.Load(), RowsOut: m.RowsOut.Load(), LateRowsDropped: m.LateRowsDropped.Load(), Watermark: m.CurrentWatermark.Load()}
+				s := SubtaskMetrics{RowsIn: m.RowsIn.Load(), RowsOut: m.RowsOut.Load(), LateRowsDropped: m.LateRowsDropped.Load(),
+					NotNullRowsDropped: m.NotNullRowsDropped.Load(), Watermark: m.CurrentWatermark.Load()}
 				os.RowsIn += s.RowsIn
 				os.RowsOut += s.RowsOut
 				os.LateRowsDropped += s.LateRowsDropped
+				os.NotNullRowsDropped += s.NotNullRowsDropped
 				os.Watermark = min(os.Watermark, s.Watermark)
 				os.Subtasks = append(os.Subtasks, s)
 			}

@@ -753,3 +753,60 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	}
 	awaitGoroutines(t, before)
 }
+
+// The table's 'scan.watermark.idle-timeout' (WatermarkSpec.IdleTimeout)
+// replaces table.exec.source.idle-timeout for its source, both ways: it
+// turns idleness on where the session has it off, and off ('0 ms') where the
+// session has it on. The script is TestPeriodicWatermarkAndIdleSplit's:
+// split 1 stays silent for 7 minutes while split 0 reaches 2500.
+func TestTableIdleTimeoutOverridesConfig(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		config      time.Duration
+		table       time.Duration
+		watermarks  []string // every watermark the job emits
+		idleRelease bool
+	}{
+		{"table on, session off", 0, 5 * time.Minute, []string{"wm(100)", "wm(2500)", "wm(max)"}, true},
+		{"table off, session on", 5 * time.Minute, 0, []string{"wm(100)", "wm(max)"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := newFakeClock(0)
+			r := newChanReader(2)
+			rc := newRecorder(100)
+			wm := tsWatermark(0, 0, false)
+			wm.IdleTimeout, wm.HasIdleTimeout = c.table, true
+			src := chanSource(1, 1, wm, r)
+			src.Chain = chain(rc.op())
+			cfg := Config{Now: clock.now, AutoWatermarkInterval: time.Minute, IdleTimeout: c.config}
+			j, err := Start(context.Background(), &JobGraph{Vertices: []*Vertex{src}}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Cancel()
+			r.steps <- rowsStep(0, ints(1000))
+			r.steps <- rowsStep(1, ints(100))
+			clock.advance(60_000)
+			r.steps <- step{}
+			if wm := nextWatermark(t, rc); wm != 100 {
+				t.Fatalf("first watermark %d, want 100", wm)
+			}
+			clock.advance(360_000)
+			r.steps <- rowsStep(0, ints(2500))
+			clock.advance(60_000)
+			r.steps <- step{}
+			if c.idleRelease {
+				if wm := nextWatermark(t, rc); wm != 2500 {
+					t.Fatalf("watermark %d after split 1 went idle, want 2500", wm)
+				}
+			}
+			r.steps <- step{end: true}
+			if err := waitJob(t, j); err != nil {
+				t.Fatal(err)
+			}
+			if got := rc.strings(-1, "wm"); !slices.Equal(got, c.watermarks) {
+				t.Fatalf("watermarks %v, want %v", got, c.watermarks)
+			}
+		})
+	}
+}

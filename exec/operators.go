@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,6 +32,9 @@ func NewIdentity() Operator { return identity{} }
 
 func (identity) ProcessBatch(_ int, b *types.Batch, out Output) error { return out.Push(b) }
 
+// Stateless implements StatelessOperator.
+func (identity) Stateless() {}
+
 // calc filters and projects rows.
 type calc struct {
 	base
@@ -47,6 +51,10 @@ type calc struct {
 func NewCalc(filter Predicate, project Projector, outWidth int) Operator {
 	return &calc{filter: filter, project: project, outWidth: outWidth}
 }
+
+// Stateless implements StatelessOperator: the output batch is reused
+// scratch space, empty between calls.
+func (*calc) Stateless() {}
 
 func (c *calc) ProcessBatch(_ int, b *types.Batch, out Output) error {
 	if c.filter == nil && c.project == nil {
@@ -110,7 +118,11 @@ type sink struct {
 	restoring     bool             // the job started from a checkpoint
 	toDelete      []preparedCommit // committed since the previous snapshot, still in the state
 	fault         FaultFunc        // Config.Fault, set with checkpointing
+	notNull       *notNullEnforcer // WithNotNull; nil without NOT NULL columns
 }
+
+// SinkOption configures a sink operator.
+type SinkOption func(*sink)
 
 // preparedCommit is what PrepareCommit returned at one barrier.
 type preparedCommit struct {
@@ -127,9 +139,12 @@ type preparedCommit struct {
 // commits the restored committables again before it opens after a restore.
 // Its Finish is called only after the final checkpoint committed, so
 // everything written reaches the final checkpoint's pre-commit.
-func NewSinkOperator(w SinkWriter) Operator {
+func NewSinkOperator(w SinkWriter, opts ...SinkOption) Operator {
 	s := &sink{}
 	s.setWriter(w)
+	for _, o := range opts {
+		o(s)
+	}
 	return s
 }
 
@@ -139,8 +154,12 @@ func NewSinkOperator(w SinkWriter) Operator {
 // keeps state for the sink either way (empty unless it does); committables
 // restored for it are committed as soon as the writer exists, before the
 // writer opens.
-func NewSinkOperatorFunc(newWriter func(subtask, parallelism int) (SinkWriter, error)) Operator {
-	return &sink{newWriter: newWriter}
+func NewSinkOperatorFunc(newWriter func(subtask, parallelism int) (SinkWriter, error), opts ...SinkOption) Operator {
+	s := &sink{newWriter: newWriter}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func (s *sink) setWriter(w SinkWriter) {
@@ -155,6 +174,9 @@ func (s *sink) maybeTwoPhase() bool { return s.tpc != nil || (s.w == nil && s.ne
 
 func (s *sink) Open(ctx *OperatorContext) error {
 	s.ctx = ctx.Ctx
+	if s.notNull != nil {
+		s.notNull.open(ctx)
+	}
 	if s.w == nil {
 		w, err := s.newWriter(ctx.Subtask, ctx.Parallelism)
 		if err != nil {
@@ -176,8 +198,17 @@ func (s *sink) Open(ctx *OperatorContext) error {
 	return s.w.Open(s.ctx)
 }
 
-func (s *sink) ProcessBatch(_ int, b *types.Batch, _ Output) error { return s.w.Write(s.ctx, b) }
-func (s *sink) ProcessWatermark(int64, Output) error               { return nil }
+func (s *sink) ProcessBatch(_ int, b *types.Batch, _ Output) error {
+	if s.notNull != nil {
+		var err error
+		if b, err = s.notNull.check(b); err != nil || b.Len() == 0 {
+			return err
+		}
+	}
+	return s.w.Write(s.ctx, b)
+}
+
+func (s *sink) ProcessWatermark(int64, Output) error { return nil }
 func (s *sink) Close() error {
 	if s.w == nil {
 		return nil
@@ -186,6 +217,9 @@ func (s *sink) Close() error {
 }
 
 func (s *sink) Finish(Output) error {
+	if s.notNull != nil {
+		s.notNull.finish()
+	}
 	if s.tpc != nil && s.checkpointing {
 		return nil // finishDeferred, after the final checkpoint
 	}
@@ -363,15 +397,19 @@ type sortOp struct {
 	kinds  []types.RowKind
 	order  []int
 	wm     int64
+
+	persisted   int   // rows already in the checkpointed state
+	persistedWM int64 // watermark already in the checkpointed state
 }
 
 // NewSort returns an operator that sorts its bounded input by keys (stable:
 // ties keep arrival order) and emits rows [offset, offset+limit) at Finish;
 // limit -1 means no limit. Watermarks are held back and the last one is
 // emitted after the rows, so downstream event-time operators do not see the
-// rows as late.
+// rows as late. The buffered rows and the held-back watermark are
+// checkpointed, so a restored sort still sorts everything it was given.
 func NewSort(keys []SortKey, offset, limit int) Operator {
-	return &sortOp{keys: keys, offset: offset, limit: limit, wm: MinWatermark}
+	return &sortOp{keys: keys, offset: offset, limit: limit, wm: MinWatermark, persistedWM: MinWatermark}
 }
 
 func (s *sortOp) Open(*OperatorContext) error { return nil }
@@ -468,12 +506,14 @@ type limitOp struct {
 	base
 	offset, limit int
 	seen          int
+	persisted     int // seen, as in the checkpointed state
 	out           *types.Batch
 }
 
 // NewLimit returns a streaming operator that skips the first offset rows,
 // passes the next limit rows (all when limit is -1) and drops the rest.
-// Its input must be insert-only.
+// Its input must be insert-only. How many rows it has seen is
+// checkpointed, so after a restore it passes exactly the rows it still owes.
 func NewLimit(offset, limit int) Operator {
 	return &limitOp{offset: max(offset, 0), limit: limit}
 }
@@ -504,4 +544,112 @@ func (l *limitOp) ProcessBatch(_ int, b *types.Batch, out Output) error {
 		l.out.AppendRow(b.Kinds[i], b.Rows[i])
 	}
 	return out.Push(l.out)
+}
+
+var (
+	_ CheckpointedOperator = (*sortOp)(nil)
+	_ CheckpointedOperator = (*limitOp)(nil)
+	_ StatelessOperator    = identity{}
+	_ StatelessOperator    = (*calc)(nil)
+)
+
+// Operator state keys of sortOp and limitOp (KeyGroupNone: both run after a
+// GLOBAL exchange, as one subtask).
+const (
+	sortRowPrefix = "sort/row/" // + 8-byte big-endian arrival index → kind, row
+	sortWMKey     = "sort/wm"   // the held-back watermark
+	limitSeenKey  = "limit/seen"
+)
+
+// SnapshotState implements CheckpointedOperator: the rows buffered since
+// the previous snapshot (all of them when w is Full), one entry each under
+// their arrival index, and the held-back watermark when it changed. Rows
+// are only ever appended, so nothing is deleted.
+func (s *sortOp) SnapshotState(_ CheckpointID, w StateWriter) error {
+	from := s.persisted
+	if w.Full() {
+		from = 0
+	}
+	n := len(s.kinds)
+	key := make([]byte, 0, len(sortRowPrefix)+8)
+	var val []byte
+	for i := from; i < n; i++ {
+		key = binary.BigEndian.AppendUint64(append(key[:0], sortRowPrefix...), uint64(i))
+		val = append(val[:0], byte(s.kinds[i]))
+		val = types.AppendRow(val, s.row(i))
+		if err := w.Put(KeyGroupNone, key, val); err != nil {
+			return err
+		}
+	}
+	s.persisted = n
+	if w.Full() || s.wm != s.persistedWM {
+		if err := w.Put(KeyGroupNone, []byte(sortWMKey), binary.BigEndian.AppendUint64(nil, uint64(s.wm))); err != nil {
+			return err
+		}
+		s.persistedWM = s.wm
+	}
+	return nil
+}
+
+// RestoreState implements CheckpointedOperator: the buffered rows in
+// arrival order (the reader replays keys in order within a key group, and
+// the big-endian index sorts as the arrival order), so ties still keep it.
+func (s *sortOp) RestoreState(r StateReader) error {
+	err := r.Each(func(kg int, key, value []byte) error {
+		if kg != KeyGroupNone {
+			return fmt.Errorf("sort: unexpected keyed state entry %q", key)
+		}
+		switch {
+		case string(key) == sortWMKey:
+			if len(value) != 8 {
+				return fmt.Errorf("sort: bad watermark entry of %d bytes", len(value))
+			}
+			s.wm = int64(binary.BigEndian.Uint64(value))
+			s.persistedWM = s.wm
+		case bytes.HasPrefix(key, []byte(sortRowPrefix)):
+			idx := key[len(sortRowPrefix):]
+			if len(idx) != 8 || binary.BigEndian.Uint64(idx) != uint64(len(s.kinds)) || len(value) < 1 {
+				return fmt.Errorf("sort: restored row entry %x out of sequence (have %d rows)", key, len(s.kinds))
+			}
+			row, rest, err := types.DecodeRow(value[1:])
+			if err != nil || len(rest) != 0 {
+				return fmt.Errorf("sort: bad row entry %x: %v", key, err)
+			}
+			if s.width == 0 {
+				s.width = len(row)
+			}
+			if len(row) != s.width {
+				return errors.New("sort: restored rows of different widths")
+			}
+			s.values = append(s.values, row...)
+			s.kinds = append(s.kinds, types.RowKind(value[0]))
+		default:
+			return fmt.Errorf("sort: unexpected state entry %q", key)
+		}
+		return nil
+	})
+	s.persisted = len(s.kinds)
+	return err
+}
+
+// SnapshotState implements CheckpointedOperator: how many rows it has seen,
+// which says how many it passed and may still pass.
+func (l *limitOp) SnapshotState(_ CheckpointID, w StateWriter) error {
+	if !w.Full() && l.seen == l.persisted {
+		return nil
+	}
+	l.persisted = l.seen
+	return w.Put(KeyGroupNone, []byte(limitSeenKey), binary.BigEndian.AppendUint64(nil, uint64(l.seen)))
+}
+
+// RestoreState implements CheckpointedOperator.
+func (l *limitOp) RestoreState(r StateReader) error {
+	return r.Each(func(kg int, key, value []byte) error {
+		if kg != KeyGroupNone || string(key) != limitSeenKey || len(value) != 8 {
+			return fmt.Errorf("limit: unexpected state entry %q", key)
+		}
+		l.seen = int(binary.BigEndian.Uint64(value))
+		l.persisted = l.seen
+		return nil
+	})
 }

@@ -28,10 +28,11 @@ type sourceRun struct {
 	wmOut    types.Row
 	segment  *types.Batch // rows up to a watermark, EmitOnEvent only
 
-	splits   []splitState
-	emitted  int64 // last watermark sent downstream
-	idle     bool  // the subtask reported itself idle
-	nextTick int64 // processing time of the next periodic emission
+	splits      []splitState
+	idleTimeout time.Duration // of this source: the table's, else Config.IdleTimeout
+	emitted     int64         // last watermark sent downstream
+	idle        bool          // the subtask reported itself idle
+	nextTick    int64         // processing time of the next periodic emission
 
 	// The deadline context given to Read, reused while the deadline stays.
 	readCtx    context.Context
@@ -96,6 +97,10 @@ func (s *sourceRun) run() error {
 		}
 		s.wmExpr = e
 		s.wmOut = make(types.Row, 1)
+		s.idleTimeout = t.cfg.IdleTimeout
+		if wm.HasIdleTimeout {
+			s.idleTimeout = wm.IdleTimeout
+		}
 		if wm.EmitOnEvent {
 			s.segment = types.NewBatch(width, t.cfg.BatchSize)
 		}
@@ -266,8 +271,8 @@ func (s *sourceRun) tick(now int64) error {
 	if s.wmExpr == nil {
 		return nil
 	}
-	timeout := durationMillis(s.t.cfg.IdleTimeout)
-	if s.t.cfg.IdleTimeout > 0 {
+	timeout := durationMillis(s.idleTimeout)
+	if s.idleTimeout > 0 {
 		for i := range s.splits {
 			sp := &s.splits[i]
 			if !sp.idle && !sp.done && now-sp.lastActive >= timeout {
@@ -279,7 +284,7 @@ func (s *sourceRun) tick(now int64) error {
 	if ok {
 		return s.emit(wm)
 	}
-	if s.t.cfg.IdleTimeout > 0 && !s.idle && s.anyIdleOrNone() {
+	if s.idleTimeout > 0 && !s.idle && s.anyIdleOrNone() {
 		s.idle = true
 		return s.t.send.broadcast(element{kind: elemIdle})
 	}

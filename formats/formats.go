@@ -68,16 +68,22 @@ func (r *Registry) Register(f Factory) {
 	r.factories[f.Identifier()] = f
 }
 
-// Lookup returns the factory for identifier or an error naming the available ones.
-func (r *Registry) Lookup(identifier string) (Factory, error) {
-	if f, ok := r.factories[identifier]; ok {
-		return f, nil
-	}
+// Identifiers returns the registered format identifiers, sorted.
+func (r *Registry) Identifiers() []string {
 	ids := make([]string, 0, len(r.factories))
 	for id := range r.factories {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	return ids
+}
+
+// Lookup returns the factory for identifier or an error naming the available ones.
+func (r *Registry) Lookup(identifier string) (Factory, error) {
+	if f, ok := r.factories[identifier]; ok {
+		return f, nil
+	}
+	ids := r.Identifiers()
 	return nil, fmt.Errorf("Could not find any format factory for identifier '%s' in the classpath.\n\nAvailable factory identifiers are:\n\n%s",
 		identifier, strings.Join(ids, "\n"))
 }

@@ -343,8 +343,18 @@ func readAllUntilQuiet(t *testing.T, addr, topic string) []*kgo.Record {
 // partition 0's progress fires the windows. (As in Flink, a partition is
 // released while others are active; if every partition went quiet at once,
 // the watermark would not advance.) The query is unbounded; the test waits
-// for the first window results.
+// for the first window results. The table's 'scan.watermark.idle-timeout'
+// does the same for its source, in place of the session's option.
 func TestIdlePartitionReleasesWatermark(t *testing.T) {
+	t.Run("session-option", func(t *testing.T) {
+		idlePartitionReleasesWatermark(t, map[string]string{"table.exec.source.idle-timeout": "300 ms"}, "")
+	})
+	t.Run("table-option", func(t *testing.T) {
+		idlePartitionReleasesWatermark(t, nil, ", 'scan.watermark.idle-timeout' = '300 ms'")
+	})
+}
+
+func idlePartitionReleasesWatermark(t *testing.T, conf map[string]string, tableOpts string) {
 	addr := startBroker(t, map[string]int32{"slow": 2})
 	ev := func(n, sec int) string {
 		return fmt.Sprintf(`{"n":%d,"ts":"2024-01-01 00:%02d:%02d"}`, n, sec/60, sec%60)
@@ -352,10 +362,14 @@ func TestIdlePartitionReleasesWatermark(t *testing.T) {
 	produce(t, addr, "slow",
 		rec{partition: 1, value: ev(100, 1)},
 		rec{partition: 0, value: ev(1, 2)}, rec{partition: 0, value: ev(2, 5)}, rec{partition: 0, value: ev(3, 12)})
-	s := newSession(t, map[string]string{"table.exec.source.idle-timeout": "300 ms", "pipeline.auto-watermark-interval": "50 ms"})
+	if conf == nil {
+		conf = map[string]string{}
+	}
+	conf["pipeline.auto-watermark-interval"] = "50 ms"
+	s := newSession(t, conf)
 	run(t, s, fmt.Sprintf(`CREATE TABLE slow (n INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH (
   'connector' = 'kafka', 'topic' = 'slow', 'properties.bootstrap.servers' = '%s',
-  'scan.startup.mode' = 'earliest-offset', 'format' = 'json');`, addr))
+  'scan.startup.mode' = 'earliest-offset', 'format' = 'json'%s);`, addr, tableOpts))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	st, _ := parser.ParseStatement(`SELECT window_start, SUM(n) FROM TABLE(TUMBLE(TABLE slow, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end`)

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/connectors/builtin"
 	"github.com/flinksql/flinksql/connectors/datagen"
@@ -28,8 +29,12 @@ import (
 type flakyFactory struct {
 	*datagen.Factory
 	failAfter int64
-	read      atomic.Int64
-	failed    atomic.Bool
+	// ready, when set, holds the failure back until it reports true (a
+	// checkpoint exists), so the failed job surely leaves one however slow
+	// the machine.
+	ready  func() bool
+	read   atomic.Int64
+	failed atomic.Bool
 }
 
 func (f *flakyFactory) Identifier() string { return "flaky-datagen" }
@@ -69,10 +74,26 @@ type flakyReader struct {
 
 func (r *flakyReader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, error) {
 	res, err := r.CheckpointedReader.Read(ctx, b)
-	if r.f.read.Add(int64(b.Len())) > r.f.failAfter && r.f.failed.CompareAndSwap(false, true) {
+	if r.f.read.Add(int64(b.Len())) > r.f.failAfter && r.f.checkpointed() && r.f.failed.CompareAndSwap(false, true) {
 		return res, fmt.Errorf("injected failure after %d rows", r.f.failAfter)
 	}
 	return res, err
+}
+
+func (f *flakyFactory) checkpointed() bool { return f.ready == nil || f.ready() }
+
+// metadataWith returns a ready function for flakyFactory: true once a
+// _metadata of job in dir contains want.
+func metadataWith(dir, job, want string) func() bool {
+	return func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, job, "chk-*", "_metadata"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), want) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // committedIDs reads the ids in the committed (visible) part files of dir.
@@ -215,7 +236,24 @@ INSERT INTO sink_out SELECT id, k FROM gen;`, out))
 // the job fails and keeps its checkpoints, as a crashed one would.
 func failedRun(t *testing.T, dir string, conf map[string]string, insert string) {
 	t.Helper()
-	f := &flakyFactory{Factory: datagen.NewFactory(), failAfter: 200}
+	failedRunAfter(t, dir, conf, insert, 200)
+}
+
+// failedRunAfter is failedRun failing after rows rows, once a checkpoint
+// completed.
+func failedRunAfter(t *testing.T, dir string, conf map[string]string, insert string, rows int64) {
+	t.Helper()
+	job := "*"
+	if n, ok := conf["pipeline.name"]; ok {
+		job = n
+	}
+	failedRunWhen(t, dir, conf, insert, rows, metadataWith(dir, job, ""))
+}
+
+// failedRunWhen is failedRun failing after rows rows once ready.
+func failedRunWhen(t *testing.T, dir string, conf map[string]string, insert string, rows int64, ready func() bool) {
+	t.Helper()
+	f := &flakyFactory{Factory: datagen.NewFactory(), failAfter: rows, ready: ready}
 	reg := builtin.NewRegistry(os.Stdout, os.Stderr)
 	reg.Register(f)
 	all := map[string]string{"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "restart-strategy.type": "none"}
@@ -330,4 +368,128 @@ func (l *lockedLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestMaxParallelismRecorded: keyed state is split into
+// pipeline.max-parallelism key groups, so a checkpoint taken with 128 cannot
+// be restored with 64 (the counts would land on the wrong subtasks); the
+// restore is refused with Flink's message. A job that leaves the option unset
+// adopts the checkpoint's, as in Flink.
+func TestMaxParallelismRecorded(t *testing.T) {
+	dir := t.TempDir()
+	insert := `INSERT INTO totals SELECT k, COUNT(*) FROM gen GROUP BY k;`
+	failedRun(t, dir, map[string]string{"pipeline.name": "maxpar-job", "parallelism.default": "2"}, insert)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	script := `
+CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'datagen', 'rows-per-second' = '2000',
+  'number-of-rows' = '100000', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '99999');
+CREATE TABLE totals (k INT, n BIGINT) WITH ('connector' = 'blackhole');
+` + insert
+	s, err := session.New(session.Options{Stderr: testWriter{t}, Config: map[string]string{
+		"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "pipeline.name": "maxpar-job",
+		"parallelism.default": "2", "pipeline.max-parallelism": "64"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Execute(ctx, script)
+	s.Close()
+	if err == nil || !strings.Contains(err.Error(), "The maximum parallelism (128) with which the latest checkpoint") ||
+		!strings.Contains(err.Error(), "the current maximum parallelism (64) changed. This is currently not supported.") {
+		t.Fatalf("restoring a max-parallelism 128 checkpoint with 64: %v", err)
+	}
+
+	failedRun(t, dir, map[string]string{"pipeline.name": "maxpar-256", "pipeline.max-parallelism": "256"}, insert)
+	var log lockedLog
+	s, err = session.New(session.Options{Stderr: &log, Config: map[string]string{
+		"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "pipeline.name": "maxpar-256"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stmts, err := parser.ParseScript(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range stmts {
+		if _, err := s.ExecuteStatement(ctx, st); err != nil {
+			t.Fatalf("restoring with the option unset: %v", err)
+		}
+	}
+	if !strings.Contains(log.String(), "uses the maximum parallelism 256 of checkpoint") {
+		t.Fatalf("the job did not adopt the checkpoint's max parallelism:\n%s", log.String())
+	}
+}
+
+// TestUnrestorableFailsAtOnce: a restore that cannot succeed fails the job
+// with a clear message instead of restarting it again and again: a
+// checkpoint taken with rocksdb restored with hashmap, and a checkpoint
+// whose shared file is gone.
+func TestUnrestorableFailsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	insert := `INSERT INTO totals SELECT k, COUNT(*) FROM gen GROUP BY k;`
+	// 1000 rows at 2000 rows/s: checkpoints every 20 ms complete before the
+	// failure, also under the race detector.
+	failedRunAfter(t, dir, map[string]string{"pipeline.name": "switch-job", "state.backend.type": "rocksdb"}, insert, 1000)
+	script := `
+CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'datagen', 'rows-per-second' = '2000',
+  'number-of-rows' = '100000', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '99999');
+CREATE TABLE totals (k INT, n BIGINT) WITH ('connector' = 'blackhole');
+` + insert
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var log lockedLog
+	s, err := session.New(session.Options{Stderr: &log, Config: map[string]string{
+		"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "pipeline.name": "switch-job",
+		"state.backend.type": "hashmap", "restart-strategy.type": "fixed-delay",
+		"restart-strategy.fixed-delay.attempts": "1000000", "restart-strategy.fixed-delay.delay": "1 ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Execute(ctx, script)
+	s.Close()
+	if err == nil || !strings.Contains(err.Error(), "is not restarted") || !strings.Contains(err.Error(), "set 'state.backend.type' = 'rocksdb'") {
+		t.Fatalf("restoring a rocksdb checkpoint with hashmap: %v\n%s", err, log.String()[:min(3000, len(log.String()))])
+	}
+	if strings.Contains(log.String(), "Restarting it") {
+		t.Errorf("the job was restarted:\n%s", log.String())
+	}
+
+	// A shared file of the only checkpoint is gone: the start fails, naming it.
+	// Fail once a completed checkpoint references a shared file (an SST).
+	failedRunWhen(t, dir, map[string]string{"pipeline.name": "lost-file", "state.backend.type": "rocksdb"}, insert, 1000,
+		metadataWith(dir, "lost-file", `"shared": true`))
+	st, err := checkpoint.OpenStorage(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mds, err := checkpoint.ListCheckpoints(ctx, st, "lost-file")
+	if err != nil || len(mds) == 0 {
+		t.Fatalf("checkpoints of the failed run: %v, %v", mds, err)
+	}
+	var shared []string
+	for _, in := range mds[len(mds)-1].Instances {
+		for _, f := range in.Files {
+			if f.Shared {
+				shared = append(shared, filepath.Join(dir, "lost-file", filepath.FromSlash(f.Path)))
+			}
+		}
+	}
+	if len(shared) == 0 {
+		t.Fatalf("the latest checkpoint %d references no shared file", mds[len(mds)-1].ID)
+	}
+	if err := os.Remove(shared[0]); err != nil {
+		t.Fatal(err)
+	}
+	s, err = session.New(session.Options{Stderr: testWriter{t}, Config: map[string]string{
+		"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "pipeline.name": "lost-file",
+		"state.backend.type": "rocksdb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Execute(ctx, script)
+	if err == nil || !strings.Contains(err.Error(), "can be restored") || !strings.Contains(err.Error(), filepath.Base(shared[0])+" (operator") {
+		t.Fatalf("restoring a checkpoint whose shared file is gone: %v", err)
+	}
 }

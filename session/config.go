@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ var defaults = map[string]string{
 	"table.exec.mini-batch.enabled":       "false",
 	"table.exec.mini-batch.allow-latency": "0 ms",
 	"table.exec.mini-batch.size":          "-1",
+	"table.exec.sink.not-null-enforcer":   "ERROR",
 
 	// Checkpointing (off until an interval is set) and recovery.
 	"execution.checkpointing.interval":                                 "",
@@ -48,6 +50,8 @@ var defaults = map[string]string{
 	"restart-strategy.exponential-delay.max-backoff":                   "1 min",
 	"restart-strategy.exponential-delay.backoff-multiplier":            "1.5",
 	"restart-strategy.exponential-delay.attempts-before-reset-backoff": "2147483647",
+	"restart-strategy.exponential-delay.reset-backoff-threshold":       "1 h",
+	"restart-strategy.exponential-delay.jitter-factor":                 "0.1",
 }
 
 // optionCheck validates a value of a known option.
@@ -93,6 +97,12 @@ var checks = map[string]optionCheck{
 	"table.exec.mini-batch.enabled":                                    enumOption("true", "false"),
 	"table.exec.mini-batch.allow-latency":                              durationOption,
 	"table.exec.mini-batch.size":                                       intOption(-1),
+	"table.exec.sink.not-null-enforcer":                                enumOption("ERROR", "DROP"),
+	"table.exec.emit.allow-lateness":                                   optionalDuration,
+	"table.exec.emit.early-fire.enabled":                               enumOption("true", "false"),
+	"table.exec.emit.early-fire.delay":                                 optionalDuration,
+	"table.exec.emit.late-fire.enabled":                                enumOption("true", "false"),
+	"table.exec.emit.late-fire.delay":                                  optionalDuration,
 	"execution.checkpointing.interval":                                 optionalDuration,
 	"execution.checkpointing.mode":                                     enumOption("EXACTLY_ONCE", "AT_LEAST_ONCE"),
 	"execution.checkpointing.timeout":                                  durationOption,
@@ -109,6 +119,23 @@ var checks = map[string]optionCheck{
 	"restart-strategy.exponential-delay.initial-backoff":               durationOption,
 	"restart-strategy.exponential-delay.max-backoff":                   durationOption,
 	"restart-strategy.exponential-delay.attempts-before-reset-backoff": intOption(1),
+	"restart-strategy.exponential-delay.reset-backoff-threshold":       durationOption,
+	"restart-strategy.exponential-delay.backoff-multiplier":            floatOption(1, math.Inf(1)),
+	"restart-strategy.exponential-delay.jitter-factor":                 floatOption(0, 1),
+}
+
+// floatOption accepts a number within [min, max].
+func floatOption(min, max float64) optionCheck {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(f) || f < min || f > max {
+			if math.IsInf(max, 1) {
+				return fmt.Errorf("expected a number >= %g", min)
+			}
+			return fmt.Errorf("expected a number between %g and %g", min, max)
+		}
+		return nil
+	}
 }
 
 // optionalDuration accepts an empty value (unset) or a duration.

@@ -2,7 +2,12 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,8 +32,14 @@ type checkpointing struct {
 	// the run's own latest checkpoint once it has one (ID >= firstID), and
 	// until then the checkpoint it started from.
 	firstID int64
-	// lock holds the named job's directory for this process.
-	lock *os.File
+	// maxParallelism is the pipeline.max-parallelism the job runs with: the
+	// restored checkpoint's when the option was not set explicitly, as in
+	// Flink.
+	maxParallelism int
+	// lock holds the named job's directory for this process; lease does
+	// the same on S3.
+	lock  *os.File
+	lease *checkpoint.Lease
 	// retainOnCancel keeps checkpoints of a cancelled job
 	// (RETAIN_ON_CANCELLATION); otherwise they are deleted, as when the job
 	// finishes. Only a failed or crashed job leaves checkpoints to resume from.
@@ -99,9 +110,18 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 		if c.lock, err = lockJob(local, jobDir); err != nil {
 			return nil, fmt.Errorf("'pipeline.name' '%s': %w", job, err)
 		}
+	} else if checkpoint.SupportsLease(st) {
+		// The same on S3, where there are no file locks: a lease object
+		// written with conditional PUTs and renewed while the run lives.
+		if c.lease, err = checkpoint.AcquireLease(ctx, st, jobDir, checkpoint.LeaseOptions{Where: dir, Log: s.stderr}); err != nil {
+			return nil, fmt.Errorf("'pipeline.name' '%s': %w", job, err)
+		}
 	}
-	m, err := checkpoint.NewManager(ctx, st, jobDir, s.conf.intValue("state.checkpoints.num-retained"), c.retainOnCancel,
-		checkpoint.WithLog(s.stderr), checkpoint.WithPlan(plan))
+	mopts := []checkpoint.Option{checkpoint.WithLog(s.stderr), checkpoint.WithPlan(plan)}
+	if c.lease != nil {
+		mopts = append(mopts, checkpoint.WithGuard(c.lease.Check))
+	}
+	m, err := checkpoint.NewManager(ctx, st, jobDir, s.conf.intValue("state.checkpoints.num-retained"), c.retainOnCancel, mopts...)
 	if err != nil {
 		c.unlock()
 		return nil, err
@@ -114,7 +134,7 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 			return nil, fmt.Errorf("execution.state-recovery.path: %w", err)
 		}
 	case named:
-		if c.restore, err = m.Latest(ctx); err != nil {
+		if c.restore, err = m.LatestRestorable(ctx, 0); err != nil {
 			c.unlock()
 			return nil, err
 		}
@@ -125,12 +145,75 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 			"Use another 'pipeline.name', delete that job's checkpoints from '%s', or set 'execution.state-recovery.path' to a checkpoint of this plan.",
 			c.restore.ID, job, dir)
 	}
+	if err := s.checkMaxParallelism(c, job); err != nil {
+		c.unlock()
+		return nil, err
+	}
+	m.SetMaxParallelism(c.maxParallelism)
 	c.firstID = m.NextID()
 	if c.restore != nil {
 		fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d (taken %s).\n",
 			job, c.restore.ID, c.restore.Timestamp.UTC().Format(time.RFC3339))
 	}
 	return c, nil
+}
+
+// checkMaxParallelism sets c.maxParallelism. Keyed state lives in key
+// groups, as many as pipeline.max-parallelism: a checkpoint taken with one
+// number cannot be read with another (keys would be looked up in other key
+// groups, on other subtasks). As in Flink, a job that does not set the option
+// adopts the restored checkpoint's; one that sets another value is refused.
+func (s *Session) checkMaxParallelism(c *checkpointing, job string) error {
+	c.maxParallelism = s.conf.intValue("pipeline.max-parallelism")
+	if c.restore == nil || c.restore.MaxParallelism <= 0 || c.restore.MaxParallelism == c.maxParallelism {
+		return nil
+	}
+	if _, explicit := s.conf.set["pipeline.max-parallelism"]; explicit {
+		return fmt.Errorf("The maximum parallelism (%d) with which the latest checkpoint (%d) of job '%s' has been taken and the current maximum parallelism (%d) changed. This is currently not supported. "+
+			"Set 'pipeline.max-parallelism' to %d (or leave it unset) to restore this checkpoint.",
+			c.restore.MaxParallelism, c.restore.ID, job, c.maxParallelism, c.restore.MaxParallelism)
+	}
+	fmt.Fprintf(s.stderr, "[INFO] Job '%s' uses the maximum parallelism %d of checkpoint %d ('pipeline.max-parallelism' is not set).\n",
+		job, c.restore.MaxParallelism, c.restore.ID)
+	c.maxParallelism = c.restore.MaxParallelism
+	return nil
+}
+
+// pickRestore chooses what a restarted attempt restores: the newest
+// restorable checkpoint of this run, or, until it has one, the checkpoint it
+// started from (a newer checkpoint of an earlier run must not be picked up).
+func (s *Session) pickRestore(job string, c *checkpointing) error {
+	latest, err := c.manager.LatestRestorable(context.Background(), c.firstID)
+	if err != nil {
+		return err
+	}
+	if latest != nil {
+		c.restore = latest
+	}
+	if c.restore != nil {
+		fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", job, c.restore.ID)
+	}
+	return nil
+}
+
+// permanentFailure returns the error to fail a job with at once, without
+// restarting it, or nil when a restart may help. A restore that cannot
+// succeed (the job differs from the checkpoint's: another state backend,
+// another parallelism; or a file the checkpoint needs is gone or damaged and
+// no other checkpoint replaces it) would fail the same way at every restart.
+func permanentFailure(err error, c *checkpointing) error {
+	if c != nil && c.lease != nil {
+		if lerr := c.lease.Lost(); lerr != nil {
+			return fmt.Errorf("the job is not restarted: %w (job error: %v)", lerr, err)
+		}
+	}
+	switch {
+	case errors.Is(err, checkpoint.ErrIncompatibleRestore):
+		return fmt.Errorf("the job cannot be restored from its checkpoint, so it is not restarted: %w", err)
+	case errors.Is(err, exec.ErrCheckpointUnrestorable):
+		return fmt.Errorf("the checkpoint the job restores cannot be read, so it is not restarted: %w", err)
+	}
+	return nil
 }
 
 // attemptConfig returns the runtime configuration of the next attempt.
@@ -146,7 +229,8 @@ func (c *checkpointing) attemptConfig(localDir string) *exec.CheckpointConfig {
 	return &cfg
 }
 
-// restartStrategy decides whether and when a failed job starts again.
+// restartStrategy decides whether and when a failed job starts again. It
+// keeps the state of the exponential-delay backoff between failures.
 type restartStrategy struct {
 	kind       string // none, fixed-delay, exponential-delay
 	attempts   int
@@ -154,9 +238,16 @@ type restartStrategy struct {
 	initial    time.Duration
 	max        time.Duration
 	multiplier float64
+	jitter     float64       // restart-strategy.exponential-delay.jitter-factor
+	reset      time.Duration // restart-strategy.exponential-delay.reset-backoff-threshold
+	// random returns a number in [0, 1) for the jitter.
+	random func() float64
+
+	restarts int           // restarts since the start or the last backoff reset
+	backoff  time.Duration // the current exponential backoff, before jitter
 }
 
-func (s *Session) restartStrategy(checkpointing bool) restartStrategy {
+func (s *Session) restartStrategy(checkpointing bool) *restartStrategy {
 	kind := strings.ToLower(strings.TrimSpace(s.conf.get("restart-strategy.type")))
 	switch kind {
 	case "":
@@ -173,7 +264,7 @@ func (s *Session) restartStrategy(checkpointing bool) restartStrategy {
 	case "exponentialdelay":
 		kind = "exponential-delay"
 	}
-	r := restartStrategy{kind: kind}
+	r := &restartStrategy{kind: kind, random: rand.Float64}
 	switch kind {
 	case "fixed-delay":
 		r.attempts = s.conf.intValue("restart-strategy.fixed-delay.attempts")
@@ -182,34 +273,188 @@ func (s *Session) restartStrategy(checkpointing bool) restartStrategy {
 		r.attempts = s.conf.intValue("restart-strategy.exponential-delay.attempts-before-reset-backoff")
 		r.initial = s.conf.duration("restart-strategy.exponential-delay.initial-backoff")
 		r.max = s.conf.duration("restart-strategy.exponential-delay.max-backoff")
-		r.multiplier, _ = strconv.ParseFloat(s.conf.get("restart-strategy.exponential-delay.backoff-multiplier"), 64)
-		if r.multiplier < 1 {
-			r.multiplier = 1
-		}
+		r.reset = s.conf.duration("restart-strategy.exponential-delay.reset-backoff-threshold")
+		// Both were validated when set (checks in config.go).
+		r.multiplier, _ = strconv.ParseFloat(strings.TrimSpace(s.conf.get("restart-strategy.exponential-delay.backoff-multiplier")), 64)
+		r.jitter, _ = strconv.ParseFloat(strings.TrimSpace(s.conf.get("restart-strategy.exponential-delay.jitter-factor")), 64)
 	}
 	return r
 }
 
-// next returns the delay before restart number n (1-based), or false when the
+// onFailure is told that the running attempt failed after it had run for
+// ran; it returns the delay before the next attempt, or false when the
 // strategy gives up.
-func (r restartStrategy) next(n int) (time.Duration, bool) {
+//
+// exponential-delay works as Flink's: the first restart waits
+// initial-backoff, each further one the previous backoff times
+// backoff-multiplier, capped at max-backoff; an attempt that ran for at least
+// reset-backoff-threshold resets both the backoff and the count of attempts
+// (attempts-before-reset-backoff). The jitter-factor shifts each delay by a
+// random amount of at most that fraction of the backoff, either way.
+func (r *restartStrategy) onFailure(ran time.Duration) (time.Duration, bool) {
 	switch r.kind {
 	case "fixed-delay":
-		return r.delay, n <= r.attempts
+		r.restarts++
+		return r.delay, r.restarts <= r.attempts
 	case "exponential-delay":
-		if n > r.attempts {
+		if r.restarts == 0 || ran >= r.reset {
+			r.restarts, r.backoff = 0, r.initial
+			if r.max > 0 && r.backoff > r.max {
+				r.backoff = r.max
+			}
+		} else {
+			r.backoff = r.grow(r.backoff)
+		}
+		r.restarts++
+		if r.restarts > r.attempts {
 			return 0, false
 		}
-		d := float64(r.initial)
-		for i := 1; i < n; i++ {
-			d *= r.multiplier
-		}
-		if r.max > 0 && time.Duration(d) > r.max {
-			return r.max, true
-		}
-		return time.Duration(d), true
+		return r.jittered(r.backoff), true
 	}
 	return 0, false
+}
+
+// longestDelay is the longest delay the strategy can wait before a restart
+// (what a transaction must outlive across a restart); 0 for none.
+func (r *restartStrategy) longestDelay() time.Duration {
+	switch r.kind {
+	case "fixed-delay":
+		return r.delay
+	case "exponential-delay":
+		longest := r.max
+		if longest <= 0 {
+			longest = r.initial
+		}
+		return r.jitteredMax(longest)
+	}
+	return 0
+}
+
+// jitteredMax is the largest value jittered can return for d.
+func (r *restartStrategy) jitteredMax(d time.Duration) time.Duration {
+	if r.jitter <= 0 {
+		return d
+	}
+	out := float64(d) * (1 + r.jitter)
+	if out >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(out)
+}
+
+// grow multiplies the backoff, capping it before the multiplication can
+// overflow: time.Duration(f) of a float beyond MaxInt64 is undefined, and was
+// negative from restart 58 on with the defaults.
+func (r *restartStrategy) grow(b time.Duration) time.Duration {
+	limit := r.max
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	next := float64(b) * r.multiplier
+	if next >= float64(limit) {
+		return limit
+	}
+	return time.Duration(next)
+}
+
+// jittered shifts d by up to ±jitter·d.
+func (r *restartStrategy) jittered(d time.Duration) time.Duration {
+	if r.jitter <= 0 || d <= 0 {
+		return d
+	}
+	span := float64(d) * r.jitter
+	out := float64(d) + (2*r.random()-1)*span
+	if out < 0 {
+		return 0
+	}
+	if out >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(out)
+}
+
+// Local state directories: each attempt of a checkpointed job keeps its
+// operators' working state in <tmp>/flinksql-state-*, removed when the
+// attempt ends. A process killed with -9 cannot remove its own, so every
+// start removes those whose owner is gone. The owner holds a flock on
+// <dir>/.owner.lock for as long as it uses the directory; the kernel drops it
+// when the process dies.
+const (
+	localStatePrefix = "flinksql-state-"
+	localStateLock   = ".owner.lock"
+	// staleUnlocked is how old a directory without a lock file must be to be
+	// removed: one being created has its lock within microseconds, and one of
+	// a build before the lock files has no other mark.
+	staleUnlocked = 10 * time.Minute
+)
+
+// newLocalStateDir creates a local state directory under tmp, locked by this
+// process until release, which also removes it.
+func newLocalStateDir(tmp string) (dir string, release func(), err error) {
+	dir, err = os.MkdirTemp(tmp, localStatePrefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("local state directory: %w", err)
+	}
+	// Lock under a temporary name, then rename: a lock file another start
+	// can see is always locked by a live owner or by nobody.
+	tmpLock := filepath.Join(dir, localStateLock+".new")
+	f, err := os.OpenFile(tmpLock, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	if err == nil {
+		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			fmt.Fprintf(f, "%d\n", os.Getpid())
+			err = os.Rename(tmpLock, filepath.Join(dir, localStateLock))
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("local state directory %s: %w", dir, err)
+	}
+	return dir, func() {
+		os.RemoveAll(dir)
+		f.Close()
+	}, nil
+}
+
+// removeStaleStateDirs removes the local state directories under tmp that
+// no live process holds, saying so on log.
+func removeStaleStateDirs(tmp string, log io.Writer) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), localStatePrefix) {
+			continue
+		}
+		dir := filepath.Join(tmp, e.Name())
+		f, err := os.OpenFile(filepath.Join(dir, localStateLock), os.O_RDWR, 0)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fi, serr := os.Stat(dir)
+			if serr != nil || time.Since(fi.ModTime()) < staleUnlocked {
+				continue
+			}
+		case err != nil:
+			continue
+		default:
+			if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+				f.Close() // a live owner
+				continue
+			}
+		}
+		rerr := os.RemoveAll(dir)
+		if f != nil {
+			f.Close()
+		}
+		if rerr != nil {
+			fmt.Fprintf(log, "[WARN] Could not remove the local state directory %s of a run that ended without cleaning up: %v\n", dir, rerr)
+			continue
+		}
+		fmt.Fprintf(log, "[INFO] Removed the local state directory %s of a run that ended without cleaning up.\n", dir)
+	}
 }
 
 // localDir returns the local path of a file:// or plain checkpoint directory.
@@ -240,10 +485,24 @@ func lockJob(dir, job string) (*os.File, error) {
 	return f, nil
 }
 
-// unlock releases the job's directory lock.
+// abandon closes the checkpoints of a job that did not start, keeping them,
+// and releases its lock or lease. c may be nil.
+func (c *checkpointing) abandon() {
+	if c == nil {
+		return
+	}
+	_ = c.manager.Close(false)
+	c.unlock()
+}
+
+// unlock releases the job's directory lock or lease.
 func (c *checkpointing) unlock() {
 	if c.lock != nil {
 		c.lock.Close()
 		c.lock = nil
+	}
+	if c.lease != nil {
+		c.lease.Release()
+		c.lease = nil
 	}
 }

@@ -47,6 +47,7 @@ type Options struct {
 // a time; jobs it starts run in the background until they end or are stopped.
 type Session struct {
 	stderr io.Writer
+	logMu  sync.Mutex // serializes job log lines (subtasks write concurrently)
 	cat    *catalog.Catalog
 	reg    *connectors.Registry
 	conf   config
@@ -127,6 +128,13 @@ func (s *Session) Close() error {
 	return nil
 }
 
+// logLine writes one line of a running job's log to stderr.
+func (s *Session) logLine(msg string) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintln(s.stderr, msg)
+}
+
 // Get returns the current value of an option.
 func (s *Session) Get(key string) string { return s.conf.get(key) }
 
@@ -157,6 +165,10 @@ func (s *Session) planner() (*planner.Planner, error) {
 		return nil, fmt.Errorf("With 'table.exec.mini-batch.enabled' = 'true', 'table.exec.mini-batch.allow-latency' must be greater than 0 (is '%s') and 'table.exec.mini-batch.size' must be greater than 0 (is '%s').",
 			s.conf.get("table.exec.mini-batch.allow-latency"), s.conf.get("table.exec.mini-batch.size"))
 	}
+	notNull, err := exec.ParseNotNullAction(s.conf.get(exec.NotNullEnforcerOption))
+	if err != nil {
+		return nil, err
+	}
 	return planner.New(s.cat, s.reg, planner.Config{
 		Parallelism:    s.conf.intValue("parallelism.default"),
 		MaxParallelism: s.conf.intValue("pipeline.max-parallelism"),
@@ -164,6 +176,16 @@ func (s *Session) planner() (*planner.Planner, error) {
 		Now:            s.now,
 		StateTTL:       s.conf.duration("table.exec.state.ttl"),
 		MiniBatch:      mb,
+		// Jobs log to the session's stderr, as the runtime's other warnings.
+		NotNullEnforcer: notNull,
+		Log:             s.logLine,
+		Emit: planner.EmitOptions{
+			AllowLateness:     s.conf.duration("table.exec.emit.allow-lateness"),
+			AllowLatenessText: s.conf.get("table.exec.emit.allow-lateness"),
+			EarlyFire:         strings.EqualFold(s.conf.get("table.exec.emit.early-fire.enabled"), "true"),
+			LateFire:          strings.EqualFold(s.conf.get("table.exec.emit.late-fire.enabled"), "true"),
+		},
+		IdleTimeout: s.conf.duration("table.exec.source.idle-timeout"),
 	}), nil
 }
 
@@ -372,15 +394,18 @@ func (s *Session) start(plan *planner.Plan) (*runningJob, error) {
 	}
 	prefixes, err := s.validateSinks(ctx, plan, cp)
 	if err != nil {
+		cp.abandon()
 		return nil, err
 	}
 	releaseLeases, err := s.acquirePrefixLeases(ctx, plan, name)
 	if err != nil {
+		cp.abandon()
 		return nil, err
 	}
 	j, cleanup, err := s.startAttempt(plan, name, cp)
 	if err != nil {
 		releaseLeases()
+		cp.abandon()
 		return nil, err
 	}
 	rj := &runningJob{id: newJobID(), name: name, start: s.now(), current: j, status: "RUNNING",
@@ -404,12 +429,14 @@ func (s *Session) startAttempt(plan *planner.Plan, name string, cp *checkpointin
 	cfg := s.execConfig()
 	cleanup := func() {}
 	if cp != nil {
-		local, err := os.MkdirTemp("", "flinksql-state-")
+		removeStaleStateDirs(os.TempDir(), s.stderr)
+		local, release, err := newLocalStateDir(os.TempDir())
 		if err != nil {
-			return nil, nil, fmt.Errorf("local state directory: %w", err)
+			return nil, nil, err
 		}
-		cleanup = func() { os.RemoveAll(local) }
+		cleanup = release
 		cfg.Checkpointing = cp.attemptConfig(local)
+		cfg.MaxParallelism = cp.maxParallelism
 	}
 	j, err := exec.Start(context.Background(), g, cfg)
 	if err != nil {
@@ -432,8 +459,10 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 		}
 		s.mu.Unlock()
 	}
+	started := time.Now()
 	for n := 1; ; n++ {
 		err := j.Wait()
+		ran := time.Since(started)
 		cleanup()
 		if rj.stoppedNow() {
 			finish("CANCELED", nil)
@@ -443,7 +472,11 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			finish("FINISHED", nil)
 			break
 		}
-		delay, ok := strategy.next(n)
+		if perr := permanentFailure(err, cp); perr != nil {
+			finish("FAILED", perr)
+			break
+		}
+		delay, ok := strategy.onFailure(ran)
 		if !ok {
 			if n > 1 {
 				err = fmt.Errorf("job '%s' failed after %d restarts: %w", rj.name, n-1, err)
@@ -460,18 +493,9 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			break
 		}
 		if cp != nil {
-			latest, lerr := cp.manager.Latest(context.Background())
-			if lerr != nil {
+			if lerr := s.pickRestore(rj.name, cp); lerr != nil {
 				finish("FAILED", lerr)
 				break
-			}
-			// Only this run's own checkpoints replace the one it started from
-			// (a newer checkpoint of an earlier run must not be picked up).
-			if latest != nil && latest.ID >= cp.firstID {
-				cp.restore = latest
-			}
-			if cp.restore != nil {
-				fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", rj.name, cp.restore.ID)
 			}
 		}
 		next, nextCleanup, serr := s.startAttempt(plan, rj.name, cp)
@@ -479,6 +503,7 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			finish("FAILED", serr)
 			break
 		}
+		started = time.Now()
 		s.mu.Lock()
 		rj.current, rj.restarts = next, n
 		// A stop that came while the attempt was starting cancelled the old
@@ -681,7 +706,19 @@ func (s *Session) show(x *parser.Show) (*Result, error) {
 		}
 		return &Result{Table: t}, nil
 	case "COLUMNS":
-		return s.describe(&parser.Describe{StmtBase: x.StmtBase, Name: x.From})
+		r, err := s.describe(&parser.Describe{StmtBase: x.StmtBase, Name: x.From})
+		if err != nil || !x.HasLike {
+			return r, err
+		}
+		// [NOT] LIKE filters on the column name, as Flink does.
+		rows := r.Table.Rows[:0]
+		for _, row := range r.Table.Rows {
+			if likeMatch(row[0], x.Like, x.ILike) != x.NotLike {
+				rows = append(rows, row)
+			}
+		}
+		r.Table.Rows = rows
+		return r, nil
 	}
 	return nil, &planner.UnsupportedError{Msg: "SHOW " + x.What + " is not supported yet"}
 }
@@ -764,7 +801,9 @@ func (s *Session) showCreate(x *parser.ShowCreate) (*Result, error) {
 	return &Result{Text: planner.ShowCreateTable(t)}, nil
 }
 
-// describe renders DESCRIBE as Flink 1.20 does: name, type, null, key, extras, watermark.
+// describe renders DESCRIBE as Flink 1.20 does: name, type, null, key,
+// extras, watermark. The type is printed nullable (nullability has its own
+// column) and expressions with back-quoted column names, as Flink stores them.
 func (s *Session) describe(x *parser.Describe) (*Result, error) {
 	id, err := s.cat.Qualify(x.Name)
 	if err != nil {
@@ -779,7 +818,7 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 	}
 	if v, ok := s.cat.View(id); ok {
 		for _, c := range v.Schema {
-			tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.String(), nullStr(c.Type), "", "", ""})
+			tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.WithNullable(true).String(), nullStr(c.Type), "", "", ""})
 		}
 		return &Result{Table: tbl}, nil
 	}
@@ -798,7 +837,7 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 		}
 		switch c.Kind {
 		case parser.ComputedColumn:
-			extras = "AS " + parser.FormatExpr(c.Expr)
+			extras = "AS " + parser.FormatExprQuoted(c.Expr)
 		case parser.MetadataColumn:
 			extras = "METADATA"
 			if c.MetadataKey != c.Name {
@@ -809,9 +848,9 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 			}
 		}
 		if t.Watermark != nil && t.Watermark.Column == c.Name {
-			wm = parser.FormatExpr(t.Watermark.Expr)
+			wm = parser.FormatExprQuoted(t.Watermark.Expr)
 		}
-		tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.String(), nullStr(c.Type), key, extras, wm})
+		tbl.Rows = append(tbl.Rows, []string{c.Name, c.Type.WithNullable(true).String(), nullStr(c.Type), key, extras, wm})
 	}
 	return &Result{Table: tbl}, nil
 }

@@ -6,7 +6,10 @@
 // name) only when complete, so a reader never sees a partial file.
 //
 // PARTITIONED BY tables are rejected by the planner; the partition options
-// are accepted (as Flink accepts them) but have no effect.
+// (partition.*, sink.partition-commit.*, sink.shuffle-by-partition.enable)
+// are accepted, as Flink accepts them on a table without partitions, and
+// have no effect, as in Flink on such a table. 'auto-compaction' = 'true' is
+// refused.
 package filesystem
 
 import (
@@ -168,7 +171,17 @@ func (f *Factory) CreateSink(tc *connectors.TableContext) (connectors.Sink, erro
 		return nil, err
 	}
 	opts := connectors.Options(tc.Options)
-	s := &Sink{cfg: c, tag: sinkTag(tc.Name)}
+	s := &Sink{cfg: c, tag: sinkTag(tc.Name), now: time.Now}
+	compact, err := opts.Bool(OptAutoCompaction, false)
+	if err != nil {
+		return nil, err
+	}
+	if compact {
+		return nil, fmt.Errorf("filesystem table %s: option '%s' = 'true' is not supported yet (small files are not merged); remove it or set it to 'false'", c.name, OptAutoCompaction)
+	}
+	if _, err = opts.MemorySize(OptCompactionFileSize, defaultRollingFileSize); err != nil {
+		return nil, err
+	}
 	if s.policy.fileSize, err = opts.MemorySize(OptRollingFileSize, defaultRollingFileSize); err != nil {
 		return nil, err
 	}

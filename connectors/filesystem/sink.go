@@ -30,6 +30,7 @@ type Sink struct {
 	// restore removes only its own leftovers, never those of another table
 	// writing to the same directory.
 	tag string
+	now func() time.Time // the clock of the time-based rolling policy
 }
 
 // sinkTag is the tag of a table's hidden files: 8 hex digits of the SHA-256
@@ -40,7 +41,11 @@ func sinkTag(table string) string {
 }
 
 // rollingPolicy says when an in-progress file is closed and becomes pending.
-// Time-based conditions are checked when rows arrive.
+// Time-based conditions are checked when rows arrive, before they are
+// written, so no row goes into a file past its rollover or inactivity
+// interval; a file waiting to roll is closed at the next checkpoint anyway.
+// That is why 'sink.rolling-policy.check-interval', which in Flink bounds how
+// late a timer notices such a file, has no effect here.
 type rollingPolicy struct {
 	fileSize   int64
 	rollover   time.Duration
@@ -223,7 +228,7 @@ func (w *Writer) Write(_ context.Context, b *types.Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	now := time.Now()
+	now := w.sink.now()
 	if w.file != nil && w.shouldRollOnTime(now) {
 		if err := w.roll(); err != nil {
 			return err

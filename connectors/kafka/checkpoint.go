@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sort"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Checkpointing of the kafka connector (issue 5): the reader's position is
@@ -14,65 +14,214 @@ import (
 // barrier, which gives at-least-once delivery. Exactly-once through Kafka
 // transactions is not implemented here.
 
-// positionVersion tags the layout of Reader.SnapshotPosition.
-const positionVersion = 1
-
-var (
-	_ exec.CheckpointedReader   = (*Reader)(nil)
-	_ exec.TwoPhaseCommitWriter = (*Writer)(nil)
+// Layouts of Reader.SnapshotPosition.
+const (
+	positionV1 = 1 // next offsets
+	positionV2 = 2 // next offsets, and for a bounded read the stop offsets
 )
 
+// position is a reader's checkpointed state.
+type position struct {
+	next map[TopicPartition]int64
+	// stop holds a bounded read's stop offsets, fixed at the job's first
+	// start; nil for an unbounded read or a position of the first layout.
+	stop map[TopicPartition]int64
+}
+
+func (p *position) nextOf(tp TopicPartition) (int64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	o, ok := p.next[tp]
+	return o, ok
+}
+
+func (p *position) stopOf(tp TopicPartition) (int64, bool) {
+	if p == nil || p.stop == nil {
+		return 0, false
+	}
+	o, ok := p.stop[tp]
+	return o, ok
+}
+
 // SnapshotPosition implements exec.CheckpointedReader: the next offset to
-// read of every partition the reader owns, sorted by topic and partition.
+// read of every partition the reader owns, sorted by topic and partition,
+// and for a bounded read each partition's stop offset.
 func (r *Reader) SnapshotPosition() ([]byte, error) {
-	return encodeOffsets(r.Offsets()), nil
+	return encodePosition(r.position()), nil
 }
 
 // RestorePosition implements exec.CheckpointedReader: the partitions in pos
-// start at their checkpointed offsets; partitions found later start with
-// the table's startup mode.
+// start at their checkpointed offsets (and a bounded read stops at the
+// checkpointed stop offsets); partitions found later start at the earliest
+// offset (FLIP-288).
 func (r *Reader) RestorePosition(pos []byte) error {
-	offsets, err := decodeOffsets(pos)
+	p, err := decodePosition(pos)
 	if err != nil {
 		return fmt.Errorf("kafka table %s: bad checkpointed position: %w", r.src.cfg.name, err)
 	}
-	r.RestoreOffsets(offsets)
+	r.restore = p
 	return nil
 }
 
-func encodeOffsets(offsets map[TopicPartition]int64) []byte {
+// NotifyPositionComplete implements exec.CheckpointCompleteReader: with
+// 'properties.group.id' set and 'properties.commit.offsets.on.checkpoint' on,
+// the offsets of completed checkpoint id are committed to the group, so that
+// a job started again with 'group-offsets' continues there. The commit runs
+// in the background; a failed one is logged and counted, not fatal, as in
+// Flink (the checkpoint itself holds the offsets).
+func (r *Reader) NotifyPositionComplete(id exec.CheckpointID, pos []byte) error {
+	if !r.src.commitOffsets || r.adm == nil {
+		return nil
+	}
+	p, err := decodePosition(pos)
+	if err != nil {
+		return fmt.Errorf("kafka table %s: bad position of checkpoint %d: %w", r.src.cfg.name, id, err)
+	}
+	if len(p.next) == 0 {
+		return nil
+	}
+	offsets := kadm.Offsets{}
+	for tp, o := range p.next {
+		offsets.AddOffset(tp.Topic, tp.Partition, o, -1)
+	}
+	c := &r.commit
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last != nil && sameOffsets(c.last, offsets) {
+		return nil
+	}
+	c.pending, c.id = offsets, id
+	if !c.running {
+		c.running = true
+		c.wg.Add(1)
+		go r.commitLoop()
+	}
+	return nil
+}
+
+// commitLoop sends pending commits until none is left.
+func (r *Reader) commitLoop() {
+	c := &r.commit
+	defer c.wg.Done()
+	cfg := r.src.cfg
+	for {
+		c.mu.Lock()
+		offsets, id := c.pending, c.id
+		c.pending = nil
+		if offsets == nil {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		ctx, cancel := cfg.contextWithTimeout(r.ctx)
+		resp, err := r.adm.CommitOffsets(ctx, cfg.groupID, offsets)
+		cancel()
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			r.src.commitsFailed.Add(1)
+			r.src.logf("kafka table %s: committing the offsets of checkpoint %d to consumer group '%s' at %s failed: %v (the checkpoint keeps them; a job started with 'group-offsets' would start before them)",
+				cfg.name, id, cfg.groupID, cfg.serversText(), err)
+			continue
+		}
+		c.mu.Lock()
+		c.last = offsets
+		c.mu.Unlock()
+	}
+}
+
+func sameOffsets(a, b kadm.Offsets) bool {
+	n := 0
+	equal := true
+	b.Each(func(o kadm.Offset) {
+		n++
+		if x, ok := a.Lookup(o.Topic, o.Partition); !ok || x.At != o.At {
+			equal = false
+		}
+	})
+	na := 0
+	a.Each(func(kadm.Offset) { na++ })
+	return equal && n == na
+}
+
+func sortedPartitions(offsets map[TopicPartition]int64) []TopicPartition {
 	tps := make([]TopicPartition, 0, len(offsets))
 	for tp := range offsets {
 		tps = append(tps, tp)
 	}
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
-	b := []byte{positionVersion}
+	sortTopicPartitions(tps)
+	return tps
+}
+
+// encodeOffsets is the first layout, offsets only.
+func encodeOffsets(offsets map[TopicPartition]int64) []byte {
+	b := []byte{positionV1}
+	return appendOffsets(b, offsets, nil)
+}
+
+func encodePosition(p *position) []byte {
+	b := []byte{positionV2, 0}
+	if p.stop != nil {
+		b[1] = 1
+	}
+	return appendOffsets(b, p.next, p.stop)
+}
+
+func appendOffsets(b []byte, next, stop map[TopicPartition]int64) []byte {
+	tps := sortedPartitions(next)
 	b = binary.AppendUvarint(b, uint64(len(tps)))
 	for _, tp := range tps {
 		b = binary.AppendUvarint(b, uint64(len(tp.Topic)))
 		b = append(b, tp.Topic...)
 		b = binary.AppendVarint(b, int64(tp.Partition))
-		b = binary.AppendVarint(b, offsets[tp])
+		b = binary.AppendVarint(b, next[tp])
+		if stop != nil {
+			b = binary.AppendVarint(b, stop[tp])
+		}
 	}
 	return b
 }
 
 func decodeOffsets(b []byte) (map[TopicPartition]int64, error) {
-	if len(b) == 0 || b[0] != positionVersion {
+	p, err := decodePosition(b)
+	if err != nil {
+		return nil, err
+	}
+	return p.next, nil
+}
+
+func decodePosition(b []byte) (*position, error) {
+	if len(b) == 0 || (b[0] != positionV1 && b[0] != positionV2) {
 		return nil, fmt.Errorf("unknown version in %x", b)
 	}
 	rest := b[1:]
+	p := &position{}
+	if b[0] == positionV2 {
+		if len(rest) == 0 || rest[0] > 1 {
+			return nil, fmt.Errorf("bad header: %x", b)
+		}
+		if rest[0] == 1 {
+			p.stop = map[TopicPartition]int64{}
+		}
+		rest = rest[1:]
+	}
 	n, k := binary.Uvarint(rest)
 	if k <= 0 || n > uint64(len(rest)) {
 		return nil, fmt.Errorf("truncated: %x", b)
 	}
 	rest = rest[k:]
-	out := make(map[TopicPartition]int64, n)
+	p.next = make(map[TopicPartition]int64, n)
+	varint := func() (int64, bool) {
+		v, k := binary.Varint(rest)
+		if k <= 0 {
+			return 0, false
+		}
+		rest = rest[k:]
+		return v, true
+	}
 	for range n {
 		l, k := binary.Uvarint(rest)
 		if k <= 0 || l > uint64(len(rest)-k) {
@@ -80,22 +229,25 @@ func decodeOffsets(b []byte) (map[TopicPartition]int64, error) {
 		}
 		topic := string(rest[k : k+int(l)])
 		rest = rest[k+int(l):]
-		p, k := binary.Varint(rest)
-		if k <= 0 {
+		part, ok1 := varint()
+		off, ok2 := varint()
+		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("truncated: %x", b)
 		}
-		rest = rest[k:]
-		off, k := binary.Varint(rest)
-		if k <= 0 {
-			return nil, fmt.Errorf("truncated: %x", b)
+		tp := TopicPartition{Topic: topic, Partition: int32(part)}
+		p.next[tp] = off
+		if p.stop != nil {
+			stop, ok := varint()
+			if !ok {
+				return nil, fmt.Errorf("truncated: %x", b)
+			}
+			p.stop[tp] = stop
 		}
-		rest = rest[k:]
-		out[TopicPartition{Topic: topic, Partition: int32(p)}] = off
 	}
 	if len(rest) != 0 {
 		return nil, fmt.Errorf("trailing bytes: %x", b)
 	}
-	return out, nil
+	return p, nil
 }
 
 // PrepareCommit implements exec.TwoPhaseCommitWriter for 'at-least-once'

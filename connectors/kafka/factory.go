@@ -41,7 +41,9 @@ func (*Factory) OptionalOptions() []string {
 // ValidateOptionKeys checks a table's option keys as Flink's
 // validateExcept("properties.") does: besides required and optional (and the
 // options of the table's key and value formats, and for a source the
-// watermark options), every 'properties.*' key is accepted.
+// watermark options), 'properties.*' keys are accepted, except that a client
+// property that is neither in HonouredProperties nor in NoOpProperties is
+// refused rather than ignored.
 func ValidateOptionKeys(tc *connectors.TableContext, identifier string, required, optional []string, source bool) error {
 	var props []string
 	for k := range tc.Options {
@@ -53,7 +55,10 @@ func ValidateOptionKeys(tc *connectors.TableContext, identifier string, required
 	if source {
 		opt = append(opt, connectors.WatermarkOptions...)
 	}
-	return connectors.ValidateOptionKeys(tc, identifier, required, opt, OptFormat, OptKeyFormat, OptValueFormat)
+	if err := connectors.ValidateOptionKeys(tc, identifier, required, opt, OptFormat, OptKeyFormat, OptValueFormat); err != nil {
+		return err
+	}
+	return validateProperties(tc)
 }
 
 // CreateSource implements connectors.SourceFactory.

@@ -21,8 +21,12 @@
 //     written without transactions both levels return the same records (the
 //     last stable offset equals the high watermark). Set read_uncommitted to
 //     read records before their transaction commits.
-//   - Partitions found by discovery after the start are read from the
-//     earliest offset; discovery is off for bounded reads.
+//   - Partitions found by discovery after the start, and after a restore
+//     the partitions the checkpoint does not hold, are read from the
+//     earliest offset (FLIP-288); discovery is off for bounded reads.
+//   - A bounded read's stop offsets are fixed at the job's first start and
+//     kept in the checkpoint, so a restored bounded job reads what an
+//     uninterrupted one reads (and no partition added after the start).
 //   - Partition ownership is Flink's KafkaSourceEnumerator rule: a topic's
 //     partitions start at subtask (hash(topic)*31 & 0x7fffffff) % p, where
 //     hash is Java's String.hashCode, and go round from there.
@@ -35,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,7 +81,8 @@ const (
 	OptSinkBufferFlushMaxRows  = "sink.buffer-flush.max-rows"
 	OptSinkBufferFlushInterval = "sink.buffer-flush.interval"
 
-	propertiesPrefix = "properties."
+	propertiesPrefix  = "properties."
+	propCommitOffsets = "commit.offsets.on.checkpoint" // under properties., as in Flink
 )
 
 // OptTransactionNamingStrategy is Flink's (flink-connector-kafka 4.x) choice
@@ -331,9 +337,8 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
-// parseProperties reads the Kafka client properties the connector honours.
-// Other properties are accepted and ignored, as the Java client ignores
-// unknown ones.
+// parseProperties reads the Kafka client properties both directions share
+// (validateProperties has refused the ones the connector does not know).
 func (c *tableConfig) parseProperties() error {
 	c.requestTimeout = defaultRequestTimeout
 	if v, ok := c.props["request.timeout.ms"]; ok {
@@ -482,6 +487,13 @@ func (c *tableConfig) producerOpts() ([]kgo.Opt, error) {
 		}
 		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(n)))
 	}
+	if v, ok := c.props["retries"]; ok {
+		n, err := nonNegativeInt(propertiesPrefix+"retries", v)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.RecordRetries(int(n)))
+	}
 	if v, ok := c.props["compression.type"]; ok {
 		var codec kgo.CompressionCodec
 		switch strings.ToLower(strings.TrimSpace(v)) {
@@ -504,14 +516,62 @@ func (c *tableConfig) producerOpts() ([]kgo.Opt, error) {
 }
 
 // HonouredProperties lists the 'properties.*' keys (without the prefix) that
-// change what the connector does. Any other property is accepted and
-// ignored, as the Java client ignores properties it does not know.
+// change what the connector does. Consumer properties act when the table is
+// read and producer properties when it is written: one table definition
+// serves both directions, as in Flink.
 var HonouredProperties = []string{
-	"bootstrap.servers", "group.id", "client.id", "request.timeout.ms", "metadata.max.age.ms",
-	"security.protocol (PLAINTEXT only)",
+	"bootstrap.servers", "group.id", "commit.offsets.on.checkpoint", "client.id", "request.timeout.ms", "metadata.max.age.ms",
+	"security.protocol",
 	"isolation.level", "auto.offset.reset", "fetch.max.bytes", "max.partition.fetch.bytes",
 	"fetch.min.bytes", "fetch.max.wait.ms",
-	"acks", "enable.idempotence", "linger.ms", "delivery.timeout.ms", "batch.size", "compression.type",
+	"acks", "enable.idempotence", "linger.ms", "delivery.timeout.ms", "batch.size", "compression.type", "retries",
+	propTransactionTimeout,
+}
+
+// NoOpProperties are the Kafka client properties that are accepted and have
+// no effect, each with the reason. Any other 'properties.*' key is refused:
+// the Java client would act on it, this engine's client would not.
+var NoOpProperties = map[string]string{
+	"enable.auto.commit":            "the source never auto-commits; offsets are committed when a checkpoint completes (Flink's KafkaSource overrides it to false as well)",
+	"auto.commit.interval.ms":       "the source never auto-commits (see enable.auto.commit)",
+	"key.deserializer":              "records are read as bytes and decoded by the table's key and value formats (Flink overrides it as well)",
+	"value.deserializer":            "records are read as bytes and decoded by the table's key and value formats (Flink overrides it as well)",
+	"key.serializer":                "rows are encoded by the table's key and value formats (Flink overrides it as well)",
+	"value.serializer":              "rows are encoded by the table's key and value formats (Flink overrides it as well)",
+	"session.timeout.ms":            "group membership setting: the source assigns partitions to its subtasks itself and never joins the group, as Flink's KafkaSource",
+	"heartbeat.interval.ms":         "group membership setting (see session.timeout.ms)",
+	"max.poll.interval.ms":          "group membership setting (see session.timeout.ms)",
+	"partition.assignment.strategy": "group membership setting (see session.timeout.ms)",
+	"group.instance.id":             "group membership setting (see session.timeout.ms)",
+	"max.poll.records":              "the reader hands rows to the engine in the engine's batches, not per poll",
+	"transactional.id":              "the exactly-once sink derives its transactional ids from 'sink.transactional-id-prefix' (Flink overrides it as well)",
+}
+
+// validateProperties refuses 'properties.*' keys the connector neither
+// honours nor lists as a no-op.
+func validateProperties(tc *connectors.TableContext) error {
+	var bad []string
+	for k := range tc.Options {
+		p, ok := strings.CutPrefix(k, propertiesPrefix)
+		if !ok {
+			continue
+		}
+		if _, noop := NoOpProperties[p]; noop || slices.Contains(HonouredProperties, p) {
+			continue
+		}
+		bad = append(bad, k)
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	supported := append([]string(nil), HonouredProperties...)
+	for p := range NoOpProperties {
+		supported = append(supported, p)
+	}
+	sort.Strings(supported)
+	return fmt.Errorf("Unsupported Kafka client properties found for table '%s':\n\n%s\n\nThe Kafka client of flinksql (franz-go) would not act on them. Supported properties are:\n\n%s",
+		tc.Name, strings.Join(bad, "\n"), propertiesPrefix+strings.Join(supported, "\n"+propertiesPrefix))
 }
 
 // resolveMetadata checks the table's metadata columns against the keys the

@@ -81,6 +81,7 @@ type leaseRecord struct {
 	Owner   string    `json:"owner"`
 	Host    string    `json:"host"`
 	PID     int       `json:"pid"`
+	PIDNS   string    `json:"pidns,omitempty"` // the PID namespace PID is in
 	Started time.Time `json:"started"`
 	RenewMs int64     `json:"renew_ms"`
 
@@ -157,7 +158,7 @@ func newPrefixLease(clientOpts []kgo.Opt, prefix string, opts LeaseOptions) (*Pr
 	host, _ := os.Hostname()
 	l := &PrefixLease{prefix: prefix, opts: opts,
 		self: leaseRecord{Run: hex.EncodeToString(id[:]), Held: true, Owner: opts.Owner, Host: host, PID: os.Getpid(),
-			Started: time.Now(), RenewMs: opts.Renew.Milliseconds()},
+			PIDNS: pidNamespace(), Started: time.Now(), RenewMs: opts.Renew.Milliseconds()},
 		stop: make(chan struct{}), done: make(chan struct{}), lostCh: make(chan struct{})}
 	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), clientOpts...),
 		kgo.DefaultProduceTopic(LeaseTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
@@ -290,12 +291,23 @@ func (l *PrefixLease) liveHolder(ctx context.Context, end int64) (*leaseRecord, 
 }
 
 // deadOnThisHost reports whether r's holder ran on this host in a process
-// that no longer exists.
+// that no longer exists. Only a PID of this PID namespace proves it:
+// containers may share a host name and not their processes.
 func (l *PrefixLease) deadOnThisHost(r *leaseRecord) bool {
-	if r.Host == "" || r.Host != l.self.Host || r.PID <= 0 || r.PID == l.self.PID {
+	if r.Host == "" || r.Host != l.self.Host || r.PID <= 0 || r.PID == l.self.PID ||
+		r.PIDNS == "" || r.PIDNS != l.self.PIDNS {
 		return false
 	}
 	return errors.Is(syscall.Kill(r.PID, 0), syscall.ESRCH)
+}
+
+// pidNamespace identifies this process's PID namespace ("" where unknown).
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
 }
 
 func (l *PrefixLease) ensureTopic(ctx context.Context) error {

@@ -109,7 +109,7 @@ func TestLeaseCrashedHolderOnThisHost(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	writeLeaseRecord(t, addr, "orders", leaseRecord{Run: "crashed", Held: true, Owner: "job 'old'", Host: host, PID: dead.Process.Pid,
-		Started: time.Now(), RenewMs: 50}, time.Now())
+		PIDNS: pidNamespace(), Started: time.Now(), RenewMs: 50}, time.Now())
 	log := &txnLog{}
 	opts := leaseOpts("job 'new'", log)
 	opts.Expiry = time.Hour
@@ -119,6 +119,31 @@ func TestLeaseCrashedHolderOnThisHost(t *testing.T) {
 	}
 	defer b.Release()
 	if !strings.Contains(log.String(), "its holder job 'old'") || !strings.Contains(log.String(), "no longer runs") {
+		t.Errorf("log: %s", log)
+	}
+}
+
+// TestLeaseDeadPIDOfAnotherNamespace: a holder on this host name whose PID
+// does not exist here, but in another PID namespace (a container sharing
+// the host name), may be alive: it is waited for like a remote one.
+func TestLeaseDeadPIDOfAnotherNamespace(t *testing.T) {
+	_, addr := startTxnClusterWith(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	writeLeaseRecord(t, addr, "orders", leaseRecord{Run: "contained", Held: true, Owner: "job 'old'", Host: host, PID: dead.Process.Pid,
+		PIDNS: "pid:[1]", Started: time.Now(), RenewMs: 50}, time.Now())
+	log := &txnLog{}
+	opts := leaseOpts("job 'new'", log)
+	opts.Expiry = 300 * time.Millisecond
+	b, err := acquireLease(t, addr, "orders", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	if !strings.Contains(log.String(), "did not renew its lease for 300ms") {
 		t.Errorf("log: %s", log)
 	}
 }

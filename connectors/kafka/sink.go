@@ -383,6 +383,11 @@ func (w *Writer) Write(_ context.Context, b *types.Batch) error {
 		return err
 	}
 	upsert := w.sink.cfg.upsert
+	if upsert {
+		if err := w.checkKeys(b); err != nil {
+			return err
+		}
+	}
 	for i, row := range b.Rows {
 		tombstone := false
 		switch k := b.Kinds[i]; {
@@ -439,6 +444,24 @@ func (w *Writer) flushBuffer() {
 }
 
 // record encodes one row into a record.
+// checkKeys refuses a batch of an upsert-kafka sink with a NULL in a key
+// (primary key) column, before any of it is produced: such a record would
+// update or delete no row for any reader. The sink's not-null enforcer
+// stops these rows first (primary key columns are NOT NULL); this keeps
+// the guarantee for any other writer of the sink.
+func (w *Writer) checkKeys(b *types.Batch) error {
+	c := w.sink.cfg
+	for i, row := range b.Rows {
+		for _, pos := range c.keyIdx {
+			if row[pos].IsNull() {
+				return fmt.Errorf("%s table %s: a %s row has a NULL in primary key column '%s'; upsert-kafka never writes a record without a key",
+					c.identifier, c.name, b.Kinds[i], c.tc.Physical[pos].Name)
+			}
+		}
+	}
+	return nil
+}
+
 func (w *Writer) record(row types.Row, tombstone bool) (*kgo.Record, error) {
 	c := w.sink.cfg
 	rec, _ := w.records.Get().(*kgo.Record)

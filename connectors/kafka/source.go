@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,31 @@ type Source struct {
 	consumerOpts  []kgo.Opt
 	readCommitted bool
 	autoReset     string // properties.auto.offset.reset: earliest, latest or none
+	// commitOffsets is properties.commit.offsets.on.checkpoint: commit a
+	// completed checkpoint's offsets to properties.group.id.
+	commitOffsets bool
 	skipped       exec.Counter
+	commitsFailed exec.Counter
+
+	// firstStops are a bounded read's stop offsets as resolved at the job's
+	// first start, shared by its subtasks and reused by readers of later
+	// attempts in this process (a restart before any checkpoint completed):
+	// the bound does not move with the restarts.
+	stopsMu    sync.Mutex
+	firstStops map[TopicPartition]int64
+
+	// Logf receives warnings of the readers (offset commits that failed,
+	// partitions a restored bounded read leaves out). Nil writes them to
+	// standard error.
+	Logf func(format string, args ...any)
+}
+
+func (s *Source) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "[WARN] "+format+"\n", args...)
 }
 
 var _ connectors.ScanSource = (*Source)(nil)
@@ -66,6 +91,9 @@ func newSource(c *tableConfig) (*Source, error) {
 		if s.autoReset != "earliest" && s.autoReset != "latest" && s.autoReset != "none" {
 			return nil, fmt.Errorf("auto.offset.reset can not be set to %s. Valid values: [latest,earliest,none]", v)
 		}
+	}
+	if s.commitOffsets, err = parseCommitOffsets(c); err != nil {
+		return nil, err
 	}
 	if (s.startup.mode == StartGroupOffsets || s.bounded.mode == StartGroupOffsets) && c.groupID == "" {
 		return nil, errors.New("Property group.id is required when using committed offset for offsets initializer")
@@ -117,6 +145,35 @@ func (s *Source) Parallelism(defaultParallelism int) int {
 
 // ReadableMetadata implements connectors.ScanSource.
 func (s *Source) ReadableMetadata() map[string]types.Type { return readableMetadata }
+
+// CommitsFailed counts offset commits to the consumer group that failed
+// (each is also logged); the checkpoint holds the offsets all the same, so
+// only a job started fresh with 'group-offsets' is affected.
+func (s *Source) CommitsFailed() *exec.Counter { return &s.commitsFailed }
+
+// parseCommitOffsets reads 'properties.commit.offsets.on.checkpoint' as
+// Flink's KafkaSourceBuilder does: on by default when 'properties.group.id'
+// is set, off without a group id, and an error when asked for without one.
+func parseCommitOffsets(c *tableConfig) (bool, error) {
+	v, set := c.props[propCommitOffsets]
+	on := true
+	if set {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+		case "false":
+			on = false
+		default:
+			return false, fmt.Errorf("Invalid value for option '%s%s'. Expected one of [true, false], but was: %s", propertiesPrefix, propCommitOffsets, v)
+		}
+	}
+	if c.groupID == "" {
+		if set && on {
+			return false, errors.New("Property group.id is required when offset commit is enabled")
+		}
+		return false, nil
+	}
+	return on, nil
+}
 
 // SkippedRecords counts the records dropped over all readers of the source:
 // those the format skipped under ignore-parse-errors, and records whose key
@@ -179,22 +236,38 @@ type Reader struct {
 
 	cl            *kgo.Client
 	adm           *kadm.Client
-	restore       map[TopicPartition]int64
+	restore       *position // nil: a fresh start
 	nextDiscovery time.Time
 	rr            int // next split to look at
 
 	mu     sync.Mutex // guards splits' next offsets and the split list for Offsets
 	splits []*split
 	index  map[TopicPartition]int
+
+	ctx    context.Context // Open's: bounds offset commits
+	commit committer
+}
+
+// committer commits completed checkpoints' offsets to the consumer group off
+// the task's goroutine, one commit at a time; a newer checkpoint's offsets
+// replace a commit still waiting to start, as the newest subsume the older.
+type committer struct {
+	mu      sync.Mutex
+	pending kadm.Offsets // newest offsets not yet sent
+	id      exec.CheckpointID
+	running bool
+	last    kadm.Offsets // last offsets committed
+	wg      sync.WaitGroup
 }
 
 var _ exec.SourceReader = (*Reader)(nil)
 
 // RestoreOffsets makes the reader start the given partitions at the given
-// offsets (the next offset to read) instead of the startup mode, as on
-// restore from a checkpoint. It must be called before Open.
+// offsets (the next offset to read), as on restore from a checkpoint that
+// holds no stop offsets: a bounded read resolves them again, and partitions
+// not given start at the earliest offset. It must be called before Open.
 func (r *Reader) RestoreOffsets(offsets map[TopicPartition]int64) {
-	r.restore = offsets
+	r.restore = &position{next: offsets}
 }
 
 // Offsets returns the next offset to read of every partition the reader
@@ -207,6 +280,24 @@ func (r *Reader) Offsets() map[TopicPartition]int64 {
 		out[s.tp] = s.next
 	}
 	return out
+}
+
+// position returns the reader's checkpointed state: the next offsets and,
+// for a bounded read, the stop offsets.
+func (r *Reader) position() *position {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := &position{next: make(map[TopicPartition]int64, len(r.splits))}
+	if r.src.Bounded() {
+		p.stop = make(map[TopicPartition]int64, len(r.splits))
+	}
+	for _, s := range r.splits {
+		p.next[s.tp] = s.next
+		if p.stop != nil {
+			p.stop[s.tp] = s.stop
+		}
+	}
+	return p
 }
 
 // Partitions returns the partitions the reader owns, split i at index i.
@@ -228,12 +319,20 @@ func (r *Reader) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kafka table %s: creating the Kafka client: %w", c.name, err)
 	}
-	r.cl, r.adm = cl, kadm.NewClient(cl)
+	r.cl, r.adm, r.ctx = cl, kadm.NewClient(cl), ctx
 	tps, err := r.listPartitions(ctx, true)
 	if err != nil {
 		return err
 	}
-	if err := r.addSplits(ctx, tps, r.src.startup); err != nil {
+	start := r.src.startup
+	if r.restore != nil {
+		// FLIP-288: the startup mode is for the job's first start. A
+		// partition the restored position does not hold appeared after
+		// the checkpoint (or after the first start) and nobody read it
+		// yet, so all of it is read.
+		start = offsetsSpec{mode: StartEarliest}
+	}
+	if err := r.addSplits(ctx, tps, start); err != nil {
 		return err
 	}
 	if r.src.discovery > 0 {
@@ -242,8 +341,10 @@ func (r *Reader) Open(ctx context.Context) error {
 	return nil
 }
 
-// Close implements exec.SourceReader.
+// Close implements exec.SourceReader. It waits for an offset commit in
+// flight, so that the offsets of a job's final checkpoint are committed.
 func (r *Reader) Close() error {
+	r.commit.wg.Wait()
 	if r.cl != nil {
 		r.cl.Close()
 		r.cl = nil
@@ -308,29 +409,68 @@ func (r *Reader) listPartitions(ctx context.Context, initial bool) ([]TopicParti
 }
 
 // addSplits resolves the offsets of new partitions and starts consuming them.
+// Partitions in the restored position keep their checkpointed next offset
+// and, for a bounded read, their checkpointed stop offset: the bound is fixed
+// once at the job's first start, so a restored job reads what an
+// uninterrupted one reads. For the same reason a bounded read restored from
+// a position with stop offsets does not take up partitions that position
+// does not hold (an uninterrupted bounded read does not discover them).
 func (r *Reader) addSplits(ctx context.Context, tps []TopicPartition, start offsetsSpec) error {
-	if len(tps) == 0 {
+	bounded := r.src.bounded.mode != BoundedUnbounded
+	rp := r.restore
+	var keep, needStart, needStop []TopicPartition
+	var ignored []string
+	for _, tp := range tps {
+		var next, stop bool
+		if rp != nil {
+			_, next = rp.next[tp]
+			_, stop = rp.stop[tp]
+		}
+		if bounded && rp != nil && rp.stop != nil && !next {
+			ignored = append(ignored, tp.String())
+			continue
+		}
+		keep = append(keep, tp)
+		if !next {
+			needStart = append(needStart, tp)
+		}
+		if bounded && !stop {
+			needStop = append(needStop, tp)
+		}
+	}
+	if len(ignored) > 0 {
+		r.src.logf("kafka table %s: partitions %s appeared after the bounded read started; it ends at the offsets fixed at its first start and does not read them",
+			r.src.cfg.name, strings.Join(ignored, ", "))
+	}
+	if len(keep) == 0 {
 		return nil
 	}
-	starts, err := r.resolve(ctx, tps, start, false)
-	if err != nil {
-		return err
+	var starts, stops map[TopicPartition]int64
+	var err error
+	if len(needStart) > 0 {
+		if starts, err = r.resolve(ctx, needStart, start, false); err != nil {
+			return err
+		}
 	}
-	var stops map[TopicPartition]int64
-	if r.src.bounded.mode != BoundedUnbounded {
-		if stops, err = r.resolve(ctx, tps, r.src.bounded, true); err != nil {
+	if len(needStop) > 0 {
+		if stops, err = r.src.stopOffsets(func(tps []TopicPartition) (map[TopicPartition]int64, error) {
+			return r.resolve(ctx, tps, r.src.bounded, true)
+		}, needStop); err != nil {
 			return err
 		}
 	}
 	consume := map[string]map[int32]kgo.Offset{}
 	r.mu.Lock()
-	for _, tp := range tps {
+	for _, tp := range keep {
 		s := &split{tp: tp, topicVal: types.String(tp.Topic), next: starts[tp], stop: -1}
-		if o, ok := r.restore[tp]; ok {
+		if o, ok := rp.nextOf(tp); ok {
 			s.next = o
 		}
-		if stops != nil {
+		if bounded {
 			s.stop = stops[tp]
+			if o, ok := rp.stopOf(tp); ok {
+				s.stop = o
+			}
 			s.done = s.next >= s.stop
 		}
 		r.index[tp] = len(r.splits)
@@ -347,6 +487,37 @@ func (r *Reader) addSplits(ctx context.Context, tps []TopicPartition, start offs
 		r.cl.AddConsumePartitions(consume)
 	}
 	return nil
+}
+
+// stopOffsets returns the stop offsets of tps: those resolved before by any
+// reader of the source, the others resolved now and remembered.
+func (s *Source) stopOffsets(resolve func([]TopicPartition) (map[TopicPartition]int64, error), tps []TopicPartition) (map[TopicPartition]int64, error) {
+	s.stopsMu.Lock()
+	defer s.stopsMu.Unlock()
+	out := make(map[TopicPartition]int64, len(tps))
+	var missing []TopicPartition
+	for _, tp := range tps {
+		if o, ok := s.firstStops[tp]; ok {
+			out[tp] = o
+		} else {
+			missing = append(missing, tp)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	resolved, err := resolve(missing)
+	if err != nil {
+		return nil, err
+	}
+	if s.firstStops == nil {
+		s.firstStops = map[TopicPartition]int64{}
+	}
+	for tp, o := range resolved {
+		out[tp] = o
+		s.firstStops[tp] = o
+	}
+	return out, nil
 }
 
 // resolve turns a startup or bounded spec into an offset per partition.

@@ -482,11 +482,7 @@ func TestSourceOptionErrors(t *testing.T) {
 			t.Errorf("%v: %v", c.opts, e)
 		}
 	}
-	// Unknown client properties are accepted, as the Java client accepts them.
-	if _, err := NewFactory().CreateSource(tableContext("127.0.0.1:1", eventSchema, map[string]string{
-		"topic": "a", "format": "json", "scan.startup.mode": "earliest-offset", "properties.some.unknown.thing": "1"})); err != nil {
-		t.Fatal(err)
-	}
+	// Unknown client properties are refused: TestUnknownClientPropertiesRefused.
 	// Unknown metadata keys name the supported ones.
 	_, err := NewFactory().CreateSource(tableContext("127.0.0.1:1", eventSchema, map[string]string{
 		"topic": "a", "format": "json", "scan.startup.mode": "earliest-offset"},

@@ -272,3 +272,47 @@ func TestOptionErrors(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestSinkRefusesNullKey: an upsert-kafka sink never writes a record whose
+// key (the primary key) is NULL, which no reader could apply to any row:
+// the batch fails before any of it is produced, naming the column. (The
+// sink's not-null enforcer stops such rows first; this is the sink's own
+// guarantee.)
+func TestSinkRefusesNullKey(t *testing.T) {
+	addr := startCluster(t, "users", 1)
+	s, err := NewFactory().CreateSink(tableContext(addr, nil, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []types.RowKind{types.Insert, types.UpdateAfter, types.Delete} {
+		w, err := s.NewWriter(0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		if err := w.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b := types.NewBatch(2, 3)
+		b.AppendRow(types.Insert, row(1, "a"))
+		b.AppendRow(kind, types.Row{types.NullValue, types.String("x")})
+		b.AppendRow(types.Insert, row(2, "b"))
+		err = w.Write(ctx, b)
+		want := "upsert-kafka table default_catalog.default_database.users: a " + kind.String() +
+			" row has a NULL in primary key column 'id'; upsert-kafka never writes a record without a key"
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %q", kind, err, want)
+		}
+		if err := w.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		cancel()
+	}
+	// Nothing of the failed batches reached the topic; a marker written
+	// afterwards is the first record.
+	write(t, s, []types.RowKind{types.Insert}, []types.Row{row(9, "end")})
+	if got := consume(t, addr, 1); fmt.Sprint(got) != `[{"id":9}={"id":9,"name":"end"}]` {
+		t.Fatalf("topic holds %v, want only the marker", got)
+	}
+}

@@ -50,18 +50,27 @@ func (f *Factory) Results(tableName string) ([]types.Row, bool) {
 
 // Sink is a values sink table.
 type Sink struct {
-	name   string
-	pk     []int
-	schema types.Schema
-	store  *results
+	name        string
+	pk          []int
+	schema      types.Schema
+	store       *results
+	parallelism int // 'sink.parallelism'; 0: the job's default
 }
 
 // CreateSink implements connectors.SinkFactory.
 func (f *Factory) CreateSink(tc *connectors.TableContext) (connectors.Sink, error) {
 	// A table read from 'data' may also be written: its source options are fine here.
-	accepted := append([]string{"sink.parallelism", OptData, OptChangelogMode, OptBounded}, connectors.WatermarkOptions...)
+	accepted := append(f.OptionalOptions(), connectors.WatermarkOptions...)
 	if err := connectors.ValidateOptionKeys(tc, Identifier, nil, accepted); err != nil {
 		return nil, err
+	}
+	opts := connectors.Options(tc.Options)
+	parallelism, err := opts.Int(OptSinkParallelism, 0)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Has(OptSinkParallelism) && parallelism <= 0 {
+		return nil, fmt.Errorf("Invalid value for option '%s'. Expected a positive number, but was: %d", OptSinkParallelism, parallelism)
 	}
 	if len(tc.Metadata) > 0 {
 		return nil, fmt.Errorf("values table %s: the values connector has no metadata, but column '%s' declares METADATA", tc.Name, tc.Metadata[0].Name)
@@ -70,7 +79,7 @@ func (f *Factory) CreateSink(tc *connectors.TableContext) (connectors.Sink, erro
 	// Every INSERT into the table starts it afresh.
 	f.results.tables[tc.Name] = &table{keyed: len(tc.PrimaryKey) > 0, keys: map[string]int{}}
 	f.results.mu.Unlock()
-	return &Sink{name: tc.Name, pk: tc.PrimaryKey, schema: tc.Physical, store: f.results}, nil
+	return &Sink{name: tc.Name, pk: tc.PrimaryKey, schema: tc.Physical, store: f.results, parallelism: parallelism}, nil
 }
 
 // AcceptedChangelogMode: a keyed table takes an upsert stream, an unkeyed one
@@ -83,7 +92,12 @@ func (s *Sink) AcceptedChangelogMode(types.ChangelogMode) types.ChangelogMode {
 }
 
 // Parallelism implements connectors.Sink.
-func (s *Sink) Parallelism(int) int { return 0 }
+func (s *Sink) Parallelism(defaultParallelism int) int {
+	if s.parallelism > 0 {
+		return s.parallelism
+	}
+	return defaultParallelism
+}
 
 // WritableMetadata implements connectors.Sink.
 func (s *Sink) WritableMetadata() map[string]types.Type { return nil }

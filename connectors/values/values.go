@@ -33,9 +33,10 @@ const Identifier = "values"
 
 // Option keys.
 const (
-	OptData          = "data"
-	OptChangelogMode = "changelog-mode"
-	OptBounded       = "bounded"
+	OptData            = "data"
+	OptChangelogMode   = "changelog-mode"
+	OptBounded         = "bounded"
+	OptSinkParallelism = "sink.parallelism"
 )
 
 // Factory creates values sources and sinks. A factory keeps what its sinks
@@ -55,7 +56,11 @@ func (*Factory) Identifier() string { return Identifier }
 func (*Factory) RequiredOptions() []string { return nil }
 
 // OptionalOptions implements connectors.Factory.
-func (*Factory) OptionalOptions() []string { return []string{OptData, OptChangelogMode, OptBounded} }
+// 'sink.parallelism' acts when the table is written; a table read from
+// 'data' may also be written, so both directions accept every option.
+func (*Factory) OptionalOptions() []string {
+	return []string{OptData, OptChangelogMode, OptBounded, OptSinkParallelism}
+}
 
 // Source is a configured values table.
 type Source struct {

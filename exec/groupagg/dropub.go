@@ -52,3 +52,9 @@ func (d *dropUpdateBefore) ProcessWatermark(wm int64, out exec.Output) error {
 func (d *dropUpdateBefore) Finish(exec.Output) error { return nil }
 
 func (d *dropUpdateBefore) Close() error { return nil }
+
+// Stateless implements exec.StatelessOperator: the output batch is flushed
+// before every call returns.
+func (*dropUpdateBefore) Stateless() {}
+
+var _ exec.StatelessOperator = (*dropUpdateBefore)(nil)

@@ -2,6 +2,7 @@ package rank
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,6 +123,13 @@ func TestDeduplicateRestore(t *testing.T) {
 	}
 	checkRestores(t, rowtime, 0, eachRow(ins("a", 1, sec(5)), ins("a", 2, sec(3)), ins("a", 3, sec(5)), ins("b", 1, sec(1))), 0,
 		"+I(a, 1, 5s)", "-U(a, 1, 5s)", "+U(a, 3, 5s)", "+I(b, 1, 1s)")
+	// Rowtime keep-first: the kept row survives a restore, so an earlier
+	// row after it still retracts it.
+	rowtimeFirst := func() (exec.Operator, error) {
+		return NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: 2, GenerateUpdateBefore: true})
+	}
+	checkRestores(t, rowtimeFirst, 0, eachRow(ins("a", 1, sec(5)), ins("a", 2, sec(6)), ins("a", 3, sec(3)), ins("b", 1, sec(1)), ins("a", 4, sec(3))), 0,
+		"+I(a, 1, 5s)", "-U(a, 1, 5s)", "+U(a, 3, 3s)", "+I(b, 1, 1s)")
 	keepFirst := func() (exec.Operator, error) {
 		return NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: -1})
 	}
@@ -187,5 +195,32 @@ func TestTopNSnapshotsAreIncremental(t *testing.T) {
 	store.Snapshot(t, op, 3)
 	if store.Puts != 1 || store.Dels != 0 { // p3: v ranks 2; u ranks 3, dropped
 		t.Fatalf("third snapshot: %d puts, %d deletes; want 1 (p3), 0", store.Puts, store.Dels)
+	}
+}
+
+// A checkpoint of a deduplication that kept no rows (proctime keep-first, or
+// event-time keep-first before it could update) cannot restore an event-time
+// keep-first, which must be able to retract its row: a clear error, not a
+// decode failure or a silent -U of an empty row.
+func TestDeduplicateRestoreWithoutKeptRows(t *testing.T) {
+	old, err := NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open(t, old, &fakeRuntime{})
+	process(t, old, newCollector(), ins("a", 1, sec(5)))
+	st := newMemStore()
+	st.Snapshot(t, old, 1)
+
+	op, err := NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: 2, GenerateUpdateBefore: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.(exec.CheckpointedOperator).RestoreState(st); err != nil {
+		t.Fatal(err)
+	}
+	err = op.Open((&fakeRuntime{}).Context())
+	if err == nil || !strings.Contains(err.Error(), "holds no kept rows") {
+		t.Fatalf("open after restore: %v", err)
 	}
 }

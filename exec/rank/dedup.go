@@ -24,12 +24,12 @@ type DedupSpec struct {
 // NewDeduplicate returns the deduplication operator. Its input must be
 // insert-only; output rows are the input rows.
 //
-//   - Keep first (proctime or rowtime): the first row that arrives for a key
-//     is emitted as +I, later rows are dropped. The output is insert-only.
-//     On rowtime, Flink 1.20's RowTimeDeduplicateFunction would replace the
-//     kept row by a later-arriving row with a smaller rowtime (-U/+U); the
-//     planner declares keep-first insert-only, so this operator keeps the
-//     first arrival and never updates.
+//   - Keep first on proctime: the first row that arrives for a key is
+//     emitted as +I, later rows are dropped. The output is insert-only.
+//   - Keep first on rowtime (Flink's RowTimeDeduplicateFunction): the first
+//     row is +I; a later-arriving row with a strictly smaller rowtime
+//     replaces the kept one, -U(kept) (with GenerateUpdateBefore) and
+//     +U(row); a row with an equal or larger rowtime is dropped.
 //   - Keep last on proctime: the first row is +I, every later row emits
 //     -U(previous) (with GenerateUpdateBefore) and +U(row). As in Flink, a
 //     row equal to the kept one emits nothing when state TTL is off.
@@ -53,15 +53,16 @@ func NewDeduplicate(spec DedupSpec) (exec.Operator, error) {
 	return &dedup{spec: spec, ttl: ttlTimer{ttl: spec.StateTTL.Milliseconds()}}, nil
 }
 
-// dedupStore keeps, per key, whether a row was seen, the kept row (for keep
-// last), its rowtime and when the key was last written.
+// dedupStore keeps, per key, whether a row was seen, the kept row (unless
+// proctime keep-first), its rowtime and when the key was last written.
 type dedupStore interface {
 	// lookup returns the id of row's key (hash h); added reports a new key
 	// whose entry the caller fills.
 	lookup(row types.Row, h uint64) (id int32, added bool)
 	// entry is the bookkeeping of id; valid until the next lookup.
 	entry(id int32) *dedupEntry
-	// kept is the kept row of id (keep last only); valid until the next lookup.
+	// kept is the kept row of id (empty for proctime keep-first); valid until
+	// the next lookup.
 	kept(id int32) types.Row
 	// expire forgets every key written at or before cutoff and returns the
 	// oldest write time among the keys left (math.MaxInt64 when none).
@@ -91,7 +92,8 @@ func (d *dedup) Open(ctx *exec.OperatorContext) error {
 	if err := d.ttl.open(ctx, "deduplicate"); err != nil {
 		return err
 	}
-	d.keepRow = d.spec.KeepLast
+	// Every variant but proctime keep-first may retract its kept row.
+	d.keepRow = d.spec.KeepLast || d.spec.RowtimeCol >= 0
 	return d.applyRestored()
 }
 
@@ -137,7 +139,7 @@ func (d *dedup) process(row types.Row, now int64) error {
 	if !added && d.ttl.expired(e.written, now) {
 		added = true
 	}
-	if !d.spec.KeepLast {
+	if !d.keepRow {
 		if !added {
 			return nil
 		}
@@ -156,8 +158,13 @@ func (d *dedup) process(row types.Row, now int64) error {
 	kept := d.state.kept(id)
 	if !added {
 		switch {
-		case d.spec.RowtimeCol >= 0:
+		case d.spec.RowtimeCol >= 0 && d.spec.KeepLast:
 			if rowtime < e.rowtime {
+				return nil
+			}
+		case d.spec.RowtimeCol >= 0:
+			// Keep first: only a strictly earlier row wins over the kept one.
+			if rowtime >= e.rowtime {
 				return nil
 			}
 		case !d.ttl.enabled() && types.RowsEqual(kept, row):

@@ -74,14 +74,32 @@ func TestDeduplicate(t *testing.T) {
 			want: []string{"+I(a, 1, 10s)", "+U(a, 3, 11s)"},
 		},
 		{
-			name: "rowtime keep first is insert-only",
+			// Flink's RowTimeDeduplicateFunction: the kept row is the one with
+			// the smallest rowtime; a later-arriving row with a strictly
+			// smaller rowtime replaces it, an equal rowtime keeps the first.
+			name: "rowtime keep first",
 			spec: DedupSpec{KeyCols: []int{0}, RowtimeCol: 2, GenerateUpdateBefore: true},
 			in: []rowSpec{
 				ins("a", 1, sec(10)),
-				ins("a", 2, sec(5)), // earlier rowtime, but the first arrival stays
-				ins("b", 1, sec(7)), ins("b", 2, sec(8)),
+				ins("a", 2, sec(5)), // earlier rowtime: replaces
+				ins("b", 1, sec(7)),
+				ins("b", 2, sec(8)), // later: ignored
+				ins("a", 3, sec(5)), // equal rowtime: the first stays
+				ins("b", 3, sec(7)), // equal rowtime: ignored
+				ins("a", 4, sec(1)), // earlier again: replaces
 			},
-			want: []string{"+I(a, 1, 10s)", "+I(b, 1, 7s)"},
+			want: []string{
+				"+I(a, 1, 10s)",
+				"-U(a, 1, 10s)", "+U(a, 2, 5s)",
+				"+I(b, 1, 7s)",
+				"-U(a, 2, 5s)", "+U(a, 4, 1s)",
+			},
+		},
+		{
+			name: "rowtime keep first without update before",
+			spec: DedupSpec{KeyCols: []int{0}, RowtimeCol: 2},
+			in:   []rowSpec{ins("a", 1, sec(10)), ins("a", 2, sec(11)), ins("a", 3, sec(9))},
+			want: []string{"+I(a, 1, 10s)", "+U(a, 3, 9s)"},
 		},
 		{
 			name: "two key columns",

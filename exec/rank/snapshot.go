@@ -133,6 +133,12 @@ func (d *dedup) applyRestored() error {
 		}
 		v = v[k1+k2:]
 		if d.keepRow {
+			if len(v) == 0 && !d.spec.KeepLast {
+				// Written before event-time keep-first kept its row (it could
+				// not update then): without the row it cannot be retracted.
+				return fmt.Errorf("deduplicate: restoring state: the checkpoint holds no kept rows for this event-time keep-first deduplication " +
+					"(written by a version that never updated its first row); start the job without this checkpoint")
+			}
 			if x.row, v, err = types.DecodeRow(v); err != nil {
 				return fmt.Errorf("deduplicate: restoring state: %w", err)
 			}

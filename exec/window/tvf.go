@@ -112,3 +112,9 @@ func (f *tableFunction) ProcessWatermark(wm int64, out exec.Output) error {
 func (f *tableFunction) Finish(exec.Output) error { return nil }
 
 func (f *tableFunction) Close() error { return nil }
+
+// Stateless implements exec.StatelessOperator: the output batch is flushed
+// before every call returns.
+func (*tableFunction) Stateless() {}
+
+var _ exec.StatelessOperator = (*tableFunction)(nil)

@@ -217,6 +217,20 @@ func TestNumericLiteralTyping(t *testing.T) {
 }
 
 func TestDecimalRounding(t *testing.T) {
+	dec := func(text string) types.Value {
+		v, ok := LiteralValue(num(t, text))
+		if !ok {
+			t.Fatalf("%s is not a literal", text)
+		}
+		return v
+	}
+	row := types.Row{dec("123.456"), types.Int(2), types.Int(-1), types.Int(5), dec("-123.456"), types.Int(-1000)}
+	decCol := Column(0, "d", types.DecimalType(6, 3))
+	digits := Column(1, "n", types.IntType)
+	negDigits := Column(2, "m", types.IntType)
+	manyDigits := Column(3, "k", types.IntType)
+	negDecCol := Column(4, "e", types.DecimalType(6, 3))
+	hugeNegDigits := Column(5, "h", types.IntType)
 	cases := []evalCase{
 		{"round half up", call(t, "ROUND", num(t, "2.345"), num(t, "2")), "2.35", "DECIMAL(4, 2) NOT NULL"},
 		{"round negative half up", call(t, "ROUND", num(t, "-2.345"), num(t, "2")), "-2.35", ""},
@@ -224,6 +238,16 @@ func TestDecimalRounding(t *testing.T) {
 		{"round -1", call(t, "ROUND", num(t, "125"), num(t, "-1")), "130", "INT NOT NULL"},
 		{"round double", call(t, "ROUND", num(t, "2.675e0"), num(t, "2")), "2.68", "DOUBLE NOT NULL"},
 		{"truncate", call(t, "TRUNCATE", num(t, "2.349"), num(t, "2")), "2.34", ""},
+		// With digits that are not a literal the type is the input's
+		// (Flink: ROUND(decimal, variable) ==> decimal), the value cut or
+		// rounded to the digits and shown at the input's scale.
+		{"truncate column digits", call(t, "TRUNCATE", decCol, digits), "123.450", "DECIMAL(6, 3)"},
+		{"round column digits", call(t, "ROUND", decCol, digits), "123.460", "DECIMAL(6, 3)"},
+		{"truncate negative column digits", call(t, "TRUNCATE", decCol, negDigits), "120.000", "DECIMAL(6, 3)"},
+		{"round negative column digits", call(t, "ROUND", decCol, negDigits), "120.000", ""},
+		{"truncate more digits than the scale", call(t, "TRUNCATE", decCol, manyDigits), "123.456", ""},
+		{"truncate negative value", call(t, "TRUNCATE", negDecCol, digits), "-123.450", ""},
+		{"truncate huge column digits", call(t, "TRUNCATE", decCol, hugeNegDigits), "0.000", ""},
 		{"cast decimal half up", cast(t, num(t, "1.25"), types.DecimalType(2, 1)), "1.3", "DECIMAL(2, 1) NOT NULL"},
 		{"cast decimal overflow is null", cast(t, num(t, "123.4"), types.DecimalType(3, 1)), "NULL", ""},
 		{"cast double to decimal", cast(t, num(t, "0.1e0"), types.DecimalType(10, 3)), "0.100", ""},
@@ -232,7 +256,7 @@ func TestDecimalRounding(t *testing.T) {
 		{"abs", call(t, "ABS", num(t, "-1.25")), "1.25", "DECIMAL(3, 2) NOT NULL"},
 		{"sign", call(t, "SIGN", num(t, "-7")), "-1", ""},
 	}
-	runCases(t, cases, nil, utc)
+	runCases(t, cases, row, utc)
 }
 
 func TestCasts(t *testing.T) {
@@ -347,7 +371,11 @@ func TestStringFunctions(t *testing.T) {
 		{"regexp_replace", call(t, "REGEXP_REPLACE", str("foobar"), str("oo|ar"), str("")), "fb", ""},
 		{"regexp_replace group", call(t, "REGEXP_REPLACE", str("2024-01-05"), str("(\\d+)-(\\d+)-(\\d+)"), str("$3/$2/$1")), "05/01/2024", ""},
 		{"regexp_extract", call(t, "REGEXP_EXTRACT", str("foothebar"), str("foo(.*?)(bar)"), num(t, "2")), "bar", ""},
-		{"regexp_extract default group", call(t, "REGEXP_EXTRACT", str("foothebar"), str("foo(.*?)bar")), "the", ""},
+		// Without an index Flink returns the whole match (group 0).
+		{"regexp_extract default is the whole match", call(t, "REGEXP_EXTRACT", str("foothebar"), str("foo(.*?)bar")), "foothebar", ""},
+		{"regexp_extract default first match", call(t, "REGEXP_EXTRACT", str("abc123def456"), str("[0-9]+")), "123", ""},
+		{"regexp_extract group 0", call(t, "REGEXP_EXTRACT", str("foothebar"), str("o(t)h"), num(t, "0")), "oth", ""},
+		{"regexp_extract group out of range", call(t, "REGEXP_EXTRACT", str("foothebar"), str("o(t)h"), num(t, "2")), "NULL", ""},
 		{"regexp_extract no match", call(t, "REGEXP_EXTRACT", str("abc"), str("x(y)")), "NULL", ""},
 		{"regexp", call(t, "REGEXP", str("abc123"), str("[0-9]+")), "TRUE", ""},
 		{"split_index", call(t, "SPLIT_INDEX", str("a,b,c"), str(","), num(t, "1")), "b", ""},
@@ -376,6 +404,18 @@ func TestStringFunctions(t *testing.T) {
 		{"str_to_map", call(t, "STR_TO_MAP", str("a=1,b=2")), "{a=1, b=2}", "MAP<STRING, STRING> NOT NULL"},
 		{"overlay", call(t, "OVERLAY", str("xxxxxtest"), str("xxxx"), num(t, "6")), "xxxxxxxxx", ""},
 		{"overlay for", call(t, "OVERLAY", str("xxxxxtest"), str("xx"), num(t, "6"), num(t, "2")), "xxxxxxxst", ""},
+		// Flink's SqlFunctionUtils.overlay: a start outside [1, length]
+		// returns the string unchanged; the tail after the replaced
+		// characters is kept only for a positive length ending inside it.
+		{"overlay from 0", call(t, "OVERLAY", str("abcdef"), str("XY"), num(t, "0")), "abcdef", ""},
+		{"overlay negative start", call(t, "OVERLAY", str("abcdef"), str("XY"), num(t, "-1")), "abcdef", ""},
+		{"overlay start past the end", call(t, "OVERLAY", str("abcdef"), str("XY"), num(t, "7")), "abcdef", ""},
+		{"overlay at the last character", call(t, "OVERLAY", str("abcdef"), str("XY"), num(t, "6")), "abcdeXY", ""},
+		{"overlay for 0", call(t, "OVERLAY", str("abcdef"), str("XY"), num(t, "2"), num(t, "0")), "aXY", ""},
+		{"overlay negative length", call(t, "OVERLAY", str("abcdef"), str("XY"), num(t, "2"), num(t, "-1")), "aXY", ""},
+		{"overlay length past the end", call(t, "OVERLAY", str("abcdef"), str("XY"), num(t, "3"), num(t, "10")), "abXY", ""},
+		{"overlay length to the end", call(t, "OVERLAY", str("abcdef"), str("XY"), num(t, "1"), num(t, "5")), "XYf", ""},
+		{"overlay huge length", call(t, "OVERLAY", str("abcdef"), str("XY"), num(t, "2"), num(t, "9223372036854775807")), "aXY", ""},
 		{"like %", call(t, "LIKE", s, str("Hello%")), "TRUE", "BOOLEAN"},
 		{"like suffix", call(t, "LIKE", s, str("%World")), "TRUE", ""},
 		{"like contains", call(t, "LIKE", s, str("%lo W%")), "TRUE", ""},
@@ -445,7 +485,14 @@ func TestTemporal(t *testing.T) {
 	mon, _ := IntervalLiteral("1", "MONTH", "", false)
 	ym, _ := IntervalLiteral("2-3", "YEAR", "MONTH", false)
 	sec, _ := IntervalLiteral("10", "SECONDS", "", false)
+	halfSec, _ := IntervalLiteral("0.5", "SECOND", "", false)
 	cases := []evalCase{
+		// TIME(0) plus a fraction of a second stays TIME(0): no hidden
+		// fraction that compares unequal to what is shown.
+		{"time plus fraction", call(t, "+", typed(t, "TIME", "10:00:00"), halfSec), "10:00:00", "TIME(0) NOT NULL"},
+		{"time plus fraction compares whole", call(t, "=", call(t, "+", typed(t, "TIME", "10:00:00"), halfSec), typed(t, "TIME", "10:00:00")), "TRUE", ""},
+		{"time minus fraction", call(t, "-", typed(t, "TIME", "10:00:00"), halfSec), "09:59:59", ""},
+		{"time(3) keeps millis", call(t, "+", cast(t, typed(t, "TIME", "10:00:00"), types.TimeType(3)), halfSec), "10:00:00.500", "TIME(3) NOT NULL"},
 		{"extract year", call(t, "EXTRACT", Symbol("YEAR"), ts), "2024", "BIGINT NOT NULL"},
 		{"extract quarter", call(t, "EXTRACT", Symbol("QUARTER"), ts), "1", ""},
 		{"extract month", call(t, "EXTRACT", Symbol("MONTH"), ts), "3", ""},
@@ -489,8 +536,23 @@ func TestTemporal(t *testing.T) {
 		{"from_unixtime utc", call(t, "FROM_UNIXTIME", num(t, "0")), "1970-01-01 00:00:00", ""},
 		{"unix_timestamp utc", call(t, "UNIX_TIMESTAMP", str("1970-01-02 00:00:00")), "86400", ""},
 		{"convert_tz", call(t, "CONVERT_TZ", str("1970-01-01 00:00:00"), str("UTC"), str("America/Los_Angeles")), "1969-12-31 16:00:00", ""},
-		{"to_timestamp_ltz millis", call(t, "TO_TIMESTAMP_LTZ", num(t, "1500"), num(t, "3")), "1970-01-01 00:00:01.500", "TIMESTAMP_LTZ(3) NOT NULL"},
+		// Flink forces the result nullable: out of range is NULL.
+		{"to_timestamp_ltz millis", call(t, "TO_TIMESTAMP_LTZ", num(t, "1500"), num(t, "3")), "1970-01-01 00:00:01.500", "TIMESTAMP_LTZ(3)"},
 		{"to_timestamp_ltz seconds", call(t, "TO_TIMESTAMP_LTZ", num(t, "60"), num(t, "0")), "1970-01-01 00:01:00.000", ""},
+		{"to_timestamp_ltz max millis", call(t, "TO_TIMESTAMP_LTZ", num(t, "253402300799999"), num(t, "3")), "9999-12-31 23:59:59.999", ""},
+		{"to_timestamp_ltz past max millis", call(t, "TO_TIMESTAMP_LTZ", num(t, "253402300800000"), num(t, "3")), "NULL", ""},
+		{"to_timestamp_ltz min millis", call(t, "TO_TIMESTAMP_LTZ", num(t, "-62167219200000"), num(t, "3")), "0000-01-01 00:00:00.000", ""},
+		{"to_timestamp_ltz before min millis", call(t, "TO_TIMESTAMP_LTZ", num(t, "-62167219200001"), num(t, "3")), "NULL", ""},
+		{"to_timestamp_ltz max seconds", call(t, "TO_TIMESTAMP_LTZ", num(t, "253402300799"), num(t, "0")), "9999-12-31 23:59:59.000", ""},
+		{"to_timestamp_ltz past max seconds", call(t, "TO_TIMESTAMP_LTZ", num(t, "253402300800"), num(t, "0")), "NULL", ""},
+		{"to_timestamp_ltz seconds overflowing millis", call(t, "TO_TIMESTAMP_LTZ", num(t, "9223372036854775807"), num(t, "0")), "NULL", ""},
+		{"to_timestamp_ltz huge double", call(t, "TO_TIMESTAMP_LTZ", num(t, "1e300"), num(t, "3")), "NULL", ""},
+		// A double is scaled, then cut toward zero (Java's (long) cast);
+		// a decimal is cut toward zero in its own unit first.
+		{"to_timestamp_ltz double seconds", call(t, "TO_TIMESTAMP_LTZ", num(t, "1.5e0"), num(t, "0")), "1970-01-01 00:00:01.500", ""},
+		{"to_timestamp_ltz negative double toward zero", call(t, "TO_TIMESTAMP_LTZ", num(t, "-1.0005e0"), num(t, "0")), "1969-12-31 23:59:59.000", ""},
+		{"to_timestamp_ltz decimal seconds", call(t, "TO_TIMESTAMP_LTZ", num(t, "1.9"), num(t, "0")), "1970-01-01 00:00:01.000", ""},
+		{"to_timestamp_ltz decimal millis", call(t, "TO_TIMESTAMP_LTZ", num(t, "-1.9"), num(t, "3")), "1969-12-31 23:59:59.999", ""},
 		{"current_timestamp", call(t, "CURRENT_TIMESTAMP"), "2024-03-15 10:30:45.123", "TIMESTAMP_LTZ(3) NOT NULL"},
 		{"localtimestamp", call(t, "LOCALTIMESTAMP"), "2024-03-15 10:30:45.123", "TIMESTAMP(3) NOT NULL"},
 		{"current_date", call(t, "CURRENT_DATE"), "2024-03-15", "DATE NOT NULL"},
@@ -604,6 +666,9 @@ func TestErrorMessages(t *testing.T) {
 		{"=", []Expr{typed(t, "DATE", "2024-01-01"), typed(t, "TIME", "10:00:00")}, "Cannot apply '=' to arguments of type '<DATE> = <TIME(0)>'. Supported form(s): '<COMPARABLE_TYPE> = <COMPARABLE_TYPE>'"},
 		{"+", []Expr{num(t, "1"), str("a")}, "Cannot apply '+' to arguments of type '<INTEGER> + <CHAR(1)>'. Supported form(s): '<NUMERIC> + <NUMERIC>'\n'<DATETIME_INTERVAL> + <DATETIME_INTERVAL>'\n'<DATETIME> + <DATETIME_INTERVAL>'\n'<DATETIME_INTERVAL> + <DATETIME>'"},
 		{"AND", []Expr{num(t, "1"), BoolLiteral(true)}, "Cannot apply 'AND' to arguments of type '<INTEGER> AND <BOOLEAN>'. Supported form(s): '<BOOLEAN> AND <BOOLEAN>'"},
+		// Flink 1.20 has only TO_TIMESTAMP_LTZ(numeric, precision).
+		{"TO_TIMESTAMP_LTZ", []Expr{num(t, "1500")}, "Invalid number of arguments to function 'TO_TIMESTAMP_LTZ'. Was expecting 2 arguments"},
+		{"TO_TIMESTAMP_LTZ", []Expr{str("2024-01-01 00:00:00")}, "Invalid number of arguments to function 'TO_TIMESTAMP_LTZ'. Was expecting 2 arguments"},
 		{"MOD", []Expr{num(t, "1.5e0"), num(t, "2")}, "Cannot apply 'MOD' to arguments of type 'MOD(<DOUBLE>, <INTEGER>)'. Supported form(s): 'MOD(<EXACT_NUMERIC>, <EXACT_NUMERIC>)'"},
 		{"-", []Expr{typed(t, "TIMESTAMP", "2024-01-01 00:00:00"), typed(t, "TIMESTAMP", "2024-01-01 00:00:00")}, "Cannot apply '-' to arguments of type '<TIMESTAMP(0)> - <TIMESTAMP(0)>'. Supported form(s): '<NUMERIC> - <NUMERIC>'\n'<DATETIME_INTERVAL> - <DATETIME_INTERVAL>'\n'<DATETIME> - <DATETIME_INTERVAL>'"},
 	} {

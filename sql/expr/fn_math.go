@@ -185,9 +185,14 @@ func buildRound(name string, args []Expr) (Expr, error) {
 	if len(args) == 1 {
 		args = []Expr{args[0], Literal(types.Int(0), types.IntType.WithNullable(false))}
 	}
-	digits := 0
+	// The result type of a DECIMAL depends on the number of digits when it
+	// is a literal; with a column (or any non-literal) it is the input's
+	// type, as in Flink: ROUND(decimal, variable) ==> decimal.
+	digits, literalDigits := 0, true
 	if v, ok := LiteralValue(args[1]); ok && !v.IsNull() {
 		digits = int(v.N)
+	} else if !ok {
+		literalDigits = false
 	}
 	roundTo := func(u *big.Int, from, to int) *big.Int {
 		if truncate {
@@ -234,10 +239,13 @@ func buildRound(name string, args []Expr) (Expr, error) {
 			return types.Float(r), nil
 		})), nil
 	case t.Root == types.RootDecimal:
-		rt := roundType(t.Precision, t.Scale, digits).WithNullable(t.Nullable())
+		rt := t
+		if literalDigits {
+			rt = roundType(t.Precision, t.Scale, digits).WithNullable(t.Nullable())
+		}
 		return newCall(name, args, rt, strictImpl(func(_ *evalCtx, v []types.Value) (types.Value, error) {
 			u, s := decUnscaled(v[0])
-			d := int(v[1].N)
+			d := int(max(min(v[1].N, int64(s)), -2*maxDecimalPrecision))
 			q := roundTo(u, s, d)
 			// Back to the result scale.
 			if d < 0 {

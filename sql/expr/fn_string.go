@@ -449,7 +449,9 @@ func buildRegexpExtract(name string, args []Expr) (Expr, error) {
 		if err != nil {
 			return types.Value{}, nil
 		}
-		idx := int64(1)
+		// Without an index the whole match (group 0), as Flink's
+		// regexpExtract(str, regex) does.
+		idx := int64(0)
 		if len(v) == 3 {
 			idx = v[2].N
 		}
@@ -760,15 +762,25 @@ func buildOverlay(name string, args []Expr) (Expr, error) {
 		return nil, cannotApply(name, args, "OVERLAY(<STRING> PLACING <STRING> FROM <INTEGER>)", "OVERLAY(<STRING> PLACING <STRING> FROM <INTEGER> FOR <INTEGER>)")
 	}
 	return newCall(name, args, types.StringType, strictImpl(func(_ *evalCtx, v []types.Value) (types.Value, error) {
+		// Flink's rules: a start position outside [1, CHAR_LENGTH(s)]
+		// leaves s unchanged; the rest of s after the replaced characters
+		// is kept only when the length is positive and the replaced part
+		// ends before the end of s.
 		s, r := []rune(v[0].S), []rune(v[1].S)
 		pos := v[2].N
 		l := int64(len(r))
 		if len(v) == 4 {
 			l = v[3].N
 		}
-		start := min(max(pos-1, 0), int64(len(s)))
-		end := min(max(start+l, start), int64(len(s)))
-		return types.String(string(s[:start]) + string(r) + string(s[end:])), nil
+		n := int64(len(s))
+		if pos <= 0 || pos > n {
+			return v[0], nil
+		}
+		out := string(s[:pos-1]) + string(r)
+		if l > 0 && l <= n-pos {
+			out += string(s[pos-1+l:])
+		}
+		return types.String(out), nil
 	})), nil
 }
 

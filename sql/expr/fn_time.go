@@ -2,7 +2,7 @@ package expr
 
 import (
 	"fmt"
-	"math"
+	"math/big"
 	"strings"
 	"time"
 
@@ -294,34 +294,63 @@ func parseWithFormat(v []types.Value, pat *patternArg) (int64, int32, bool) {
 
 func buildToTimestampLTZ(name string, args []Expr) (Expr, error) {
 	rt := types.TimestampLTZType(3)
+	if len(args) == 1 {
+		// Flink 1.20 has only TO_TIMESTAMP_LTZ(numeric, precision).
+		return nil, wrongArgCount(name, args, "2")
+	}
 	switch {
-	case len(args) >= 1 && len(args) <= 2 && famNumeric(args[0].Type()) && (len(args) == 1 || famInteger(args[1].Type())):
-		prec := int64(3)
-		if len(args) == 2 {
-			v, ok := LiteralValue(args[1])
-			if !ok || (v.N != 0 && v.N != 3) {
-				return nil, fmt.Errorf("The precision value '%s' for function TO_TIMESTAMP_LTZ(numeric, precision) is unsupported, the supported value is '0' for second or '3' for millisecond.", args[1])
-			}
-			prec = v.N
+	case len(args) == 2 && famNumeric(args[0].Type()) && famInteger(args[1].Type()):
+		v, ok := LiteralValue(args[1])
+		if !ok || v.IsNull() || (v.N != 0 && v.N != 3) {
+			return nil, fmt.Errorf("The precision value '%s' for function TO_TIMESTAMP_LTZ(numeric, precision) is unsupported, the supported value is '0' for second or '3' for millisecond.", args[1])
 		}
+		prec := v.N
+		// Flink's range: 0000-01-01 00:00:00 to 9999-12-31 23:59:59.999
+		// UTC; anything outside (or NaN) is NULL, so the result is
+		// nullable whatever the argument.
+		const minMillis, maxMillis = -62167219200000, 253402300799999
 		arg := args[0]
 		c := newCall(name, []Expr{arg}, rt, strictImpl(func(_ *evalCtx, v []types.Value) (types.Value, error) {
-			scale := 1.0
-			if prec == 0 {
-				scale = 1000
+			var n int64
+			switch v[0].K {
+			case types.KindInt, types.KindDecimal:
+				// Integers, and decimals truncated toward zero in their
+				// own unit (Flink's RoundingMode.DOWN): 1.9 seconds is 1 s.
+				n = v[0].N
+				if v[0].K == types.KindDecimal {
+					u, sc := decUnscaled(v[0])
+					q := new(big.Int).Quo(u, bigPow10(sc))
+					if !q.IsInt64() {
+						return types.Value{}, nil
+					}
+					n = q.Int64()
+				}
+				if prec == 0 {
+					if n < minMillis/1000 || n > maxMillis/1000 {
+						return types.Value{}, nil
+					}
+					n *= 1000
+				}
+			default:
+				f := types.ToFloat(v[0])
+				if prec == 0 {
+					if !(f >= minMillis/1000 && f <= maxMillis/1000) {
+						return types.Value{}, nil
+					}
+					f *= 1000
+				}
+				if !(f >= minMillis && f <= maxMillis) {
+					return types.Value{}, nil
+				}
+				// Java's (long) cast: toward zero.
+				n = int64(f)
 			}
-			if v[0].K == types.KindInt {
-				return types.Timestamp(v[0].N*int64(scale), 0), nil
-			}
-			f := types.ToFloat(v[0]) * scale
-			if math.IsNaN(f) || math.IsInf(f, 0) {
+			if n < minMillis || n > maxMillis {
 				return types.Value{}, nil
 			}
-			return types.Timestamp(int64(math.Floor(f)), 0), nil
+			return types.Timestamp(n, 0), nil
 		}))
-		if args[0].Type().IsApprox() || args[0].Type().Root == types.RootDecimal {
-			c.t.NotNull = false
-		}
+		c.t.NotNull = false
 		return c, nil
 	case len(args) >= 1 && len(args) <= 3 && famString(args[0].Type()) && (len(args) < 2 || famString(args[1].Type())) && (len(args) < 3 || famString(args[2].Type())):
 		var pat *patternArg

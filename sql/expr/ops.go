@@ -346,11 +346,16 @@ func temporalPlus(op string, args []Expr, dtIdx, ivIdx int, negate bool) (Expr, 
 			return types.Int(d + n/msPerDay), nil
 		}
 	case types.RootTime:
+		// The result is of the TIME operand's type: TIME '10:00:00' +
+		// INTERVAL '0.5' SECOND is TIME(0) 10:00:00, with no hidden
+		// fraction that would show in output or break comparisons.
+		p := dt.Precision
 		fn = func(_ *evalCtx, v []types.Value) (types.Value, error) {
 			if months {
 				return v[dtIdx], nil
 			}
-			return types.Int(floorMod(v[dtIdx].N+sign*v[ivIdx].N, msPerDay)), nil
+			ms, _ := truncateFraction(floorMod(v[dtIdx].N+sign*v[ivIdx].N, msPerDay), 0, p)
+			return types.Int(ms), nil
 		}
 	case types.RootTimestamp, types.RootTimestampLTZ:
 		fn = func(_ *evalCtx, v []types.Value) (types.Value, error) {

@@ -181,6 +181,7 @@ type Insert struct {
 	StmtBase
 	Overwrite bool
 	Table     []string
+	Hints     []*Hint // /*+ OPTIONS(…) */ after the table name
 	Partition []PartitionValue
 	Columns   []string
 	Query     *Query
@@ -350,9 +351,19 @@ type NamedWindow struct {
 type TableName struct {
 	At
 	Name          []string
-	SystemTime    Expr // FOR SYSTEM_TIME AS OF expr, nil when absent
+	Hints         []*Hint // /*+ … */ after the name
+	SystemTime    Expr    // FOR SYSTEM_TIME AS OF expr, nil when absent
 	Alias         string
 	ColumnAliases []string
+}
+
+// Hint is one table hint of a /*+ … */ block: NAME, NAME(arg, …) or
+// NAME(key = value, …), as OPTIONS('k' = 'v').
+type Hint struct {
+	At
+	Name    string    // upper-cased
+	Options []*Option // key = value arguments
+	Args    []string  // plain arguments (identifiers, strings, numbers)
 }
 
 func (*TableName) tableRefNode() {}

@@ -41,21 +41,37 @@ func quoteParts(parts []string) string {
 // upper-case, identifiers back-quoted only when needed, and parentheses
 // only where precedence requires them.
 func FormatExpr(e Expr) string {
-	var sb strings.Builder
+	var sb writer
 	writeExpr(&sb, e)
 	return sb.String()
 }
 
+// FormatExprQuoted prints an expression as FormatExpr does, but with every
+// column reference back-quoted, as Flink prints the SQL expressions it
+// stores (watermarks and computed columns in DESCRIBE and SHOW CREATE
+// TABLE): `ts` - INTERVAL '5' SECOND.
+func FormatExprQuoted(e Expr) string {
+	sb := writer{quoteAll: true}
+	writeExpr(&sb, e)
+	return sb.String()
+}
+
+// writer is the output of the formatter.
+type writer struct {
+	strings.Builder
+	quoteAll bool // back-quote every identifier of a column reference
+}
+
 // FormatDataType prints a data type as Flink SQL, e.g. TIMESTAMP(3) NOT NULL.
 func FormatDataType(t *DataType) string {
-	var sb strings.Builder
+	var sb writer
 	writeType(&sb, t)
 	return sb.String()
 }
 
 // FormatQuery prints a query as single-line Flink SQL.
 func FormatQuery(q *Query) string {
-	var sb strings.Builder
+	var sb writer
 	writeQuery(&sb, q)
 	return sb.String()
 }
@@ -91,7 +107,7 @@ func exprPrec(e Expr) int {
 }
 
 // writeOperand writes e, parenthesized when its precedence is below min.
-func writeOperand(sb *strings.Builder, e Expr, min int) {
+func writeOperand(sb *writer, e Expr, min int) {
 	if exprPrec(e) < min {
 		sb.WriteByte('(')
 		writeExpr(sb, e)
@@ -101,7 +117,7 @@ func writeOperand(sb *strings.Builder, e Expr, min int) {
 	writeExpr(sb, e)
 }
 
-func writeExprList(sb *strings.Builder, list []Expr) {
+func writeExprList(sb *writer, list []Expr) {
 	for i, e := range list {
 		if i > 0 {
 			sb.WriteString(", ")
@@ -110,11 +126,20 @@ func writeExprList(sb *strings.Builder, list []Expr) {
 	}
 }
 
-func writeExpr(sb *strings.Builder, e Expr) {
+func writeExpr(sb *writer, e Expr) {
 	switch x := e.(type) {
 	case nil:
 		sb.WriteString("NULL")
 	case *Ident:
+		if sb.quoteAll {
+			for i, p := range x.Parts {
+				if i > 0 {
+					sb.WriteByte('.')
+				}
+				sb.WriteString("`" + strings.ReplaceAll(p, "`", "``") + "`")
+			}
+			break
+		}
 		sb.WriteString(quoteParts(x.Parts))
 	case *Star:
 		for _, q := range x.Qualifier {
@@ -381,7 +406,7 @@ func writeExpr(sb *strings.Builder, e Expr) {
 	}
 }
 
-func writeQualifier(sb *strings.Builder, q *IntervalQualifier) {
+func writeQualifier(sb *writer, q *IntervalQualifier) {
 	sb.WriteString(q.Start)
 	if q.Start == "SECOND" && q.End == "" && q.StartPrecision >= 0 && q.FracPrecision >= 0 {
 		sb.WriteString("(" + strconv.Itoa(q.StartPrecision) + ", " + strconv.Itoa(q.FracPrecision) + ")")
@@ -423,7 +448,7 @@ func funcNameString(f *FuncCall) string {
 	return quoteParts(name)
 }
 
-func writeFuncCall(sb *strings.Builder, f *FuncCall) {
+func writeFuncCall(sb *writer, f *FuncCall) {
 	sb.WriteString(funcNameString(f))
 	if f.NoParens {
 		return
@@ -464,7 +489,7 @@ func writeFuncCall(sb *strings.Builder, f *FuncCall) {
 	}
 }
 
-func writeWindowSpec(sb *strings.Builder, w *WindowSpec) {
+func writeWindowSpec(sb *writer, w *WindowSpec) {
 	sb.WriteByte('(')
 	sep := ""
 	if w.Ref != "" {
@@ -495,7 +520,7 @@ func writeWindowSpec(sb *strings.Builder, w *WindowSpec) {
 	sb.WriteByte(')')
 }
 
-func writeBound(sb *strings.Builder, b FrameBound) {
+func writeBound(sb *writer, b FrameBound) {
 	if b.Offset != nil {
 		writeOperand(sb, b.Offset, precConcat)
 		sb.WriteByte(' ')
@@ -503,7 +528,7 @@ func writeBound(sb *strings.Builder, b FrameBound) {
 	sb.WriteString(b.Kind)
 }
 
-func writeOrderItems(sb *strings.Builder, items []*OrderItem) {
+func writeOrderItems(sb *writer, items []*OrderItem) {
 	for i, it := range items {
 		if i > 0 {
 			sb.WriteString(", ")
@@ -518,7 +543,7 @@ func writeOrderItems(sb *strings.Builder, items []*OrderItem) {
 	}
 }
 
-func writeType(sb *strings.Builder, t *DataType) {
+func writeType(sb *writer, t *DataType) {
 	if t == nil {
 		sb.WriteString("<?>")
 		return
@@ -575,7 +600,7 @@ func writeType(sb *strings.Builder, t *DataType) {
 
 // ---------------------------------------------------------------- queries
 
-func writeQuery(sb *strings.Builder, q *Query) {
+func writeQuery(sb *writer, q *Query) {
 	if q == nil {
 		return
 	}
@@ -618,7 +643,7 @@ func identList(cols []string) string {
 	return strings.Join(q, ", ")
 }
 
-func writeQueryExpr(sb *strings.Builder, b QueryExpr, minPrec int) {
+func writeQueryExpr(sb *writer, b QueryExpr, minPrec int) {
 	switch x := b.(type) {
 	case *Select:
 		writeSelect(sb, x)
@@ -657,7 +682,7 @@ func writeQueryExpr(sb *strings.Builder, b QueryExpr, minPrec int) {
 	}
 }
 
-func writeSelect(sb *strings.Builder, s *Select) {
+func writeSelect(sb *writer, s *Select) {
 	sb.WriteString("SELECT ")
 	if s.Distinct {
 		sb.WriteString("DISTINCT ")
@@ -699,7 +724,7 @@ func writeSelect(sb *strings.Builder, s *Select) {
 	}
 }
 
-func writeAlias(sb *strings.Builder, alias string, cols []string) {
+func writeAlias(sb *writer, alias string, cols []string) {
 	if alias == "" {
 		return
 	}
@@ -709,10 +734,11 @@ func writeAlias(sb *strings.Builder, alias string, cols []string) {
 	}
 }
 
-func writeTableRef(sb *strings.Builder, r TableRef) {
+func writeTableRef(sb *writer, r TableRef) {
 	switch x := r.(type) {
 	case *TableName:
 		sb.WriteString(quoteParts(x.Name))
+		writeHints(sb, x.Hints)
 		if x.SystemTime != nil {
 			sb.WriteString(" FOR SYSTEM_TIME AS OF ")
 			writeOperand(sb, x.SystemTime, precConcat)
@@ -781,4 +807,35 @@ func argName(n string) string {
 		return QuoteIdent(n)
 	}
 	return n
+}
+
+func writeHints(sb *writer, hints []*Hint) {
+	if len(hints) == 0 {
+		return
+	}
+	sb.WriteString(" /*+ ")
+	for i, h := range hints {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(h.Name)
+		if len(h.Args)+len(h.Options) == 0 {
+			continue
+		}
+		sb.WriteByte('(')
+		for j, a := range h.Args {
+			if j > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(QuoteString(a))
+		}
+		for j, o := range h.Options {
+			if j > 0 || len(h.Args) > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(QuoteString(o.Key) + " = " + QuoteString(o.Value))
+		}
+		sb.WriteByte(')')
+	}
+	sb.WriteString(" */")
 }

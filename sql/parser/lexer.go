@@ -48,10 +48,11 @@ func (t *token) upper() string {
 }
 
 type lexer struct {
-	src  string
-	off  int
-	line int
-	col  int
+	src    string
+	off    int
+	line   int
+	col    int
+	inHint bool // between /*+ and */: the hint's text is lexed as tokens
 }
 
 func newLexer(src string) *lexer { return &lexer{src: src, line: 1, col: 1} }
@@ -102,6 +103,9 @@ func (l *lexer) skipSpace() *token {
 			for l.off < len(l.src) && l.src[l.off] != '\n' {
 				l.advance()
 			}
+		case c == '/' && l.peekByte(1) == '*' && l.peekByte(2) == '+':
+			// A hint (/*+ … */) is not a comment: next returns it as tokens.
+			return nil
 		case c == '/' && l.peekByte(1) == '*':
 			start := l.pos()
 			l.advance()
@@ -200,9 +204,22 @@ func (l *lexer) next() token {
 		return t
 	}
 	// operators
+	if strings.HasPrefix(l.src[l.off:], "/*+") {
+		l.advance()
+		l.advance()
+		l.advance()
+		l.inHint = true
+		return mk(tokOp, "/*+")
+	}
 	two := ""
 	if l.off+1 < len(l.src) {
 		two = l.src[l.off : l.off+2]
+	}
+	if two == "*/" && l.inHint {
+		l.advance()
+		l.advance()
+		l.inHint = false
+		return mk(tokOp, "*/")
 	}
 	switch two {
 	case "<>", "!=", "<=", ">=", "||", "=>":

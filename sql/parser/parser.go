@@ -485,6 +485,11 @@ func (p *parser) parseInsert(start Pos) (*Insert, error) {
 		return nil, err
 	}
 	ins.Table = name
+	if p.isOp("/*+") {
+		if ins.Hints, err = p.parseHints(); err != nil {
+			return nil, err
+		}
+	}
 	if p.acceptKw("PARTITION") {
 		if err := p.expectOp("("); err != nil {
 			return nil, err

@@ -1,5 +1,7 @@
 package parser
 
+import "strings"
+
 // parseQuery parses [WITH ...] body [ORDER BY ...] [LIMIT ...] [OFFSET ...] [FETCH ...].
 func (p *parser) parseQuery() (*Query, error) {
 	if err := p.enter(); err != nil {
@@ -177,6 +179,11 @@ func (p *parser) parseValues() (*Values, error) {
 
 func (p *parser) parseSelect() (*Select, error) {
 	s := &Select{At: At{p.advance().pos}} // SELECT
+	if p.isOp("/*+") {
+		// Query hints (STATE_TTL, join hints) would change how the query
+		// runs; refusing them beats ignoring them.
+		return nil, p.errAt(p.cur().pos, "Query hints (/*+ ... */ after SELECT) are not supported yet")
+	}
 	if p.isKw("DISTINCT") {
 		p.advance()
 		s.Distinct = true
@@ -570,6 +577,11 @@ func (p *parser) parseTablePrimary() (TableRef, error) {
 		return nil, err
 	}
 	tn := &TableName{At: at, Name: name}
+	if p.isOp("/*+") {
+		if tn.Hints, err = p.parseHints(); err != nil {
+			return nil, err
+		}
+	}
 	if p.isKw("FOR") && p.peekIsKw(1, "SYSTEM_TIME") {
 		p.advance()
 		p.advance()
@@ -584,4 +596,53 @@ func (p *parser) parseTablePrimary() (TableRef, error) {
 		return nil, err
 	}
 	return tn, nil
+}
+
+// parseHints parses /*+ hint [, hint]* */ at the current /*+ token.
+func (p *parser) parseHints() ([]*Hint, error) {
+	p.advance() // /*+
+	var hints []*Hint
+	for {
+		t := p.cur()
+		if t.kind != tokWord && t.kind != tokQuoted {
+			return nil, p.errExpecting("<IDENTIFIER>")
+		}
+		p.advance()
+		h := &Hint{At: At{t.pos}, Name: strings.ToUpper(identValue(t))}
+		if p.acceptOp("(") {
+			for !p.acceptOp(")") {
+				if len(h.Options)+len(h.Args) > 0 {
+					if err := p.expectOp(","); err != nil {
+						return nil, err
+					}
+				}
+				a := p.cur()
+				if a.kind != tokWord && a.kind != tokQuoted && a.kind != tokString && a.kind != tokNumber {
+					return nil, p.errExpecting("<IDENTIFIER>", "<STRING>")
+				}
+				p.advance()
+				val := a.val
+				if a.kind == tokWord {
+					val = a.text
+				}
+				if !p.acceptOp("=") {
+					h.Args = append(h.Args, val)
+					continue
+				}
+				v, vp, err := p.stringLit()
+				if err != nil {
+					return nil, err
+				}
+				h.Options = append(h.Options, &Option{Key: val, Value: v, KeyPos: a.pos, ValuePos: vp})
+			}
+		}
+		hints = append(hints, h)
+		if p.acceptOp(",") {
+			continue
+		}
+		if err := p.expectOp("*/"); err != nil {
+			return nil, err
+		}
+		return hints, nil
+	}
 }

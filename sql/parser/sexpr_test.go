@@ -36,7 +36,7 @@ func sexpr(e Expr) string {
 		if x.Negative {
 			s += "-"
 		}
-		var sb strings.Builder
+		var sb writer
 		writeQualifier(&sb, &x.Qualifier)
 		return s + "'" + x.Value + "' " + sb.String() + ")"
 	case *UnaryExpr:
@@ -102,7 +102,7 @@ func sexpr(e Expr) string {
 			s += " FILTER " + sexpr(x.Filter)
 		}
 		if x.Over != nil {
-			var sb strings.Builder
+			var sb writer
 			writeWindowSpec(&sb, x.Over)
 			s += " OVER " + sb.String()
 		}

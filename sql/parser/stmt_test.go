@@ -663,3 +663,36 @@ func forEachExpr(st Statement, fn func(Expr)) {
 		query(x.AsQuery)
 	}
 }
+
+// Table hints are parsed, not skipped as comments (issue 9 item 20); a
+// plain block comment still is.
+func TestTableHints(t *testing.T) {
+	st, err := ParseStatement("SELECT a FROM t /* note */ /*+ OPTIONS('k' = 'v', k2 = 'w'), LOOKUP(x) */ AS u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := st.(*QueryStmt).Query.Body.(*Select).From.(*TableName)
+	if len(tn.Hints) != 2 || tn.Alias != "u" {
+		t.Fatalf("hints %+v, alias %q", tn.Hints, tn.Alias)
+	}
+	h := tn.Hints[0]
+	if h.Name != "OPTIONS" || len(h.Options) != 2 || h.Options[0].Key != "k" || h.Options[0].Value != "v" || h.Options[1].Key != "k2" || h.Options[1].Value != "w" {
+		t.Errorf("OPTIONS hint %+v", h)
+	}
+	if l := tn.Hints[1]; l.Name != "LOOKUP" || len(l.Args) != 1 || l.Args[0] != "x" {
+		t.Errorf("LOOKUP hint %+v", l)
+	}
+	if got, want := FormatQuery(st.(*QueryStmt).Query), "SELECT a FROM t /*+ OPTIONS('k' = 'v', 'k2' = 'w'), LOOKUP('x') */ AS u"; got != want {
+		t.Errorf("formatted %q, want %q", got, want)
+	}
+	ins, err := ParseStatement("INSERT INTO s /*+ OPTIONS('sink.parallelism' = '2') */ SELECT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := ins.(*Insert).Hints; len(h) != 1 || h[0].Options[0].Key != "sink.parallelism" {
+		t.Errorf("INSERT hints %+v", h)
+	}
+	if _, err := ParseStatement("SELECT a FROM t /*+ OPTIONS('k' = 'v')"); err == nil {
+		t.Error("an unterminated hint parsed")
+	}
+}

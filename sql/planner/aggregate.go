@@ -92,6 +92,9 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		isTVF = false
 	}
 	if !grouped {
+		if err := pc.checkEmit(legacy); err != nil {
+			return nil, err
+		}
 		if err := requireInsertOnly("WindowAggregate", input); err != nil {
 			return nil, err
 		}
@@ -547,4 +550,37 @@ func andAll(cs []parser.Expr) parser.Expr {
 		out = &parser.BinaryExpr{Op: "AND", L: out, R: c}
 	}
 	return out
+}
+
+// checkEmit refuses a window aggregation while a table.exec.emit.* option is
+// on: legacy names the group window function, nil means a window TVF. The
+// TVF message for early and late firing is Flink's own; Flink ignores
+// allow-lateness there, which would silently drop the late rows the user
+// asked to keep, so it is refused too.
+func (pc *planContext) checkEmit(legacy *parser.FuncCall) error {
+	e := pc.p.cfg.Emit
+	if legacy == nil {
+		if e.EarlyFire || e.LateFire {
+			return &UnsupportedError{Msg: "Currently, window table function based aggregate doesn't support early-fire and late-fire configuration " +
+				"'table.exec.emit.early-fire.enabled' and 'table.exec.emit.late-fire.enabled'."}
+		}
+		if e.AllowLateness > 0 {
+			return &UnsupportedError{Msg: fmt.Sprintf("Currently, window table function based aggregate doesn't support 'table.exec.emit.allow-lateness' = '%s'; "+
+				"it drops rows that arrive after the watermark passed their window's end. RESET 'table.exec.emit.allow-lateness' (or set it to '0 ms') to run this window aggregation.", e.AllowLatenessText)}
+		}
+		return nil
+	}
+	const fires = "a group window fires once, when the watermark passes its end, and drops rows that arrive later; "
+	switch {
+	case e.AllowLateness > 0:
+		return unsupportedAt(legacy, "'table.exec.emit.allow-lateness' = '%s' is not supported yet: "+fires+
+			"updating a fired window for late rows is not implemented. RESET 'table.exec.emit.allow-lateness' (or set it to '0 ms') to run this window aggregation.", e.AllowLatenessText)
+	case e.LateFire:
+		return unsupportedAt(legacy, "'table.exec.emit.late-fire.enabled' = 'true' is not supported yet: "+fires+
+			"updating a fired window for late rows is not implemented. RESET 'table.exec.emit.late-fire.enabled' (or set it to 'false') to run this window aggregation.")
+	case e.EarlyFire:
+		return unsupportedAt(legacy, "'table.exec.emit.early-fire.enabled' = 'true' is not supported yet: "+fires+
+			"firing a window before its end is not implemented. RESET 'table.exec.emit.early-fire.enabled' (or set it to 'false') to run this window aggregation.")
+	}
+	return nil
 }

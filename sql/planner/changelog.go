@@ -44,8 +44,8 @@ func resolveChangelog(n Node, needUB bool) {
 		x.mode = types.ChangelogMode{Insert: true, UpdateBefore: needUB && x.OutputRankNumber, UpdateAfter: x.OutputRankNumber, Delete: true}
 	case *DedupNode:
 		resolveChangelog(x.inputs[0], false)
-		x.GenerateUpdateBefore = needUB && x.KeepLast
-		if x.KeepLast {
+		x.GenerateUpdateBefore = needUB && x.Updates()
+		if x.Updates() {
 			x.mode = types.ChangelogMode{Insert: true, UpdateBefore: needUB, UpdateAfter: true}
 		} else {
 			x.mode = types.InsertOnly
@@ -102,7 +102,7 @@ func upsertKey(n Node) ([]int, bool) {
 	case *ChangelogNormalizeNode:
 		return x.KeyCols, true
 	case *DedupNode:
-		return x.KeyCols, x.KeepLast
+		return x.KeyCols, x.Updates()
 	case *RankNode:
 		if x.OutputRankNumber {
 			return append(append([]int(nil), x.PartitionCols...), len(x.schema)-1), true

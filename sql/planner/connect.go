@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
@@ -131,16 +132,56 @@ func (pc *planContext) scanTable(t *catalog.Table) (*ScanNode, error) {
 			return nil, err
 		}
 		n.Watermark = x
-		switch strategy := strings.ToLower(tc.Options["scan.watermark.emit.strategy"]); strategy {
-		case "", "on-periodic":
-		case "on-event":
-			n.EmitOnEvent = true
-		default:
-			return nil, fmt.Errorf("Invalid value for option 'scan.watermark.emit.strategy'. Expected one of [on-event, on-periodic], but was: %s", strategy)
-		}
+	}
+	if err := n.watermarkOptions(tc.Options, pc.p.cfg.IdleTimeout); err != nil {
+		return nil, err
 	}
 	n.schema, n.mode = schema, src.ChangelogMode()
 	return n, nil
+}
+
+// Options of the table's source watermark (connectors.WatermarkOptions).
+const (
+	optWatermarkEmitStrategy = "scan.watermark.emit.strategy"
+	optWatermarkIdleTimeout  = "scan.watermark.idle-timeout"
+)
+
+// watermarkAlignmentOptions are Flink's watermark alignment options, which
+// are refused rather than accepted and ignored.
+var watermarkAlignmentOptions = []string{
+	"scan.watermark.alignment.group",
+	"scan.watermark.alignment.max-drift",
+	"scan.watermark.alignment.update-interval",
+}
+
+// watermarkOptions reads the table's 'scan.watermark.*' options. Their values
+// are checked whether or not the table declares a WATERMARK; as in Flink
+// they only act on a table that does. global is table.exec.source.idle-timeout,
+// which the table's 'scan.watermark.idle-timeout' replaces when set.
+func (n *ScanNode) watermarkOptions(options map[string]string, global time.Duration) error {
+	opts := connectors.Options(options)
+	strategy, err := opts.Enum(optWatermarkEmitStrategy, []string{"on-event", "on-periodic"}, "on-periodic")
+	if err != nil {
+		return err
+	}
+	idle, err := opts.Duration(optWatermarkIdleTimeout, 0)
+	if err != nil {
+		return err
+	}
+	for _, k := range watermarkAlignmentOptions {
+		if opts.Has(k) {
+			return &UnsupportedError{Msg: fmt.Sprintf("Option '%s' of table '%s': watermark alignment is not supported yet; remove the 'scan.watermark.alignment.*' options", k, n.Table.ID)}
+		}
+	}
+	if n.Watermark == nil {
+		return nil
+	}
+	n.EmitOnEvent = strategy == "on-event"
+	n.IdleTimeout = global
+	if opts.Has(optWatermarkIdleTimeout) {
+		n.IdleTimeout, n.HasIdleTimeout = idle, true
+	}
+	return nil
 }
 
 // normalizeUpsert puts a ChangelogNormalize after a source that produces an
@@ -192,6 +233,11 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	t, ok := pc.p.cat.Table(id)
 	if !ok {
 		return nil, errAt(st, "Object '%s' not found", strings.Join(st.Table, "."))
+	}
+	if len(st.Hints) > 0 {
+		if t, err = withHintOptions(t, st.Hints); err != nil {
+			return nil, err
+		}
 	}
 	f, err := pc.factory(t)
 	if err != nil {

@@ -299,7 +299,7 @@ func ShowCreateTable(t *catalog.Table) string {
 		line := "  " + types.QuoteIdent(c.Name) + " "
 		switch c.Kind {
 		case parser.ComputedColumn:
-			line += "AS " + parser.FormatExpr(c.Expr)
+			line += "AS " + parser.FormatExprQuoted(c.Expr)
 		case parser.MetadataColumn:
 			line += c.Type.SQLString() + " METADATA"
 			if c.MetadataKey != c.Name {
@@ -317,7 +317,7 @@ func ShowCreateTable(t *catalog.Table) string {
 		lines = append(lines, line)
 	}
 	if w := t.Watermark; w != nil {
-		lines = append(lines, "  WATERMARK FOR "+types.QuoteIdent(w.Column)+" AS "+parser.FormatExpr(w.Expr))
+		lines = append(lines, "  WATERMARK FOR "+types.QuoteIdent(w.Column)+" AS "+parser.FormatExprQuoted(w.Expr))
 	}
 	if pk := t.PrimaryKey; pk != nil {
 		cols := make([]string, len(pk.Columns))

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/flinksql/flinksql/exec"
@@ -241,13 +242,35 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			v = nv
 		}
 		sink := x.Sink
+		var opts []exec.SinkOption
+		if nn, ok := gb.notNull(x); ok {
+			opts = append(opts, exec.WithNotNull(nn))
+		}
 		// The writer is created when the operator opens, once the runtime has
 		// told it its subtask; the runtime still sees it (two-phase commit).
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
-			return exec.NewSinkOperatorFunc(sink.NewWriter), nil
+			return exec.NewSinkOperatorFunc(sink.NewWriter, opts...), nil
 		}), nil
 	}
 	return nil, fmt.Errorf("internal error: no runtime operator for plan node %T", n)
+}
+
+// notNull is the not-null enforcement of a table sink: every NOT NULL
+// column of the sink table (primary key columns are NOT NULL implicitly), as
+// Flink's ConstraintEnforcer, whatever the query's types say. The collect
+// sink of a SELECT has the query's own types and is not checked.
+func (gb *graphBuilder) notNull(x *SinkNode) (exec.NotNullSpec, bool) {
+	if _, collect := x.Sink.(*collectSink); collect {
+		return exec.NotNullSpec{}, false
+	}
+	spec := exec.NotNullSpec{Table: x.Name, Action: gb.p.cfg.NotNullEnforcer, Log: gb.p.cfg.Log}
+	for i, c := range x.schema {
+		if c.Type.NotNull {
+			spec.Cols = append(spec.Cols, i)
+			spec.Names = append(spec.Names, c.Name)
+		}
+	}
+	return spec, len(spec.Cols) > 0
 }
 
 func (gb *graphBuilder) scan(x *ScanNode) *exec.Vertex {
@@ -272,8 +295,10 @@ func (gb *graphBuilder) scan(x *ScanNode) *exec.Vertex {
 	if x.Watermark != nil {
 		wm := x.Watermark
 		spec.Watermark = &exec.WatermarkSpec{
-			Expr:        func() (exec.Projector, error) { return expr.NewProjector([]expr.Expr{wm}, cfg), nil },
-			EmitOnEvent: x.EmitOnEvent,
+			Expr:           func() (exec.Projector, error) { return expr.NewProjector([]expr.Expr{wm}, cfg), nil },
+			EmitOnEvent:    x.EmitOnEvent,
+			IdleTimeout:    x.IdleTimeout,
+			HasIdleTimeout: x.HasIdleTimeout,
 		}
 	}
 	v.Source = spec
@@ -305,10 +330,32 @@ func (gb *graphBuilder) values(x *ValuesNode) (*exec.Vertex, error) {
 	return v, nil
 }
 
-// valuesReader emits the rows of a VALUES clause once.
+// valuesReader emits the rows of a VALUES clause once. Its position, the
+// number of rows emitted, is checkpointed, so a restored job neither emits
+// them again nor skips any.
 type valuesReader struct {
 	rows []types.Row
 	next int
+}
+
+var _ exec.CheckpointedReader = (*valuesReader)(nil)
+
+// SnapshotPosition implements exec.CheckpointedReader.
+func (r *valuesReader) SnapshotPosition() ([]byte, error) {
+	return binary.BigEndian.AppendUint64(nil, uint64(r.next)), nil
+}
+
+// RestorePosition implements exec.CheckpointedReader.
+func (r *valuesReader) RestorePosition(pos []byte) error {
+	if len(pos) != 8 {
+		return fmt.Errorf("VALUES reader: bad restored position of %d bytes", len(pos))
+	}
+	n := binary.BigEndian.Uint64(pos)
+	if n > uint64(len(r.rows)) {
+		return fmt.Errorf("VALUES reader: restored position %d is past its %d rows; the checkpoint belongs to another query", n, len(r.rows))
+	}
+	r.next = int(n)
+	return nil
 }
 
 func (r *valuesReader) Open(context.Context) error { return nil }

@@ -3,6 +3,7 @@ package planner
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
@@ -48,6 +49,11 @@ type ScanNode struct {
 	// Watermark is the watermark expression over the table row, or nil.
 	Watermark   expr.Expr
 	EmitOnEvent bool
+	// IdleTimeout is the source's idle timeout: the table's
+	// 'scan.watermark.idle-timeout' when HasIdleTimeout, which replaces
+	// table.exec.source.idle-timeout, else the latter (0: off).
+	IdleTimeout    time.Duration
+	HasIdleTimeout bool
 }
 
 func (n *ScanNode) Describe() string {
@@ -57,6 +63,9 @@ func (n *ScanNode) Describe() string {
 	b.WriteString(id.Catalog + ", " + id.Database + ", " + id.Object)
 	if n.Watermark != nil {
 		b.WriteString(", watermark=[" + n.Watermark.String() + "]")
+		if n.IdleTimeout > 0 { // as Flink's WatermarkPushDownSpec digest
+			b.WriteString(", idletimeout=[" + strconv.FormatInt(n.IdleTimeout.Milliseconds(), 10) + "]")
+		}
 		if n.EmitOnEvent {
 			b.WriteString(", watermarkEmitStrategy=[on-event]")
 		}

@@ -58,6 +58,11 @@ type DedupNode struct {
 	GenerateUpdateBefore bool
 }
 
+// Updates reports whether the deduplication can replace a row it emitted:
+// keep-last always, keep-first on rowtime when an earlier row arrives late
+// (Flink's RowTimeDeduplicateFunction). Only proctime keep-first is insert-only.
+func (n *DedupNode) Updates() bool { return n.KeepLast || n.RowtimeCol >= 0 }
+
 func (n *DedupNode) Describe() string {
 	keep, order := "FirstRow", "PROCTIME"
 	if n.KeepLast {

@@ -25,6 +25,24 @@ type Config struct {
 	Now            func() time.Time
 	StateTTL       time.Duration      // table.exec.state.ttl
 	MiniBatch      groupagg.MiniBatch // table.exec.mini-batch.*
+	IdleTimeout    time.Duration      // table.exec.source.idle-timeout (EXPLAIN shows it)
+	// NotNullEnforcer is table.exec.sink.not-null-enforcer.
+	NotNullEnforcer exec.NotNullAction
+	// Log receives the warnings of running jobs (rows a sink drops); nil
+	// discards them.
+	Log  func(msg string)
+	Emit EmitOptions // table.exec.emit.*
+}
+
+// EmitOptions are the table.exec.emit.* options: Flink's emit strategy of
+// legacy group windows (allowed lateness, early and late firing). flinksql
+// does not implement them, so a window aggregation is refused while any of
+// them is on (see checkEmit), rather than run as if it were off.
+type EmitOptions struct {
+	AllowLateness     time.Duration // table.exec.emit.allow-lateness
+	AllowLatenessText string        // as set, for messages
+	EarlyFire         bool          // table.exec.emit.early-fire.enabled
+	LateFire          bool          // table.exec.emit.late-fire.enabled
 }
 
 // Planner plans statements against one session's catalog.

@@ -254,7 +254,7 @@ func (pc *planContext) planFrom(ref parser.TableRef, env *cteEnv) (*relation, er
 		if r.SystemTime != nil {
 			return nil, unsupportedAt(r, "FOR SYSTEM_TIME AS OF (temporal joins) is not supported yet")
 		}
-		rel, err := pc.planTableName(r, r.Name, env)
+		rel, err := pc.planTableName(r, r.Name, env, r.Hints...)
 		if err != nil {
 			return nil, err
 		}
@@ -299,10 +299,14 @@ func aliasRelation(n parser.Node, rel *relation, alias string, cols []string) (*
 	return rel, nil
 }
 
-// planTableName resolves a name to a CTE, a view or a table.
-func (pc *planContext) planTableName(n parser.Node, name []string, env *cteEnv) (*relation, error) {
+// planTableName resolves a name to a CTE, a view or a table. Table hints
+// (/*+ OPTIONS('k' = 'v') */) apply to tables only, as in Flink.
+func (pc *planContext) planTableName(n parser.Node, name []string, env *cteEnv, hints ...*parser.Hint) (*relation, error) {
 	if len(name) == 1 {
 		if cte, outer := env.lookup(name[0]); cte != nil {
+			if len(hints) > 0 {
+				return nil, unsupportedAt(hints[0], "table hints on a WITH query (%s) are not supported; hints can only be applied to tables", cte.Name)
+			}
 			rel, err := pc.planQuery(cte.Query, outer)
 			if err != nil {
 				return nil, err
@@ -316,6 +320,10 @@ func (pc *planContext) planTableName(n parser.Node, name []string, env *cteEnv) 
 		return nil, errAt(n, "%s", err.Error())
 	}
 	if v, ok := pc.p.cat.View(id); ok {
+		if len(hints) > 0 {
+			return nil, fmt.Errorf("View '`%s`.`%s`.`%s`' cannot be enriched with new options. Hints can only be applied to tables.",
+				id.Catalog, id.Database, id.Object)
+		}
 		rel, err := pc.planQuery(v.Query, nil)
 		if err != nil {
 			return nil, fmt.Errorf("in view %s: %w", id, err)
@@ -331,6 +339,11 @@ func (pc *planContext) planTableName(n parser.Node, name []string, env *cteEnv) 
 	t, ok := pc.p.cat.Table(id)
 	if !ok {
 		return nil, errAt(n, "Object '%s' not found", strings.Join(name, "."))
+	}
+	if len(hints) > 0 {
+		if t, err = withHintOptions(t, hints); err != nil {
+			return nil, err
+		}
 	}
 	scan, err := pc.scanTable(t)
 	if err != nil {
@@ -652,3 +665,32 @@ func hasAggregate(s *parser.Select) bool {
 }
 
 var _ = catalog.DefaultCatalog
+
+// withHintOptions returns t with the options of its OPTIONS hints merged
+// over its own (a hinted key replaces the table's value), as Flink's dynamic
+// table options do. Other table hints are refused rather than ignored.
+func withHintOptions(t *catalog.Table, hints []*parser.Hint) (*catalog.Table, error) {
+	merged := *t
+	merged.Options = append([]catalog.Option(nil), t.Options...)
+	for _, h := range hints {
+		if h.Name != "OPTIONS" {
+			return nil, unsupportedAt(h, "the table hint %s is not supported; the supported table hint is OPTIONS('key' = 'value', ...)", h.Name)
+		}
+		if len(h.Args) > 0 {
+			return nil, errAt(h, "Hint [OPTIONS] only support non empty key value options")
+		}
+		for _, o := range h.Options {
+			replaced := false
+			for i := range merged.Options {
+				if merged.Options[i].Key == o.Key {
+					merged.Options[i].Value = o.Value
+					replaced = true
+				}
+			}
+			if !replaced {
+				merged.Options = append(merged.Options, catalog.Option{Key: o.Key, Value: o.Value})
+			}
+		}
+	}
+	return &merged, nil
+}

@@ -91,7 +91,13 @@ func (pc *planContext) planRowNumber(s *parser.Select, from *relation, pos int, 
 		out = append(out, types.Column{Name: "$f" + strconv.Itoa(len(proj)-1), Type: x.Type()})
 		return len(proj) - 1, nil
 	}
-	m := &overRankMarker{visible: visible, rnCol: pos}
+	// The row number's column: after every column the items before it
+	// expand to (a star is one item but many columns).
+	rnCol := 0
+	for _, it := range s.Items[:pos] {
+		rnCol += itemColumns(it, from.scope)
+	}
+	m := &overRankMarker{visible: visible, rnCol: rnCol}
 	for _, e := range over.PartitionBy {
 		c, err := colFor(e)
 		if err != nil {
@@ -116,13 +122,14 @@ func (pc *planContext) planRowNumber(s *parser.Select, from *relation, pos int, 
 	m.input = newCalc(node, proj, nil, out)
 	name := s.Items[pos].Alias
 	if name == "" {
-		name = "EXPR$" + strconv.Itoa(pos)
+		// Calcite numbers an unnamed item by its place in the expanded list.
+		name = "EXPR$" + strconv.Itoa(rnCol)
 	}
 	// The marker's columns: the select items in their order, rn where it was written.
 	var schema types.Schema
-	schema = append(schema, out[:pos]...)
+	schema = append(schema, out[:rnCol]...)
 	schema = append(schema, types.Column{Name: name, Type: types.BigIntType.WithNullable(false)})
-	schema = append(schema, out[pos:visible]...)
+	schema = append(schema, out[rnCol:visible]...)
 	m.schema, m.mode = schema, node.Mode()
 	m.inputs = []Node{m.input}
 	m.err = unsupportedAt(call, "ROW_NUMBER() OVER (...) needs a filter on its result in the enclosing query (WHERE %s <= N for Top-N, or = 1 for deduplication); an unbounded OVER aggregation is not supported yet", name)
@@ -254,7 +261,7 @@ func (pc *planContext) planRankFilter(s *parser.Select, from *relation, m *overR
 		d.inputs = []Node{pc.keyedExchange(in, m.partitionCols)}
 		d.schema = inSchema
 		d.mode = types.InsertOnly
-		if d.KeepLast {
+		if d.Updates() {
 			d.mode = types.Retract
 			d.mode.Delete = false
 		}
@@ -293,6 +300,18 @@ func (pc *planContext) planRankFilter(s *parser.Select, from *relation, m *overR
 		restExpr = andAll(rest)
 	}
 	return &relation{node: calc, scope: from.scope}, restExpr, nil
+}
+
+// itemColumns is the number of columns a select item stands for.
+func itemColumns(it *parser.SelectItem, sc *scope) int {
+	star, ok := it.Expr.(*parser.Star)
+	if !ok {
+		return 1
+	}
+	if len(star.Qualifier) == 0 {
+		return len(sc.cols)
+	}
+	return len(sc.qualifierColumns(star.Qualifier[len(star.Qualifier)-1]))
 }
 
 func rankSchema(in types.Schema, withRN bool) types.Schema {

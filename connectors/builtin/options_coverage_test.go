@@ -1,0 +1,371 @@
+package builtin
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/connectors/kafka"
+)
+
+// cover says why an option a factory accepts is there: a test that shows it
+// changes behaviour, or the reason it is a documented no-op.
+type cover struct {
+	// test is "<dir>.<TestName>" (dir relative to the module root) for a Go
+	// test, or the path of a data-driven test file.
+	test string
+	// token is what the test must mention; by default the option key (for a
+	// 'fields.#.x' key its last segment, '.x').
+	token string
+	// noop is the reason a documented no-op has no effect.
+	noop string
+}
+
+func tested(test string) cover          { return cover{test: test} }
+func testedBy(test, token string) cover { return cover{test: test, token: token} }
+func noop(reason string) cover          { return cover{noop: reason} }
+
+// watermarkCoverage is shared by every source: the planner interprets these
+// options (connectors.WatermarkOptions).
+var watermarkCoverage = map[string]cover{
+	"scan.watermark.emit.strategy":             testedBy("session/testdata/watermark_options", "'scan.watermark.emit.strategy' = 'on-event'"),
+	"scan.watermark.idle-timeout":              testedBy("integration.TestIdlePartitionReleasesWatermark", "'scan.watermark.idle-timeout'"),
+	"scan.watermark.alignment.group":           testedBy("session/testdata/watermark_options", "watermark alignment is not supported yet"),
+	"scan.watermark.alignment.max-drift":       noop("refused by the planner like 'scan.watermark.alignment.group' (watermark alignment is not implemented); see session/testdata/watermark_options"),
+	"scan.watermark.alignment.update-interval": noop("refused by the planner like 'scan.watermark.alignment.group' (watermark alignment is not implemented); see session/testdata/watermark_options"),
+}
+
+// kafkaShared are the options the kafka and upsert-kafka connectors share
+// (one implementation, connectors/kafka).
+var kafkaShared = map[string]cover{
+	"properties.bootstrap.servers":  testedBy("connectors/kafka.TestMissingTopicAndUnreachableBroker", `"Kafka cluster at "+dead`),
+	"topic":                         tested("connectors/kafka.TestTopicListAndPattern"),
+	"topic-pattern":                 tested("connectors/kafka.TestRestoreNewPartitionsStartEarliest"),
+	"key.format":                    tested("connectors/kafka.TestKeyFieldsExceptKey"),
+	"key.fields-prefix":             tested("connectors/kafka.TestKeyFieldsExceptKey"),
+	"value.format":                  tested("connectors/kafka.TestKeyFieldsExceptKey"),
+	"value.fields-include":          tested("connectors/kafka.TestKeyFieldsExceptKey"),
+	"scan.bounded.mode":             tested("connectors/kafka.TestRestoredBoundedReadKeepsStopOffsets"),
+	"scan.bounded.specific-offsets": tested("connectors/kafka.TestStartupAndBoundedModes"),
+	"scan.bounded.timestamp-millis": tested("connectors/kafka.TestRestoredBoundedReadKeepsStopOffsets"),
+	"sink.parallelism":              tested("connectors/kafka.TestScanAndSinkParallelism"),
+	"sink.delivery-guarantee":       tested("connectors/kafka.TestSinkSemanticSelectsDeliveryGuarantee"),
+	"sink.transactional-id-prefix":  testedBy("connectors/kafka.TestListAndAbortTransactions", "OptTransactionalIDPrefix"),
+}
+
+// propertyCoverage are the Kafka client properties the connectors honour
+// (kafka.HonouredProperties).
+var propertyCoverage = map[string]cover{
+	"properties.bootstrap.servers":            kafkaShared["properties.bootstrap.servers"],
+	"properties.group.id":                     tested("connectors/kafka.TestOffsetsCommittedOnCheckpointComplete"),
+	"properties.commit.offsets.on.checkpoint": tested("connectors/kafka.TestOffsetsNotCommittedWhenDisabled"),
+	"properties.client.id":                    testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"client.id"`),
+	"properties.request.timeout.ms":           testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"request.timeout.ms"`),
+	"properties.metadata.max.age.ms":          testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"metadata.max.age.ms"`),
+	"properties.security.protocol":            testedBy("connectors/kafka.TestSinkOptionErrors", "properties.security.protocol"),
+	"properties.isolation.level":              tested("integration.TestKafkaSourceReadsCommittedByDefault"),
+	"properties.auto.offset.reset":            tested("connectors/kafka.TestStartupAndBoundedModes"),
+	"properties.fetch.max.bytes":              testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"fetch.max.bytes"`),
+	"properties.max.partition.fetch.bytes":    testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"max.partition.fetch.bytes"`),
+	"properties.fetch.min.bytes":              testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"fetch.min.bytes"`),
+	"properties.fetch.max.wait.ms":            testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"fetch.max.wait.ms"`),
+	"properties.acks":                         testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"acks"`),
+	"properties.enable.idempotence":           testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"enable.idempotence"`),
+	"properties.linger.ms":                    testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"linger.ms"`),
+	"properties.delivery.timeout.ms":          testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"delivery.timeout.ms"`),
+	"properties.batch.size":                   testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"batch.size"`),
+	"properties.compression.type":             testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"compression.type"`),
+	"properties.retries":                      testedBy("connectors/kafka.TestClientPropertiesMapToClientOptions", `"retries"`),
+	"properties.transaction.timeout.ms":       tested("connectors/kafka.TestTxnTimeoutAboveBrokerMax"),
+}
+
+// optionCoverage maps every option of every built-in connector factory
+// (required, optional, the planner's watermark options for sources, and the
+// Kafka client properties) to its cover.
+var optionCoverage = map[string]map[string]cover{
+	"blackhole": {},
+	"datagen": merge(watermarkCoverage, map[string]cover{
+		"rows-per-second":    tested("connectors/datagen.TestThrottle"),
+		"number-of-rows":     tested("connectors/datagen.TestNumberOfRows"),
+		"scan.parallelism":   tested("connectors/datagen.TestParallelismOption"),
+		"fields.#.kind":      tested("connectors/datagen.TestSequenceSplitsEvenly"),
+		"fields.#.start":     tested("connectors/datagen.TestSequenceSplitsEvenly"),
+		"fields.#.end":       tested("connectors/datagen.TestSequenceSplitsEvenly"),
+		"fields.#.min":       tested("connectors/datagen.TestRandomBoundsAndNulls"),
+		"fields.#.max":       tested("connectors/datagen.TestRandomBoundsAndNulls"),
+		"fields.#.max-past":  tested("connectors/datagen.TestRandomBoundsAndNulls"),
+		"fields.#.length":    tested("connectors/datagen.TestRandomBoundsAndNulls"),
+		"fields.#.null-rate": tested("connectors/datagen.TestRandomBoundsAndNulls"),
+		"fields.#.var-len":   tested("connectors/datagen.TestVarLen"),
+	}),
+	"filesystem": merge(watermarkCoverage, map[string]cover{
+		"path":                                          testedBy("connectors/filesystem.TestSourceReadsDirectoryAtParallelism2", `"file://"+dir`),
+		"format":                                        testedBy("connectors/filesystem.TestSourceBadLine", "line.ignore-parse-errors"),
+		"source.monitor-interval":                       tested("connectors/filesystem.TestSourceOptions"),
+		"source.path.regex-pattern":                     tested("connectors/filesystem.TestSourcePathRegexPattern"),
+		"source.report-statistics":                      noop("it only decides which statistics Flink's cost-based optimizer collects; the planner here has no statistics"),
+		"sink.rolling-policy.file-size":                 tested("connectors/filesystem.TestSinkCommitsOnFinish"),
+		"sink.rolling-policy.rollover-interval":         tested("connectors/filesystem.TestSinkTimeRollingPolicy"),
+		"sink.rolling-policy.inactivity-interval":       tested("connectors/filesystem.TestSinkTimeRollingPolicy"),
+		"sink.rolling-policy.check-interval":            noop("time-based rolling is checked before every write, so no row goes into a file past its interval, and a file waiting to roll is closed at the next checkpoint; Flink's timer interval has nothing to bound (see rollingPolicy in connectors/filesystem/sink.go)"),
+		"sink.parallelism":                              tested("connectors/filesystem.TestSinkParallelismOption"),
+		"auto-compaction":                               tested("connectors/filesystem.TestAutoCompactionRefused"),
+		"compaction.file-size":                          noop("only acts with 'auto-compaction' = 'true', which is refused; its value is still checked (TestAutoCompactionRefused)"),
+		"partition.default-name":                        noop(partitionNoop),
+		"partition.time-extractor.kind":                 noop(partitionNoop),
+		"partition.time-extractor.class":                noop(partitionNoop),
+		"partition.time-extractor.timestamp-formatter":  noop(partitionNoop),
+		"partition.time-extractor.timestamp-pattern":    noop(partitionNoop),
+		"sink.partition-commit.trigger":                 noop(partitionNoop),
+		"sink.partition-commit.delay":                   noop(partitionNoop),
+		"sink.partition-commit.watermark-time-zone":     noop(partitionNoop),
+		"sink.partition-commit.policy.kind":             noop(partitionNoop),
+		"sink.partition-commit.policy.class":            noop(partitionNoop),
+		"sink.partition-commit.policy.class.parameters": noop(partitionNoop),
+		"sink.partition-commit.success-file.name":       noop(partitionNoop),
+		"sink.shuffle-by-partition.enable":              noop(partitionNoop),
+	}),
+	"kafka": merge(watermarkCoverage, kafkaShared, propertyCoverage, map[string]cover{
+		"format":                                  tested("connectors/kafka.TestTopicListAndPattern"),
+		"key.fields":                              tested("connectors/kafka.TestKeyFieldsExceptKey"),
+		"properties.group.id":                     propertyCoverage["properties.group.id"],
+		"scan.startup.mode":                       tested("connectors/kafka.TestStartupAndBoundedModes"),
+		"scan.startup.specific-offsets":           tested("connectors/kafka.TestStartupAndBoundedModes"),
+		"scan.startup.timestamp-millis":           tested("connectors/kafka.TestStartupAndBoundedModes"),
+		"scan.topic-partition-discovery.interval": tested("connectors/kafka.TestPartitionDiscovery"),
+		"scan.parallelism":                        tested("connectors/kafka.TestScanAndSinkParallelism"),
+		"sink.partitioner":                        tested("connectors/kafka.TestSinkPartitioners"),
+		"sink.semantic":                           tested("connectors/kafka.TestSinkSemanticSelectsDeliveryGuarantee"),
+	}),
+	"print": {
+		"print-identifier": tested("connectors/print.TestPrintFormats"),
+		"standard-error":   tested("connectors/print.TestStandardErrorAndModes"),
+		"sink.parallelism": tested("connectors/print.TestStandardErrorAndModes"),
+	},
+	"upsert-kafka": merge(watermarkCoverage, kafkaShared, propertyCoverage, map[string]cover{
+		"key.format":                   testedBy("connectors/upsertkafka.TestSourceReadsChangelog", `{"id":1}`),
+		"value.format":                 testedBy("connectors/upsertkafka.TestSourceReadsChangelog", `"name":"anna"`),
+		"sink.buffer-flush.max-rows":   tested("connectors/upsertkafka.TestSinkBufferFlushAtMaxRows"),
+		"sink.buffer-flush.interval":   tested("connectors/upsertkafka.TestSinkBufferFlushReducesPerKey"),
+		"sink.delivery-guarantee":      tested("connectors/upsertkafka.TestSinkDeliveryGuaranteeAndParallelism"),
+		"sink.transactional-id-prefix": tested("connectors/upsertkafka.TestSinkDeliveryGuaranteeAndParallelism"),
+		"sink.parallelism":             tested("connectors/upsertkafka.TestSinkDeliveryGuaranteeAndParallelism"),
+	}),
+	"values": merge(watermarkCoverage, map[string]cover{
+		"data":             tested("connectors/values.TestReader"),
+		"changelog-mode":   tested("connectors/values.TestRowKinds"),
+		"bounded":          tested("connectors/values.TestReader"),
+		"sink.parallelism": tested("connectors/values.TestSinkParallelism"),
+	}),
+}
+
+const partitionNoop = "acts only on a PARTITIONED BY table, which the planner refuses; on a table without partitions Flink ignores it too"
+
+func merge(ms ...map[string]cover) map[string]cover {
+	out := map[string]cover{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// acceptedOptions lists what a factory accepts, taken from the factory.
+func acceptedOptions(f connectors.Factory) []string {
+	opts := append(append([]string(nil), f.RequiredOptions()...), f.OptionalOptions()...)
+	if _, ok := f.(connectors.SourceFactory); ok {
+		opts = append(opts, connectors.WatermarkOptions...)
+	}
+	if id := f.Identifier(); id == kafka.Identifier || id == "upsert-kafka" {
+		for _, p := range kafka.HonouredProperties {
+			opts = append(opts, "properties."+p)
+		}
+	}
+	sort.Strings(opts)
+	return slices.Compact(opts)
+}
+
+// TestEveryOptionCovered: every option a built-in connector accepts either
+// changes behaviour, shown by a named test that exists and mentions it, or is
+// a documented no-op with its reason. A new option without either fails here.
+func TestEveryOptionCovered(t *testing.T) {
+	root := filepath.Join("..", "..")
+	r := NewRegistry(io.Discard, io.Discard)
+	tests := testSources{root: root, dirs: map[string]map[string]string{}}
+	for _, id := range r.Identifiers() {
+		f, _ := r.Lookup(id)
+		covers, ok := optionCoverage[id]
+		if !ok {
+			t.Errorf("connector %s: no entry in optionCoverage", id)
+			continue
+		}
+		accepted := acceptedOptions(f)
+		for _, opt := range accepted {
+			c, ok := covers[opt]
+			switch {
+			case !ok:
+				t.Errorf("%s option '%s': no test shows what it does and it is not a documented no-op", id, opt)
+			case c.noop != "":
+				if c.test != "" {
+					t.Errorf("%s option '%s': both a test and a no-op reason", id, opt)
+				}
+			default:
+				tok := c.token
+				if tok == "" {
+					tok = opt
+					if i := strings.LastIndex(opt, "#."); i >= 0 {
+						tok = "." + opt[i+2:]
+					}
+				}
+				if err := tests.mentions(c.test, tok); err != "" {
+					t.Errorf("%s option '%s': %s", id, opt, err)
+				}
+			}
+		}
+		for opt := range covers {
+			if !slices.Contains(accepted, opt) {
+				t.Errorf("%s: optionCoverage lists '%s', which the factory does not accept", id, opt)
+			}
+		}
+	}
+	for p, reason := range kafka.NoOpProperties {
+		if strings.TrimSpace(reason) == "" {
+			t.Errorf("kafka no-op property '%s' has no reason", p)
+		}
+		if slices.Contains(kafka.HonouredProperties, p) {
+			t.Errorf("kafka property '%s' is both honoured and a no-op", p)
+		}
+	}
+}
+
+// testSources finds test functions and data-driven test files.
+type testSources struct {
+	root string
+	dirs map[string]map[string]string // dir -> test name -> source text
+}
+
+// mentions checks that test exists and its text contains tok; it returns a
+// message, or "" when it does.
+func (s *testSources) mentions(test, tok string) string {
+	if strings.Contains(test, "/testdata/") {
+		data, err := os.ReadFile(filepath.Join(s.root, test))
+		if err != nil {
+			return "test file: " + err.Error()
+		}
+		if !strings.Contains(string(data), tok) {
+			return test + " does not mention " + tok
+		}
+		return ""
+	}
+	i := strings.LastIndex(test, ".")
+	if i < 0 {
+		return "bad test reference " + test
+	}
+	dir, name := test[:i], test[i+1:]
+	funcs, ok := s.dirs[dir]
+	if !ok {
+		funcs = map[string]string{}
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, filepath.Join(s.root, dir), func(fi os.FileInfo) bool {
+			return strings.HasSuffix(fi.Name(), "_test.go")
+		}, 0)
+		if err != nil {
+			return "parsing the tests of " + dir + ": " + err.Error()
+		}
+		for _, pkg := range pkgs {
+			for path, f := range pkg.Files {
+				src, err := os.ReadFile(path)
+				if err != nil {
+					return err.Error()
+				}
+				for _, d := range f.Decls {
+					if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil {
+						funcs[fd.Name.Name] = string(src[fset.Position(fd.Pos()).Offset:fset.Position(fd.End()).Offset])
+					}
+				}
+			}
+		}
+		s.dirs[dir] = funcs
+	}
+	body, ok := funcs[name]
+	if !ok {
+		return "test " + test + " does not exist"
+	}
+	if !strings.Contains(body, tok) {
+		return "test " + test + " does not mention " + tok
+	}
+	return ""
+}
+
+// formatCoverage maps every option of every built-in format (under its
+// prefix, 'json.' etc., in a table's options) to its cover.
+var formatCoverage = map[string]map[string]cover{
+	"json": {
+		"fail-on-missing-field":          tested("formats/json.TestMissingFields"),
+		"ignore-parse-errors":            tested("formats/json.TestDecodeErrors"),
+		"timestamp-format.standard":      tested("formats/json.TestEncodeExact"),
+		"map-null-key.mode":              tested("formats/json.TestEncodeExact"),
+		"map-null-key.literal":           tested("formats/json.TestEncodeExact"),
+		"encode.decimal-as-plain-number": tested("formats/json.TestEncodeExact"),
+		"encode.ignore-null-fields":      tested("formats/json.TestEncodeExact"),
+		"decode.json-parser.enabled":     noop("Flink chooses between its two JSON decoders, which give the same rows; there is one decoder here"),
+	},
+	"csv": {
+		"field-delimiter":                         tested("formats/csv.TestDecodeCases"),
+		"disable-quote-character":                 tested("formats/csv.TestDecodeCases"),
+		"quote-character":                         tested("formats/csv.TestDecodeCases"),
+		"allow-comments":                          tested("formats/csv.TestSkippedRecords"),
+		"ignore-parse-errors":                     tested("formats/csv.TestDecodeCases"),
+		"array-element-delimiter":                 tested("formats/csv.TestDecodeCases"),
+		"escape-character":                        tested("formats/csv.TestDecodeCases"),
+		"null-literal":                            tested("formats/csv.TestDecodeCases"),
+		"write-bigdecimal-in-scientific-notation": tested("formats/csv.TestEncodeExact"),
+	},
+	"raw": {
+		"charset":    tested("formats/raw.TestRoundTripBytes"),
+		"endianness": tested("formats/raw.TestRoundTripBytes"),
+	},
+}
+
+// TestEveryFormatOptionCovered is TestEveryOptionCovered for the formats.
+func TestEveryFormatOptionCovered(t *testing.T) {
+	tests := testSources{root: filepath.Join("..", ".."), dirs: map[string]map[string]string{}}
+	reg := NewFormats()
+	for _, id := range reg.Identifiers() {
+		ff, err := reg.Lookup(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		covers, ok := formatCoverage[id]
+		if !ok {
+			t.Errorf("format %s: no entry in formatCoverage", id)
+			continue
+		}
+		accepted := ff.OptionalOptions()
+		for _, opt := range accepted {
+			c, ok := covers[opt]
+			switch {
+			case !ok:
+				t.Errorf("format %s option '%s': no test shows what it does and it is not a documented no-op", id, opt)
+			case c.noop == "":
+				if err := tests.mentions(c.test, opt); err != "" {
+					t.Errorf("format %s option '%s': %s", id, opt, err)
+				}
+			}
+		}
+		for opt := range covers {
+			if !slices.Contains(accepted, opt) {
+				t.Errorf("format %s: formatCoverage lists '%s', which the format does not accept", id, opt)
+			}
+		}
+	}
+}
