@@ -46,19 +46,20 @@ var watermarkCoverage = map[string]cover{
 // kafkaShared are the options the kafka and upsert-kafka connectors share
 // (one implementation, connectors/kafka).
 var kafkaShared = map[string]cover{
-	"properties.bootstrap.servers":  testedBy("connectors/kafka.TestMissingTopicAndUnreachableBroker", `"Kafka cluster at "+dead`),
-	"topic":                         tested("connectors/kafka.TestTopicListAndPattern"),
-	"topic-pattern":                 tested("connectors/kafka.TestRestoreNewPartitionsStartEarliest"),
-	"key.format":                    tested("connectors/kafka.TestKeyFieldsExceptKey"),
-	"key.fields-prefix":             tested("connectors/kafka.TestKeyFieldsExceptKey"),
-	"value.format":                  tested("connectors/kafka.TestKeyFieldsExceptKey"),
-	"value.fields-include":          tested("connectors/kafka.TestKeyFieldsExceptKey"),
-	"scan.bounded.mode":             tested("connectors/kafka.TestRestoredBoundedReadKeepsStopOffsets"),
-	"scan.bounded.specific-offsets": tested("connectors/kafka.TestStartupAndBoundedModes"),
-	"scan.bounded.timestamp-millis": tested("connectors/kafka.TestRestoredBoundedReadKeepsStopOffsets"),
-	"sink.parallelism":              tested("connectors/kafka.TestScanAndSinkParallelism"),
-	"sink.delivery-guarantee":       tested("connectors/kafka.TestSinkSemanticSelectsDeliveryGuarantee"),
-	"sink.transactional-id-prefix":  testedBy("connectors/kafka.TestListAndAbortTransactions", "OptTransactionalIDPrefix"),
+	"properties.bootstrap.servers":     testedBy("connectors/kafka.TestMissingTopicAndUnreachableBroker", `"Kafka cluster at "+dead`),
+	"topic":                            tested("connectors/kafka.TestTopicListAndPattern"),
+	"topic-pattern":                    tested("connectors/kafka.TestRestoreNewPartitionsStartEarliest"),
+	"key.format":                       tested("connectors/kafka.TestKeyFieldsExceptKey"),
+	"key.fields-prefix":                tested("connectors/kafka.TestKeyFieldsExceptKey"),
+	"value.format":                     tested("connectors/kafka.TestKeyFieldsExceptKey"),
+	"value.fields-include":             tested("connectors/kafka.TestKeyFieldsExceptKey"),
+	"scan.bounded.mode":                tested("connectors/kafka.TestRestoredBoundedReadKeepsStopOffsets"),
+	"scan.bounded.specific-offsets":    tested("connectors/kafka.TestStartupAndBoundedModes"),
+	"scan.bounded.timestamp-millis":    tested("connectors/kafka.TestRestoredBoundedReadKeepsStopOffsets"),
+	"sink.parallelism":                 tested("connectors/kafka.TestScanAndSinkParallelism"),
+	"sink.delivery-guarantee":          tested("connectors/kafka.TestSinkSemanticSelectsDeliveryGuarantee"),
+	"sink.transactional-id-prefix":     testedBy("connectors/kafka.TestListAndAbortTransactions", "OptTransactionalIDPrefix"),
+	"sink.transaction-naming-strategy": testedBy("connectors/kafka.TestTxnPoolingBoundsTransactionalIDs", "OptTransactionNamingStrategy"),
 }
 
 // propertyCoverage are the Kafka client properties the connectors honour
