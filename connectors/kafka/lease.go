@@ -212,7 +212,7 @@ func (l *PrefixLease) acquire(ctx context.Context) error {
 	if err := l.ensureTopic(ctx); err != nil {
 		return err
 	}
-	end, err := l.endOffset(ctx)
+	end, err := l.endOffsetOfNewTopic(ctx)
 	if err != nil {
 		return err
 	}
@@ -335,6 +335,27 @@ func (l *PrefixLease) endOffset(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("lease topic %s has no partition 0", LeaseTopic)
 	}
 	return o.Offset, nil
+}
+
+// endOffsetOfNewTopic is endOffset right after the topic's creation, which
+// brokers may not know about yet: it retries until ctx ends.
+func (l *PrefixLease) endOffsetOfNewTopic(ctx context.Context) (int64, error) {
+	backoff := 20 * time.Millisecond
+	for {
+		end, err := l.endOffset(ctx)
+		var ke *kerr.Error
+		if err == nil || !errors.As(err, &ke) || !(ke.Retriable || errors.Is(err, kerr.UnknownTopicOrPartition)) {
+			return end, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
 }
 
 // offsetAfter is the offset of the first record of the lease topic written

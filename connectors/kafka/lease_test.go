@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Tests of the transactional-id prefix lease (issue 9 item 8): two jobs
@@ -244,5 +246,42 @@ func TestLeaseTakeoverFailsTheSink(t *testing.T) {
 	_, err = w.PrepareCommit(2)
 	if e := errContains(err, "The 'sink.transactional-id-prefix' 'job' was taken over by another job, job 'taker'"); e != nil {
 		t.Fatal(e)
+	}
+}
+
+// TestLeaseTopicNotYetKnown: right after the lease topic's creation a broker
+// may answer UNKNOWN_TOPIC_OR_PARTITION; the claim retries instead of
+// failing the job's start.
+func TestLeaseTopicNotYetKnown(t *testing.T) {
+	c, addr := startTxnClusterWith(t)
+	var refused atomic.Int32
+	c.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if refused.Load() == 2 {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		refused.Add(1)
+		r := req.(*kmsg.ListOffsetsRequest)
+		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	l, err := acquireLease(t, addr, "orders", leaseOpts("job 'new'", &txnLog{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if n := refused.Load(); n != 2 {
+		t.Fatalf("%d ListOffsets refused, want 2", n)
 	}
 }
