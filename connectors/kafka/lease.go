@@ -316,6 +316,11 @@ func (l *PrefixLease) ensureTopic(ctx context.Context) error {
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		// A job allowed to use the topic but not to create topics finds
+		// it created by an operator.
+		if _, lerr := l.endOffset(ctx); lerr == nil {
+			return nil
+		}
 		return fmt.Errorf("creating the lease topic %s for transactional-id prefix %q (create it with one partition and cleanup.policy=compact, and allow the job to read and write it): %w",
 			LeaseTopic, l.prefix, err)
 	}
