@@ -79,6 +79,8 @@ type runningJob struct {
 	// stopping is set by stopClean (guarded by Session.mu): the job is
 	// being stopped with a final checkpoint, which is kept.
 	stopping bool
+	// releaseLeases gives back the job's prefix leases when it has ended.
+	releaseLeases func()
 }
 
 // New creates a session.
@@ -400,13 +402,19 @@ func (s *Session) start(plan *planner.Plan) (*runningJob, error) {
 		cp.abandon()
 		return nil, err
 	}
-	j, cleanup, err := s.startAttempt(plan, name, cp)
+	releaseLeases, err := s.acquirePrefixLeases(ctx, plan, name)
 	if err != nil {
 		cp.abandon()
 		return nil, err
 	}
+	j, cleanup, err := s.startAttempt(plan, name, cp)
+	if err != nil {
+		releaseLeases()
+		cp.abandon()
+		return nil, err
+	}
 	rj := &runningJob{id: newJobID(), name: name, start: s.now(), current: j, status: "RUNNING",
-		done: make(chan struct{}), stopCh: make(chan struct{}), txnPrefixes: prefixes, cp: cp}
+		done: make(chan struct{}), stopCh: make(chan struct{}), txnPrefixes: prefixes, cp: cp, releaseLeases: releaseLeases}
 	s.mu.Lock()
 	s.jobs[rj.id] = rj
 	s.order = append(s.order, rj.id)
@@ -447,6 +455,7 @@ func (s *Session) startAttempt(plan *planner.Plan, name string, cp *checkpointin
 func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointing, j *exec.Job, cleanup func()) {
 	defer s.jobsWG.Done()
 	defer close(rj.done)
+	defer rj.releaseLeases()
 	strategy := s.restartStrategy(cp != nil && cp.cfg.Interval > 0)
 	finish := func(status string, err error) {
 		s.mu.Lock()

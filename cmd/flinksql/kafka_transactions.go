@@ -22,7 +22,8 @@ one line each: transactional id, producer id, epoch, state and partitions.
 Records in an open transaction hold back every read_committed reader of their
 partitions until the transaction ends. A job restored from a checkpoint commits
 or aborts its own transactions; for a job that will never come back, --abort
-aborts them (by fencing their transactional ids) and prints how many.
+aborts them (by fencing their transactional ids) and prints how many; it
+refuses while a running job holds the prefix's lease, unless --force.
 
 Flags:
 `
@@ -34,6 +35,7 @@ func runKafkaTransactions(args []string, stdout, stderr io.Writer) int {
 	bootstrap := fs.String("bootstrap", "", "the Kafka cluster's bootstrap servers, `HOST:PORT`[,HOST:PORT...]")
 	prefix := fs.String("prefix", "", "the sink's 'sink.transactional-id-prefix' `P`")
 	abort := fs.Bool("abort", false, "abort the open transactions")
+	force := fs.Bool("force", false, "with --abort: abort even while a running job holds the prefix")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, kafkaTransactionsUsage)
 		fs.PrintDefaults()
@@ -76,6 +78,19 @@ func runKafkaTransactions(args []string, stdout, stderr io.Writer) int {
 	}
 	if !*abort {
 		return 0
+	}
+	if !*force {
+		// A running job's transactions are not lingering: aborting them
+		// loses what its next checkpoint commits.
+		holder, err := kafka.LivePrefixHolder(ctx, *bootstrap, *prefix)
+		if err != nil {
+			fmt.Fprintf(stderr, "flinksql kafka-transactions: checking whether a running job holds prefix %s: %v\n", *prefix, err)
+			return 1
+		}
+		if holder != "" {
+			fmt.Fprintf(stderr, "flinksql kafka-transactions: prefix %s is in use by a running job, %s; its transactions are not lingering and aborting them would lose their records: stop the job first (or pass --force)\n", *prefix, holder)
+			return 1
+		}
 	}
 	n, err := kafka.AbortTransactions(ctx, *bootstrap, *prefix)
 	noun := "transactions"

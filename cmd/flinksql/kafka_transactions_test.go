@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/flinksql/flinksql/connectors/kafka"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -67,6 +70,18 @@ func TestKafkaTransactionsCommand(t *testing.T) {
 		if code != tc.code || stdout != tc.stdout || (stderr != "") != tc.wantErr {
 			t.Fatalf("%v: exit %d, stdout %q, stderr %q; want exit %d, stdout %q", tc.args, code, stdout, stderr, tc.code, tc.stdout)
 		}
+	}
+	// A running job's transactions are not aborted without --force.
+	lease, err := kafka.AcquirePrefixLease(ctx, addr, "jobs", "job 'live'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run("--bootstrap", addr, "--prefix", "jobs", "--abort")
+	if code != 1 || !strings.Contains(stderr, "prefix jobs is in use by a running job, job 'live'") {
+		t.Fatalf("--abort of a live job's prefix: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if err := lease.Release(); err != nil {
+		t.Fatal(err)
 	}
 	// The other prefix's transaction is untouched.
 	if code, stdout, _ := run("--bootstrap", addr, "--prefix", "jobs"); code != 0 ||

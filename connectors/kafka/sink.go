@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flinksql/flinksql/connectors"
@@ -27,6 +28,13 @@ type Sink struct {
 	naming       string // 'sink.transaction-naming-strategy'
 	parallelism  int
 	producerOpts []kgo.Opt
+
+	// lease is the running job's lease on the transactional-id prefix of
+	// an exactly-once sink; its writers fail once another job took it.
+	lease atomic.Pointer[PrefixLease]
+	// jobLogf is the job's log, set with the lease before the job starts:
+	// the writers report there what recovery fenced.
+	jobLogf func(format string, args ...any)
 
 	// upsert-kafka's 'sink.buffer-flush.*': both > 0 enables the buffer.
 	flushRows     int
@@ -141,7 +149,7 @@ func (s *Sink) DeliveryGuarantee() string { return s.delivery }
 // NewWriter implements connectors.Sink.
 func (s *Sink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
 	if s.delivery == DeliveryExactlyOnce {
-		w, err := NewTransactionalWriter(TxnConfig{Sink: s, Subtask: subtask, Parallelism: parallelism})
+		w, err := NewTransactionalWriter(TxnConfig{Sink: s, Subtask: subtask, Parallelism: parallelism, Logf: s.jobLogf})
 		if err != nil {
 			return nil, err // not a typed nil inside the interface
 		}
@@ -159,7 +167,60 @@ func (s *Sink) ValidateStart(ctx context.Context, checkpointInterval time.Durati
 		return nil
 	}
 	o := s.cfg.tc.Options
-	return ValidateExactlyOnce(ctx, o["properties.bootstrap.servers"], o, o[OptTransactionalIDPrefix], checkpointInterval)
+	if err := ValidateExactlyOnce(ctx, o["properties.bootstrap.servers"], o, o[OptTransactionalIDPrefix], checkpointInterval); err != nil {
+		return err
+	}
+	if s.naming != NamingPooling {
+		return nil
+	}
+	cl, err := kgo.NewClient(s.cfg.commonClientOpts()...)
+	if err != nil {
+		return fmt.Errorf("kafka table %s: creating the Kafka client: %w", s.cfg.name, err)
+	}
+	defer cl.Close()
+	ok, err := canListTransactions(ctx, cl, s.cfg.requestTimeout)
+	if err != nil {
+		return fmt.Errorf("kafka table %s: asking the brokers which requests they support: %w", s.cfg.name, err)
+	}
+	if !ok {
+		return poolingUnsupported(s.cfg, false)
+	}
+	return nil
+}
+
+// AcquirePrefixLease takes, for a job about to start, the lease on an
+// exactly-once sink's transactional-id prefix in the cluster it writes to
+// (see LeaseTopic), or says which running job holds it. owner describes the
+// job to others; logf receives takeovers. release ends the lease when the
+// job has ended. Sinks of the other guarantees hold none.
+func (s *Sink) AcquirePrefixLease(ctx context.Context, owner string, logf func(format string, args ...any)) (release func(), err error) {
+	if s.delivery != DeliveryExactlyOnce {
+		return func() {}, nil
+	}
+	s.jobLogf = logf
+	return s.acquirePrefixLease(ctx, LeaseOptions{Owner: owner, Logf: logf})
+}
+
+func (s *Sink) acquirePrefixLease(ctx context.Context, opts LeaseOptions) (release func(), err error) {
+	l, err := acquirePrefixLease(ctx, s.cfg.commonClientOpts(), strings.TrimSpace(s.cfg.tc.Options[OptTransactionalIDPrefix]), opts)
+	if err != nil {
+		return nil, fmt.Errorf("kafka table %s: %w", s.cfg.name, err)
+	}
+	s.lease.Store(l)
+	return func() {
+		s.lease.CompareAndSwap(l, nil)
+		if err := l.Release(); err != nil && opts.Logf != nil {
+			opts.Logf("kafka table %s: releasing the lease of transactional-id prefix %q: %v", s.cfg.name, l.prefix, err)
+		}
+	}, nil
+}
+
+// leaseErr is the reason the job lost its prefix lease, or nil.
+func (s *Sink) leaseErr() error {
+	if l := s.lease.Load(); l != nil {
+		return l.Err()
+	}
+	return nil
 }
 
 // TransactionalIDPrefix is the prefix of an exactly-once sink's transactional

@@ -447,6 +447,9 @@ func (w *TransactionalWriter) PrepareCommit(id exec.CheckpointID) ([]exec.Commit
 	if w.cur == nil {
 		return nil, fmt.Errorf("kafka table %s: pre-commit of an exactly-once writer that is not open", w.name())
 	}
+	if err := w.cfg.Sink.leaseErr(); err != nil {
+		return nil, fmt.Errorf("kafka table %s: %w", w.name(), err)
+	}
 	if err := w.flush(w.ctx); err != nil {
 		return nil, err
 	}
@@ -647,12 +650,7 @@ func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, from exe
 		return fenceListed(ctx, cl, cfg, prefixes)
 	}
 	if cfg.Naming == NamingPooling || restored.pooled {
-		what := fmt.Sprintf("'%s' = '%s'", OptTransactionNamingStrategy, NamingPooling)
-		if cfg.Naming != NamingPooling {
-			what = "the restored checkpoint, written with " + what + ","
-		}
-		return 0, fmt.Errorf("kafka table %s: %s needs brokers that support ListTransactions (Kafka 3.0 or newer) to find the transactions earlier runs left open, and the cluster at %s does not; use '%s' = '%s' (and start without the checkpoint)",
-			cfg.Sink.cfg.name, what, cfg.Sink.cfg.serversText(), OptTransactionNamingStrategy, NamingIncrementing)
+		return 0, poolingUnsupported(cfg.Sink.cfg, cfg.Naming != NamingPooling)
 	}
 	cfg.Logf("kafka table %s: the brokers do not support ListTransactions (Kafka before 3.0): probing transactional ids from checkpoint %d on for lingering transactions",
 		cfg.Sink.cfg.name, from)
@@ -672,6 +670,20 @@ func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, from exe
 		}
 	}
 	return fenced, nil
+}
+
+// poolingUnsupported is the error for NamingPooling (in the sink's options,
+// or in the restored checkpoint when restored) on brokers without
+// ListTransactions.
+func poolingUnsupported(c *tableConfig, restored bool) error {
+	what := fmt.Sprintf("'%s' = '%s'", OptTransactionNamingStrategy, NamingPooling)
+	fix := fmt.Sprintf("use '%s' = '%s'", OptTransactionNamingStrategy, NamingIncrementing)
+	if restored {
+		what = "the restored checkpoint, written with " + what + ","
+		fix += " and start without the checkpoint"
+	}
+	return fmt.Errorf("kafka table %s: %s needs brokers that support ListTransactions (Kafka 3.0 or newer) to find the transactions earlier runs left open, and the cluster at %s does not; %s",
+		c.name, what, c.serversText(), fix)
 }
 
 // owns reports whether cfg's subtask recovers the transactions of (old)

@@ -182,8 +182,12 @@ func drain(t testing.TB, addr string, committed bool) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A marker of its own: an earlier drain's markers precede it and must
+	// not end this one (counting any marker as a partition's end let a
+	// second drain stop before it read some partition at all).
+	marker := fmt.Sprintf("%s-%d", endMarker, time.Now().UnixNano())
 	for p := int32(0); p < txnPartitions; p++ {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: txnTopic, Partition: p, Value: []byte(endMarker)}).FirstErr(); err != nil {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: txnTopic, Partition: p, Value: []byte(marker)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -199,9 +203,6 @@ func drain(t testing.TB, addr string, committed bool) []string {
 	}
 	defer cons.Close()
 	byPartition := make([][]string, txnPartitions)
-	// A partition ends at its first end marker: an earlier drain of the same
-	// topic left one there too, and counting markers instead of partitions
-	// stopped the read before a slower partition's records arrived.
 	done := make([]bool, txnPartitions)
 	ended := 0
 	for ended < txnPartitions {
@@ -213,15 +214,14 @@ func drain(t testing.TB, addr string, committed bool) []string {
 			t.Fatal(e.Err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if done[r.Partition] {
-				return
-			}
-			if string(r.Value) == endMarker {
+			switch v := string(r.Value); {
+			case done[r.Partition]:
+			case v == marker:
 				done[r.Partition] = true
 				ended++
-				return
+			case !strings.HasPrefix(v, endMarker):
+				byPartition[r.Partition] = append(byPartition[r.Partition], v)
 			}
-			byPartition[r.Partition] = append(byPartition[r.Partition], string(r.Value))
 		})
 	}
 	var out []string

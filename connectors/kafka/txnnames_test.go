@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -408,8 +409,56 @@ func TestTxnPoolingNeedsListTransactions(t *testing.T) {
 	w := newTxnWriter(t, s, 0, 1, nil)
 	defer w.Close()
 	err := w.Open(context.Background())
-	if e := errContains(err, "'sink.transaction-naming-strategy' = 'POOLING'", "ListTransactions", "INCREMENTING"); e != nil {
+	if e := errContains(err, "'sink.transaction-naming-strategy' = 'POOLING' needs brokers that support ListTransactions", "use 'sink.transaction-naming-strategy' = 'INCREMENTING'"); e != nil {
 		t.Fatal(e)
+	}
+	// The check before the job starts says the same.
+	eo := txnSink(t, addr, map[string]string{OptTransactionNamingStrategy: "POOLING", OptDeliveryGuarantee: DeliveryExactlyOnce})
+	err = eo.ValidateStart(context.Background(), time.Second)
+	if e := errContains(err, "'sink.transaction-naming-strategy' = 'POOLING' needs brokers that support ListTransactions"); e != nil {
+		t.Fatal(e)
+	}
+	eo = txnSink(t, addr, map[string]string{OptDeliveryGuarantee: DeliveryExactlyOnce})
+	if err := eo.ValidateStart(context.Background(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTxnSwitchNamingStrategyOnRestore: a checkpoint written with one
+// strategy restores with the other; the restored committables commit and
+// what the crashed attempt left open is aborted either way.
+func TestTxnSwitchNamingStrategyOnRestore(t *testing.T) {
+	for _, tc := range []struct{ from, to string }{{NamingIncrementing, NamingPooling}, {NamingPooling, NamingIncrementing}} {
+		t.Run(tc.from+"-to-"+tc.to, func(t *testing.T) {
+			_, addr := startTxnClusterWith(t)
+			a := newTxnWriter(t, txnSink(t, addr, map[string]string{OptTransactionNamingStrategy: tc.from}), 0, 1, nil)
+			openTxnWriter(t, a)
+			writeNames(t, a, 1, "a")
+			c1 := prepare(t, a, 1)
+			writeNames(t, a, 2, "b")
+			prepare(t, a, 2)
+			writeNames(t, a, 3, "c")
+			if err := a.flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			a.crash()
+			if n := len(openIDs(t, addr, txnPrefix)); n != 3 {
+				t.Fatalf("%d open transactions after the crash, want 3", n)
+			}
+			log := &txnLog{}
+			b := newTxnWriter(t, txnSink(t, addr, map[string]string{OptTransactionNamingStrategy: tc.to}), 0, 0, log)
+			commit(t, b, c1)
+			openTxnWriter(t, b)
+			defer b.Close()
+			if ids := openIDs(t, addr, txnPrefix); len(ids) != 0 {
+				t.Fatalf("still open after the restore: %v\n%s", ids, log)
+			}
+			writeNames(t, b, 4, "d")
+			commit(t, b, prepare(t, b, 2))
+			writeNames(t, b, 5, "e")
+			commit(t, b, prepare(t, b, 3))
+			expectStrings(t, "read_committed", drain(t, addr, true), "1,a", "4,d", "5,e")
+		})
 	}
 }
 
@@ -437,5 +486,53 @@ func TestTxnNamingStrategyOption(t *testing.T) {
 	_, err := NewFactory().CreateSink(tableContext("localhost:9092", eventSchema, opts))
 	if e := errContains(err, "Invalid value for option 'sink.transaction-naming-strategy'. Expected one of [INCREMENTING, POOLING], but was: random"); e != nil {
 		t.Fatal(e)
+	}
+}
+
+// TestTxnCommittableNamingEncoding: the naming strategy travels in bit 1 of
+// the flags byte. Committables of checkpoints written before (flags 0 or 1)
+// decode unchanged, an INCREMENTING committable encodes as before, and
+// unknown flags are refused.
+func TestTxnCommittableNamingEncoding(t *testing.T) {
+	// Version 1, flags 0, id "p-0-5", producer id 3, epoch 1, checkpoint 5
+	// (zig-zag varints: 3 -> 6, 1 -> 2, 5 -> 10).
+	old := exec.Committable("\x01\x00\x05p-0-5\x06\x02\x0a")
+	c, err := DecodeTxnCommittable(old)
+	if err != nil || c != (TxnCommittable{TransactionalID: "p-0-5", ProducerID: 3, Epoch: 1, Checkpoint: 5}) {
+		t.Fatalf("old committable: %+v, %v", c, err)
+	}
+	if string(c.Encode()) != string(old) {
+		t.Fatalf("INCREMENTING committable encodes as %q, want %q", c.Encode(), old)
+	}
+	c.Pooled = true
+	if enc := c.Encode(); enc[1] != 2 {
+		t.Fatalf("pooled flags byte %d, want 2", enc[1])
+	}
+	for _, p := range []TxnCommittable{c, {TransactionalID: "x-y-1-0", Pooled: true, Empty: true, Epoch: -1, ProducerID: -1, Checkpoint: 7}} {
+		got, err := DecodeTxnCommittable(p.Encode())
+		if err != nil || got != p {
+			t.Fatalf("round trip of %+v: %+v, %v", p, got, err)
+		}
+	}
+	if _, err := DecodeTxnCommittable(exec.Committable("\x01\x04\x05p-0-5\x06\x02\x0a")); err == nil {
+		t.Fatal("flags 4 decoded")
+	}
+	for _, tc := range []struct {
+		id, prefix string
+		sub        int
+		n          int64
+		ok         bool
+	}{
+		{"job-0-1", "job", 0, 1, true},
+		{"a-b-3-99", "a-b", 3, 99, true},
+		{"job-x-2-7", "job-x", 2, 7, true},
+		{"job-1", "", 0, 0, false},
+		{"job-a-1", "", 0, 0, false},
+		{"-0-1", "", 0, 0, false},
+	} {
+		prefix, sub, n, ok := splitTransactionalID(tc.id)
+		if prefix != tc.prefix || sub != tc.sub || n != tc.n || ok != tc.ok {
+			t.Errorf("splitTransactionalID(%q) = %q %d %d %v", tc.id, prefix, sub, n, ok)
+		}
 	}
 }
