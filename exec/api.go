@@ -71,6 +71,8 @@ type OperatorContext struct {
 	RegisterProcessingTimer func(t int64)
 	// Metrics of this operator instance.
 	Metrics *OperatorMetrics
+	// Log is the job's log (Config.Log).
+	Log LogFunc
 }
 
 // Operator processes a stream. One goroutine drives an instance; there are no
@@ -96,8 +98,12 @@ type ProcessingTimeHandler interface {
 // OperatorMetrics counts what an operator instance did. Counters are written
 // by the owning goroutine and read atomically by observers.
 type OperatorMetrics struct {
-	RowsIn, RowsOut  Counter
-	LateRowsDropped  Counter
+	RowsIn, RowsOut Counter
+	LateRowsDropped Counter
+	// LostCommits counts committables of a two-phase-commit sink found
+	// aborted by the external system when they were committed, with the
+	// sink set to continue after such a loss (AbortedCommitError.Continue).
+	LostCommits      Counter
 	CurrentWatermark Gauge
 }
 
