@@ -238,7 +238,11 @@ func (j *Job) failJob(err error) {
 }
 
 // log writes a line to the job's log (Config.Log).
-func (j *Job) log(format string, args ...any) { j.logf(format, args...) }
+func (j *Job) log(format string, args ...any) {
+	if j.logf != nil {
+		j.logf(format, args...)
+	}
+}
 
 // Name is the name of the job graph.
 func (j *Job) Name() string { return j.name }

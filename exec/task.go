@@ -265,7 +265,7 @@ func (t *task) openOperators() error {
 		}
 		t.opened = i + 1
 	}
-	if t.job.verdict != nil {
+	if t.job != nil && t.job.verdict != nil {
 		// Every operator opened: the restored committables are committed.
 		if err := t.job.verdict.report(t.cp.sinks); err != nil {
 			return err
