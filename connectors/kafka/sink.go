@@ -71,6 +71,9 @@ func newSink(c *tableConfig) (*Sink, error) {
 		if err := checkExactlyOnceOptions(c); err != nil {
 			return nil, err
 		}
+	} else if opts.Has(OptOnAbortedTransaction) {
+		return nil, fmt.Errorf("Option '%s' applies only to '%s' = '%s', but the sink's delivery guarantee is '%s'.",
+			OptOnAbortedTransaction, OptDeliveryGuarantee, DeliveryExactlyOnce, s.delivery)
 	}
 	if s.parallelism, err = opts.Int(OptSinkParallelism, 0); err != nil {
 		return nil, err

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,7 +91,12 @@ type TxnConfig struct {
 	TransactionTimeout time.Duration
 	// Logf receives notable events (transactions found committed or fenced
 	// during a commit, lingering transactions aborted); nil discards them.
+	// The runtime sets it to the job's log (SetLog).
 	Logf func(format string, args ...any)
+	// ContinueOnAbort is OptOnAbortedTransaction = LOG_AND_CONTINUE: a
+	// commit that finds its transaction aborted is reported to the runtime
+	// as a loss to log and count rather than a failure.
+	ContinueOnAbort bool
 }
 
 // resolve fills the defaults of cfg from the sink's options.
@@ -114,6 +121,13 @@ func (cfg *TxnConfig) resolve() error {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if !cfg.ContinueOnAbort {
+		cont, err := onAbortedTransaction(c.tc.Options)
+		if err != nil {
+			return err
+		}
+		cfg.ContinueOnAbort = cont
+	}
 	return nil
 }
 
@@ -130,10 +144,16 @@ type TxnCommittable struct {
 	Epoch           int16
 	Checkpoint      exec.CheckpointID // the barrier that sealed it
 	Empty           bool              // no record was written: nothing to commit
+	// Topic and Partitions say where the transaction's records are, so a
+	// commit that finds the transaction ended can read from the log how
+	// (outcome.go). Empty in committables of version 1.
+	Topic      string
+	Partitions []TxnPartition
 }
 
-// txnCommittableVersion tags the layout of an encoded TxnCommittable.
-const txnCommittableVersion = 1
+// txnCommittableVersion tags the layout of an encoded TxnCommittable:
+// version 2 added the topic and partitions; version 1 is still read.
+const txnCommittableVersion = 2
 
 // Encode returns the committable as stored in a checkpoint.
 func (c TxnCommittable) Encode() exec.Committable {
@@ -149,6 +169,13 @@ func (c TxnCommittable) Encode() exec.Committable {
 	b = binary.AppendVarint(b, c.ProducerID)
 	b = binary.AppendVarint(b, int64(c.Epoch))
 	b = binary.AppendVarint(b, int64(c.Checkpoint))
+	b = binary.AppendUvarint(b, uint64(len(c.Topic)))
+	b = append(b, c.Topic...)
+	b = binary.AppendUvarint(b, uint64(len(c.Partitions)))
+	for _, p := range c.Partitions {
+		b = binary.AppendVarint(b, int64(p.Partition))
+		b = binary.AppendVarint(b, p.FirstOffset)
+	}
 	return b
 }
 
@@ -157,9 +184,10 @@ func DecodeTxnCommittable(data exec.Committable) (TxnCommittable, error) {
 	bad := func() (TxnCommittable, error) {
 		return TxnCommittable{}, fmt.Errorf("kafka exactly-once sink: malformed committable %s", recordPrefix(data))
 	}
-	if len(data) < 2 || data[0] != txnCommittableVersion || data[1] > 1 {
+	if len(data) < 2 || data[0] < 1 || data[0] > txnCommittableVersion || data[1] > 1 {
 		return bad()
 	}
+	version := data[0]
 	c := TxnCommittable{Empty: data[1] == 1}
 	rest := data[2:]
 	n, k := binary.Uvarint(rest)
@@ -176,10 +204,39 @@ func DecodeTxnCommittable(data exec.Committable) (TxnCommittable, error) {
 		}
 		vals[i], rest = v, rest[k:]
 	}
-	if len(rest) != 0 || vals[1] < -1 || vals[1] > 1<<15-1 {
+	if vals[1] < -1 || vals[1] > 1<<15-1 {
 		return bad()
 	}
 	c.ProducerID, c.Epoch, c.Checkpoint = vals[0], int16(vals[1]), exec.CheckpointID(vals[2])
+	if version >= 2 {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return bad()
+		}
+		c.Topic = string(rest[k : k+int(n)])
+		rest = rest[k+int(n):]
+		np, k := binary.Uvarint(rest)
+		if k <= 0 || np > uint64(len(rest)) {
+			return bad()
+		}
+		rest = rest[k:]
+		for range np {
+			p, k := binary.Varint(rest)
+			if k <= 0 || p < 0 || p > 1<<31-1 {
+				return bad()
+			}
+			rest = rest[k:]
+			off, k := binary.Varint(rest)
+			if k <= 0 || off < 0 {
+				return bad()
+			}
+			rest = rest[k:]
+			c.Partitions = append(c.Partitions, TxnPartition{Partition: int32(p), FirstOffset: off})
+		}
+	}
+	if len(rest) != 0 {
+		return bad()
+	}
 	return c, nil
 }
 
@@ -199,6 +256,10 @@ type TransactionalWriter struct {
 	cur      *kgo.Client       // the open transaction's client
 	curID    exec.CheckpointID // the open transaction's checkpoint id
 	produced atomic.Int64      // records acknowledged in the open transaction
+	// partsMu guards parts: the partitions of the open transaction and the
+	// offset of its first record in each, filled by the produce promises.
+	partsMu sync.Mutex
+	parts   []TxnPartition
 	// prepared are the clients of pre-committed transactions, closed once
 	// their transaction is committed or aborted.
 	prepared map[string]*kgo.Client
@@ -228,7 +289,39 @@ func NewTransactionalWriter(cfg TxnConfig) (*TransactionalWriter, error) {
 // flushes before it reads the count, so every promise has run by then.
 func (w *TransactionalWriter) onProduced(r *kgo.Record, err error) {
 	w.produced.Add(1)
+	if err == nil {
+		w.partsMu.Lock()
+		found := false
+		for i := range w.parts {
+			if w.parts[i].Partition == r.Partition {
+				w.parts[i].FirstOffset = min(w.parts[i].FirstOffset, r.Offset)
+				found = true
+				break
+			}
+		}
+		if !found {
+			w.parts = append(w.parts, TxnPartition{Partition: r.Partition, FirstOffset: r.Offset})
+		}
+		w.partsMu.Unlock()
+	}
 	w.inner.onProduced(r, err)
+}
+
+// SetLog implements exec.LogReceiver: the sink's events go to the job's log.
+func (w *TransactionalWriter) SetLog(log exec.LogFunc) {
+	w.cfg.Logf = func(format string, args ...any) {
+		if !strings.HasPrefix(format, "[") {
+			format = "[INFO] " + format
+		}
+		log(format, args...)
+	}
+}
+
+// HasOutput implements exec.CommittableSizer: an empty transaction has
+// nothing to commit.
+func (w *TransactionalWriter) HasOutput(data exec.Committable) bool {
+	c, err := DecodeTxnCommittable(data)
+	return err != nil || !c.Empty
 }
 
 func (w *TransactionalWriter) name() string { return w.cfg.Sink.cfg.name }
@@ -311,6 +404,9 @@ func (w *TransactionalWriter) begin(id exec.CheckpointID) error {
 	w.cur, w.curID = cl, id
 	w.inner.cl = cl
 	w.produced.Store(0)
+	w.partsMu.Lock()
+	w.parts = w.parts[:0]
+	w.partsMu.Unlock()
 	return nil
 }
 
@@ -370,6 +466,13 @@ func (w *TransactionalWriter) PrepareCommit(id exec.CheckpointID) ([]exec.Commit
 		Checkpoint:      id,
 		Empty:           w.produced.Load() == 0,
 	}
+	if !c.Empty {
+		c.Topic = w.cfg.Sink.topic
+		w.partsMu.Lock()
+		c.Partitions = append([]TxnPartition(nil), w.parts...)
+		w.partsMu.Unlock()
+		slices.SortFunc(c.Partitions, func(a, b TxnPartition) int { return int(a.Partition) - int(b.Partition) })
+	}
 	if c.Empty {
 		w.cur.Close() // nothing to commit or abort
 	} else {
@@ -386,8 +489,12 @@ func (w *TransactionalWriter) PrepareCommit(id exec.CheckpointID) ([]exec.Commit
 }
 
 // Commit implements exec.TwoPhaseCommitWriter. Commits are idempotent;
-// Commit before Open is the restore of a checkpoint.
+// Commit before Open is the restore of a checkpoint. Transactions the
+// broker aborted are reported, after the others are committed, as an
+// *exec.AbortedCommitError naming them.
 func (w *TransactionalWriter) Commit(committables []exec.Committable) error {
+	var lost []string
+	aborted, committed := 0, 0
 	for _, data := range committables {
 		c, err := DecodeTxnCommittable(data)
 		if err != nil {
@@ -401,11 +508,28 @@ func (w *TransactionalWriter) Commit(committables []exec.Committable) error {
 			if err != nil {
 				return err
 			}
-			if err := endTxn(w.context(), admin, w.cfg, c, true); err != nil {
+			out, err := commitTxn(w.context(), admin, w.cfg, c)
+			if err != nil {
 				return fmt.Errorf("kafka table %s: %w", w.name(), err)
+			}
+			switch out.state {
+			case txnCommitted:
+				committed++
+			case txnAborted:
+				aborted++
+				lost = append(lost, describeLost(c, out))
+			case txnUnknown:
+				// Perhaps committed: an earlier checkpoint's replay could
+				// duplicate it, so it counts as committed for recovery.
+				aborted++
+				committed++
+				lost = append(lost, describeLost(c, out))
 			}
 		}
 		w.release(c.TransactionalID)
+	}
+	if len(lost) > 0 {
+		return lostError(w.cfg, lost, aborted, committed, w.cfg.ContinueOnAbort)
 	}
 	return nil
 }
@@ -513,6 +637,8 @@ func RecoverTransactions(ctx context.Context, cfg TxnConfig, restored []exec.Com
 		return 0, fmt.Errorf("kafka table %s: creating the Kafka client: %w", cfg.Sink.cfg.name, err)
 	}
 	defer cl.Close()
+	var lost []string
+	aborted, committed := 0, 0
 	for _, data := range restored {
 		c, err := DecodeTxnCommittable(data)
 		if err != nil {
@@ -521,9 +647,19 @@ func RecoverTransactions(ctx context.Context, cfg TxnConfig, restored []exec.Com
 		if c.Empty {
 			continue
 		}
-		if err := endTxn(ctx, cl, cfg, c, true); err != nil {
+		out, err := commitTxn(ctx, cl, cfg, c)
+		if err != nil {
 			return 0, fmt.Errorf("kafka table %s: %w", cfg.Sink.cfg.name, err)
 		}
+		if out.state != txnCommitted {
+			aborted++
+			lost = append(lost, describeLost(c, out))
+		} else {
+			committed++
+		}
+	}
+	if len(lost) > 0 && !cfg.ContinueOnAbort {
+		return 0, lostError(cfg, lost, aborted, committed, false)
 	}
 	return abortLingering(ctx, cl, cfg, subtask, exec.CheckpointID(restoredCheckpointID+1))
 }
@@ -613,16 +749,7 @@ func fence(ctx context.Context, cl *kgo.Client, txnID string, timeoutMs int32, b
 // c comes from a checkpoint, so the transaction was ours.
 func endTxn(ctx context.Context, cl *kgo.Client, cfg TxnConfig, c TxnCommittable, commit bool) error {
 	err := retryTxnRequest(ctx, cfg.Sink.cfg.requestTimeout, func(ctx context.Context) (int16, error) {
-		req := kmsg.NewPtrEndTxnRequest()
-		req.TransactionalID = c.TransactionalID
-		req.ProducerID = c.ProducerID
-		req.ProducerEpoch = c.Epoch
-		req.Commit = commit
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return 0, err
-		}
-		return resp.ErrorCode, nil
+		return endTxnRequest(ctx, cl, c, commit)
 	})
 	verb := "committing"
 	if !commit {
@@ -715,4 +842,14 @@ func transactionTimeout(props map[string]string) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// kmsgEndTxn is the EndTxn request for c's transaction.
+func kmsgEndTxn(c TxnCommittable, commit bool) *kmsg.EndTxnRequest {
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID = c.TransactionalID
+	req.ProducerID = c.ProducerID
+	req.ProducerEpoch = c.Epoch
+	req.Commit = commit
+	return req
 }
