@@ -85,7 +85,8 @@ func (v *restoreVerdict) report(sinks []*sink) error {
 
 // commitLost handles an AbortedCommitError of a commit while the job runs
 // (checkpoint id completed): logged and counted when the sink continues
-// after losses, otherwise the job's error.
+// after losses, otherwise the job's error, so that recovery restores the
+// checkpoint and decides what can be made good.
 func (s *sink) commitLost(id CheckpointID, err error) error {
 	var ae *AbortedCommitError
 	if !errors.As(err, &ae) {
@@ -98,7 +99,10 @@ func (s *sink) commitLost(id CheckpointID, err error) error {
 		s.logf("[ERROR] Checkpoint %d completed, but its output is LOST: %s. The sink is set to continue after such a loss.", id, ae.Message)
 		return nil
 	}
-	return fmt.Errorf("%w: checkpoint %d completed, but %s", ErrOutputLost, id, ae.Message)
+	// Not ErrOutputLost yet: if every committable of the checkpoint was
+	// aborted and none committed, the restore of this checkpoint finds so
+	// and falls back to an older one; it decides (restoreVerdict).
+	return fmt.Errorf("checkpoint %d completed, but %s", id, ae.Message)
 }
 
 func (s *sink) logf(format string, args ...any) {

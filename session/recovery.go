@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,6 +34,9 @@ type checkpointing struct {
 	// (RETAIN_ON_CANCELLATION); otherwise they are deleted, as when the job
 	// finishes. Only a failed or crashed job leaves checkpoints to resume from.
 	retainOnCancel bool
+	// bad are the checkpoints a restore found unrestorable
+	// (exec.ErrCheckpointUnrestorable): recovery never picks them again.
+	bad map[int64]bool
 }
 
 var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -142,8 +146,68 @@ func (c *checkpointing) attemptConfig(localDir string) *exec.CheckpointConfig {
 	cfg.RestoreID, cfg.NextID = 0, exec.CheckpointID(c.manager.NextID())
 	if c.restore != nil {
 		cfg.RestoreID = exec.CheckpointID(c.restore.ID)
+		cfg.CanFallBack = c.previous() != nil
 	}
 	return &cfg
+}
+
+// previous returns the newest retained checkpoint older than the one being
+// restored that no restore found unrestorable, or nil.
+func (c *checkpointing) previous() *checkpoint.Metadata {
+	if c.restore == nil {
+		return nil
+	}
+	var prev *checkpoint.Metadata
+	for _, md := range c.manager.Retained() {
+		if md.ID < c.restore.ID && !c.bad[md.ID] {
+			prev = md
+		}
+	}
+	return prev
+}
+
+// fallBack handles an attempt that failed because the checkpoint it
+// restored cannot be restored (exec.ErrCheckpointUnrestorable): the next
+// attempt restores the previous retained checkpoint instead, and the bad one
+// is never picked again. It reports whether it chose one.
+//
+// For a checkpoint whose transactions the broker had all aborted, the
+// previous checkpoint loses and duplicates nothing: its own committables
+// were committed when it completed (or are committed again by the restore,
+// which checks them the same way), and nothing the newer checkpoint covered
+// became visible, so replaying from the older one writes it exactly once.
+func (c *checkpointing) fallBack(log func(format string, args ...any), job string, err error) bool {
+	if c == nil || c.restore == nil || !errors.Is(err, exec.ErrCheckpointUnrestorable) {
+		return false
+	}
+	prev := c.previous()
+	if prev == nil {
+		return false
+	}
+	if c.bad == nil {
+		c.bad = map[int64]bool{}
+	}
+	c.bad[c.restore.ID] = true
+	log("[WARN] Job '%s': checkpoint %d cannot be restored (%v); restoring the previous retained checkpoint %d (taken %s) instead, and checkpoint %d is not used again.",
+		job, c.restore.ID, err, prev.ID, prev.Timestamp.UTC().Format(time.RFC3339), c.restore.ID)
+	c.restore = prev
+	return true
+}
+
+// latest returns the newest retained checkpoint that no restore found
+// unrestorable, or nil.
+func (c *checkpointing) latest(ctx context.Context) (*checkpoint.Metadata, error) {
+	md, err := c.manager.Latest(ctx)
+	if err != nil || md == nil || !c.bad[md.ID] {
+		return md, err
+	}
+	var good *checkpoint.Metadata
+	for _, r := range c.manager.Retained() {
+		if !c.bad[r.ID] {
+			good = r
+		}
+	}
+	return good, nil
 }
 
 // restartStrategy decides whether and when a failed job starts again.
@@ -246,4 +310,49 @@ func (c *checkpointing) unlock() {
 		c.lock.Close()
 		c.lock = nil
 	}
+}
+
+// transactionBudget is how long a transaction of an exactly-once sink may
+// have to stay open before the checkpoint that seals it commits it: the
+// checkpoint interval, then every checkpoint that may fail in a row and the
+// one that completes, each up to its timeout, then the longest delay before
+// a restarted attempt commits it. what spells the sum out with the options'
+// names and values.
+func (s *Session) transactionBudget(cp *checkpointing) (time.Duration, string) {
+	cc := cp.cfg
+	timeout := cc.Timeout
+	if timeout <= 0 {
+		timeout = exec.DefaultCheckpointTimeout
+	}
+	tolerable := max(cc.TolerableFailures, 0)
+	strategy := s.restartStrategy(cc.Interval > 0)
+	restart, restartWhat := strategy.longestDelay()
+	const most = time.Duration(1<<63 - 1)
+	need := cc.Interval
+	add := func(d time.Duration) {
+		if need > most-d {
+			need = most
+		} else {
+			need += d
+		}
+	}
+	for i := 0; i <= tolerable && need < most; i++ {
+		add(timeout)
+	}
+	add(restart)
+	what := fmt.Sprintf("'execution.checkpointing.interval' (%s) + 'execution.checkpointing.timeout' (%s) × (1 + 'execution.checkpointing.tolerable-failed-checkpoints' (%d)) + %s (%s)",
+		cc.Interval, timeout, tolerable, restartWhat, restart)
+	return need, what
+}
+
+// longestDelay is the longest wait before a restart, and where it comes
+// from.
+func (r restartStrategy) longestDelay() (time.Duration, string) {
+	switch r.kind {
+	case "fixed-delay":
+		return r.delay, "'restart-strategy.fixed-delay.delay'"
+	case "exponential-delay":
+		return max(r.max, r.initial), "'restart-strategy.exponential-delay.max-backoff'"
+	}
+	return 0, "no restart delay ('restart-strategy.type' = 'none')"
 }

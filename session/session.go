@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,6 +53,7 @@ type Session struct {
 	conf   config
 	now    func() time.Time
 	fault  exec.FaultFunc
+	logMu  sync.Mutex // serialises logf
 	mu     sync.Mutex // guards jobs
 	jobs   map[string]*runningJob
 	order  []string // job ids in start order
@@ -173,7 +175,16 @@ func (s *Session) execConfig() exec.Config {
 		IdleTimeout:           s.conf.duration("table.exec.source.idle-timeout"),
 		Now:                   func() int64 { return s.now().UnixMilli() },
 		Fault:                 s.fault,
+		Log:                   s.logf,
 	}
+}
+
+// logf writes one line to the session's log (stderr); jobs log from many
+// goroutines, so lines are written whole, one at a time.
+func (s *Session) logf(format string, args ...any) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintf(s.stderr, format+"\n", args...)
 }
 
 // Execute parses a script and runs its statements in order, stopping at the
@@ -435,7 +446,19 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			finish("FINISHED", nil)
 			break
 		}
+		// A restore that cannot succeed from its checkpoint goes back to
+		// the previous one at once; lost output fails for good (a restart
+		// would restore the same loss).
+		fellBack := cp.fallBack(s.logf, rj.name, err)
+		if !fellBack && errors.Is(err, exec.ErrOutputLost) {
+			finish("FAILED", err)
+			break
+		}
 		delay, ok := strategy.next(n)
+		if fellBack {
+			delay, ok = 0, true
+			n-- // not a failure of the job's own
+		}
 		if !ok {
 			if n > 1 {
 				err = fmt.Errorf("job '%s' failed after %d restarts: %w", rj.name, n-1, err)
@@ -452,14 +475,14 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			break
 		}
 		if cp != nil {
-			latest, lerr := cp.manager.Latest(context.Background())
+			latest, lerr := cp.latest(context.Background())
 			if lerr != nil {
 				finish("FAILED", lerr)
 				break
 			}
 			// Only this run's own checkpoints replace the one it started from
 			// (a newer checkpoint of an earlier run must not be picked up).
-			if latest != nil && latest.ID >= cp.firstID {
+			if !fellBack && latest != nil && latest.ID >= cp.firstID {
 				cp.restore = latest
 			}
 			if cp.restore != nil {
@@ -841,6 +864,14 @@ func (s *Session) validateSinks(ctx context.Context, plan *planner.Plan, cp *che
 				}
 			}
 			prefixes = append(prefixes, prefix)
+		}
+		if v, ok := sink.Sink.(interface {
+			ValidateTransactionTimeout(need time.Duration, what string) error
+		}); ok && cp != nil && interval > 0 {
+			need, what := s.transactionBudget(cp)
+			if err := v.ValidateTransactionTimeout(need, what); err != nil {
+				return nil, err
+			}
 		}
 		if v, ok := sink.Sink.(interface {
 			ValidateStart(context.Context, time.Duration) error

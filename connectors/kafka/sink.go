@@ -161,6 +161,28 @@ func (s *Sink) ValidateStart(ctx context.Context, checkpointInterval time.Durati
 	return ValidateExactlyOnce(ctx, o["properties.bootstrap.servers"], o, o[OptTransactionalIDPrefix], checkpointInterval)
 }
 
+// ValidateTransactionTimeout checks, for an exactly-once sink, that
+// 'properties.transaction.timeout.ms' outlives need: how long a
+// transaction may stay open before its checkpoint commits it (what spells
+// out the job options it comes from). A transaction the broker aborts for
+// timing out loses its records.
+func (s *Sink) ValidateTransactionTimeout(need time.Duration, what string) error {
+	if s.delivery != DeliveryExactlyOnce {
+		return nil
+	}
+	timeout, err := transactionTimeout(s.cfg.props)
+	if err != nil {
+		return err
+	}
+	if timeout >= need {
+		return nil
+	}
+	ms := (need + time.Millisecond - 1) / time.Millisecond
+	return fmt.Errorf("kafka table %s: 'properties.%s' (%d ms) is shorter than a transaction may have to stay open before its checkpoint commits it: %s = %d ms; "+
+		"the broker would abort such a transaction and its records would be lost. Set 'properties.%s' to at least '%d' (within the broker's transaction.max.timeout.ms), or lower those options",
+		s.cfg.name, propTransactionTimeout, timeout.Milliseconds(), what, ms, propTransactionTimeout, ms)
+}
+
 // TransactionalIDPrefix is the prefix of an exactly-once sink's transactional
 // ids ("" for the other guarantees); it must be unique among running jobs.
 func (s *Sink) TransactionalIDPrefix() string {
