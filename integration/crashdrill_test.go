@@ -371,16 +371,18 @@ type runResult struct {
 	ckpts        int   // "Completed checkpoint" lines
 	latest       int64 // the last completed checkpoint
 	took         time.Duration
-	failed       bool   // exited with an error (after a broker kill)
-	finished     bool   // exited 0: the job finished
-	fellBack     int    // restores that went back to an earlier checkpoint
-	loss         string // the line reporting lost output, if any
+	failed       bool     // exited with an error (after a broker kill)
+	finished     bool     // exited 0: the job finished
+	fellBack     int      // restores that went back to an earlier checkpoint
+	loss         string   // the line reporting lost output, if any
+	notes        []string // the run's log lines about recovery and transactions
 }
 
 // drillStats is what a drill did.
 type drillStats struct {
 	randomKills, faultKills, brokerKills, runs, restores, fallbacks, failed int
 	loss                                                                    string // a run failed reporting lost output
+	notes                                                                   []string
 }
 
 // runDrillProcess runs the pipeline once as a process; a fault run arms
@@ -440,6 +442,10 @@ func runDrillProcess(t *testing.T, bin, script, tmp string, r drillRun, faultAt 
 				res.fellBack++
 			case strings.Contains(line, "output is lost"):
 				res.loss = line
+			}
+			if strings.HasPrefix(line, "[WARN]") || strings.HasPrefix(line, "[ERROR]") || strings.HasPrefix(line, "[INFO] Restoring") ||
+				strings.Contains(line, "committed by an earlier attempt") || strings.HasPrefix(line, "[FAULT]") || strings.HasPrefix(line, "Completed checkpoint") {
+				res.notes = append(res.notes, line)
 			}
 			mu.Unlock()
 		}
@@ -584,6 +590,9 @@ func runDrill(t *testing.T, bin, script, tmp string, plan []drillRun, seed uint6
 		}
 		st.runs++
 		st.fallbacks += res.fellBack
+		for _, n := range res.notes {
+			st.notes = append(st.notes, fmt.Sprintf("run %d: %s", i+1, n))
+		}
 		if res.failed {
 			st.failed++
 		}
@@ -892,6 +901,9 @@ func TestCrashDrill(t *testing.T) {
 			return
 		}
 		rep := checkDrillOutput(readDrillOutput(t, addr, "totals", true), want)
+		if len(rep.missing)+len(rep.duplicates) > 0 {
+			t.Logf("what the runs logged about recovery:\n%s", strings.Join(st.notes, "\n"))
+		}
 		t.Logf("exactly-once: %d runs (%d random kills, %d fault-point kills, %d broker kills, %d restores, %d fallbacks, %d failed runs); read_committed: %d records, %d of %d (key, window) results, %d duplicated, %d missing, %d wrong; %v",
 			st.runs, st.randomKills, st.faultKills, st.brokerKills, st.restores, st.fallbacks, st.failed, rep.records, rep.distinct, len(want),
 			len(rep.duplicates), len(rep.missing), len(rep.wrong), time.Since(begin).Round(time.Millisecond))

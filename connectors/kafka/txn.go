@@ -363,9 +363,17 @@ func (w *TransactionalWriter) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := abortLingering(w.ctx, admin, w.cfg, w.cfg.Subtask, next); err != nil {
+	_, unused, err := abortLingeringFrom(w.ctx, admin, w.cfg, w.cfg.Subtask, next)
+	if err != nil {
 		return err
 	}
+	// Start after every id the probe found used: a broker that lost its
+	// in-flight transactions (the embedded broker after kill -9) aborted
+	// them without writing abort markers, and kfake, when it later replays
+	// its log, takes such a transaction's records as part of the next
+	// transaction of the same producer that commits — reusing the id (and
+	// with it the producer id) would make the aborted records visible.
+	next = max(next, unused)
 	if err := w.begin(next); err != nil {
 		return err
 	}
@@ -668,6 +676,13 @@ func RecoverTransactions(ctx context.Context, cfg TxnConfig, restored []exec.Com
 // until an id that was never used, and returns how many ids held a
 // transaction or producer state.
 func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, subtask int, from exec.CheckpointID) (int, error) {
+	fenced, _, err := abortLingeringFrom(ctx, cl, cfg, subtask, from)
+	return fenced, err
+}
+
+// abortLingeringFrom is abortLingering that also returns the first id the
+// probe found never used.
+func abortLingeringFrom(ctx context.Context, cl *kgo.Client, cfg TxnConfig, subtask int, from exec.CheckpointID) (int, exec.CheckpointID, error) {
 	timeoutMs := int32(min(cfg.TransactionTimeout.Milliseconds(), 1<<31-1))
 	fenced := 0
 	for n := from; n < from+maxFenceProbe; n++ {
@@ -675,23 +690,23 @@ func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, subtask 
 		epoch, err := fence(ctx, cl, txnID, timeoutMs, cfg.Sink.cfg.requestTimeout)
 		if err != nil {
 			if terr := timeoutError(cfg, txnID, err); terr != nil {
-				return fenced, terr
+				return fenced, n, terr
 			}
-			return fenced, fmt.Errorf("kafka table %s: aborting lingering transactions: %w", cfg.Sink.cfg.name, err)
+			return fenced, n, fmt.Errorf("kafka table %s: aborting lingering transactions: %w", cfg.Sink.cfg.name, err)
 		}
 		if epoch == 0 {
 			// Never used before. Ids can have gaps (a barrier superseded at an
 			// alignment, checkpoint ids an aborted attempt consumed), so also
 			// fence any transaction of this subtask after from that is still open.
-			n, err := abortOpenAfter(ctx, cl, cfg, subtask, from)
-			return fenced + n, err
+			k, err := abortOpenAfter(ctx, cl, cfg, subtask, from)
+			return fenced + k, n, err
 		}
 		fenced++
 		cfg.Logf("kafka table %s: fenced transactional id %s left by an earlier attempt (transactions after checkpoint %d are aborted)",
 			cfg.Sink.cfg.name, txnID, from-1)
 	}
 	cfg.Logf("kafka table %s: stopped probing for lingering transactions after %d transactional ids", cfg.Sink.cfg.name, maxFenceProbe)
-	return fenced, nil
+	return fenced, from + maxFenceProbe, nil
 }
 
 // abortOpenAfter fences the open transactions <prefix>-<subtask>-<n>, n >= from,
