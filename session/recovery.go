@@ -158,10 +158,17 @@ func (c *checkpointing) previous() *checkpoint.Metadata {
 		return nil
 	}
 	var prev *checkpoint.Metadata
+	retained := false
 	for _, md := range c.manager.Retained() {
+		retained = retained || md == c.restore || md.ID == c.restore.ID && md.Dir() == c.restore.Dir()
 		if md.ID < c.restore.ID && !c.bad[md.ID] {
 			prev = md
 		}
+	}
+	if !retained {
+		// A checkpoint or savepoint named by execution.state-recovery.path
+		// elsewhere: this job's older checkpoints are not its predecessors.
+		return nil
 	}
 	return prev
 }
