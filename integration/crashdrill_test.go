@@ -80,6 +80,7 @@ const (
 	// input must outlast all the kills).
 	drillMaxKillDelay = 200 * time.Millisecond
 	drillRunTimeout   = 60 * time.Second
+	drillFinalTimeout = 5 * time.Minute
 )
 
 // drillEpoch is where the drill's event time starts (ts 0).
@@ -528,10 +529,16 @@ func runDrillProcess(t *testing.T, bin, script, tmp string, r drillRun, faultAt 
 		res.delay = delay
 		_, exitErr = wait(timeout)
 	} else {
+		// A run that is not killed reads what is left of the input: with
+		// a large FLINKSQL_DRILL_EVENTS that takes longer than the others.
+		limit := drillRunTimeout
+		if r.fault == "" {
+			limit = drillFinalTimeout
+		}
 		var ended bool
-		ended, exitErr = wait(drillRunTimeout)
+		ended, exitErr = wait(limit)
 		if !ended {
-			return runResult{}, fmt.Errorf("the run did not end within %s\n%s", drillRunTimeout, tail())
+			return runResult{}, fmt.Errorf("the run did not end within %s\n%s", limit, tail())
 		}
 	}
 	mu.Lock()
