@@ -666,8 +666,12 @@ func RecoverTransactions(ctx context.Context, cfg TxnConfig, restored []exec.Com
 			committed++
 		}
 	}
-	if len(lost) > 0 && !cfg.ContinueOnAbort {
-		return 0, lostError(cfg, lost, aborted, committed, false)
+	if len(lost) > 0 {
+		err := lostError(cfg, lost, aborted, committed, cfg.ContinueOnAbort)
+		if !cfg.ContinueOnAbort {
+			return 0, err
+		}
+		cfg.Logf("[ERROR] %v (continuing: '%s' = '%s')", err, OptOnAbortedTransaction, AbortedTxnContinue)
 	}
 	return abortLingering(ctx, cl, cfg, subtask, exec.CheckpointID(restoredCheckpointID+1))
 }
