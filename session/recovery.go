@@ -343,8 +343,10 @@ func (s *Session) transactionBudget(cp *checkpointing) (time.Duration, string) {
 			need += d
 		}
 	}
-	for i := 0; i <= tolerable && need < most; i++ {
-		add(timeout)
+	if rounds := int64(tolerable) + 1; int64(timeout) > int64(most)/rounds {
+		need = most
+	} else {
+		add(time.Duration(int64(timeout) * rounds))
 	}
 	add(restart)
 	what := fmt.Sprintf("'execution.checkpointing.interval' (%s) + 'execution.checkpointing.timeout' (%s) × (1 + 'execution.checkpointing.tolerable-failed-checkpoints' (%d)) + %s (%s)",
