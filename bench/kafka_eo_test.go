@@ -42,6 +42,8 @@ GROUP BY window_start, window_end, k;`,
 			return len(groups)
 		},
 		"execution.checkpointing.interval", "10 s",
+		// The transaction timeout (10 min) must outlive interval + timeout + restart delay.
+		"execution.checkpointing.timeout", "1 min",
 		"state.checkpoints.dir", b.TempDir(),
 		"pipeline.name", "bench-"+guarantee)
 }
@@ -77,6 +79,7 @@ func visibility(b *testing.B, interval time.Duration) {
 	sess, err := session.New(session.Options{Config: map[string]string{
 		"parallelism.default":              "1",
 		"execution.checkpointing.interval": interval.String(),
+		"execution.checkpointing.timeout":  "1 min",
 		"state.checkpoints.dir":            b.TempDir(),
 		"pipeline.name":                    "bench-visibility",
 	}})

@@ -71,6 +71,8 @@ type OperatorContext struct {
 	RegisterProcessingTimer func(t int64)
 	// Metrics of this operator instance.
 	Metrics *OperatorMetrics
+	// Log is the job's log (Config.Log).
+	Log LogFunc
 }
 
 // Operator processes a stream. One goroutine drives an instance; there are no
@@ -103,7 +105,11 @@ type OperatorMetrics struct {
 	// NotNullRowsDropped counts the rows a sink's not-null enforcer dropped
 	// (table.exec.sink.not-null-enforcer = DROP).
 	NotNullRowsDropped Counter
-	CurrentWatermark   Gauge
+	// LostCommits counts committables of a two-phase-commit sink found
+	// aborted by the external system when they were committed, with the
+	// sink set to continue after such a loss (AbortedCommitError.Continue).
+	LostCommits      Counter
+	CurrentWatermark Gauge
 }
 
 // SourceReader reads the splits assigned to one source subtask.

@@ -73,6 +73,11 @@ func (t *task) openStates() error {
 		if s, ok := op.(*sink); ok {
 			s.checkpointing = true
 			s.fault = t.cfg.Fault
+			s.log = t.cfg.Log
+			s.metrics = t.metrics[i]
+			if s.w != nil {
+				s.giveLog()
+			}
 			if !s.maybeTwoPhase() {
 				continue // stateless: only flushed at barriers
 			}

@@ -726,7 +726,8 @@ func TestCheckpointFailuresAbort(t *testing.T) {
 	src.Chain = chain(log.op("count"))
 	cfg := ckptConfig(store, ExactlyOnce)
 	cfg.TolerableFailures = 2
-	j, err := Start(context.Background(), &JobGraph{Vertices: []*Vertex{src}}, Config{Checkpointing: cfg})
+	var jobLog lockedLines
+	j, err := Start(context.Background(), &JobGraph{Name: "tolerant", Vertices: []*Vertex{src}}, Config{Checkpointing: cfg, Log: jobLog.logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -758,6 +759,13 @@ func TestCheckpointFailuresAbort(t *testing.T) {
 	}
 	if got := store.abortedIDs(); !slices.Equal(got, []CheckpointID{1, 2}) {
 		t.Errorf("store aborted %v", got)
+	}
+	// Tolerated failures are not silent: each is in the job's log with its
+	// cause (issue 9 item 5).
+	wantLog := "[WARN] Checkpoint 1 of job 'tolerant' failed (1 consecutive failures, 2 tolerated by 'execution.checkpointing.tolerable-failed-checkpoints'): Source1 (1/1): persist state of v1-source: disk full\n" +
+		"[WARN] Checkpoint 2 of job 'tolerant' failed (2 consecutive failures, 2 tolerated by 'execution.checkpointing.tolerable-failed-checkpoints'): completing the checkpoint failed: metadata write failed"
+	if got := jobLog.String(); got != wantLog {
+		t.Errorf("job log:\n%s\nwant:\n%s", got, wantLog)
 	}
 }
 

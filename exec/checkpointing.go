@@ -144,6 +144,14 @@ type CheckpointConfig struct {
 	// checkpoint (for logging): sync is the longest synchronous pause of a
 	// task, async the longest upload of an instance. It must not block.
 	OnComplete func(id CheckpointID, acks []InstanceAck, sync, async time.Duration)
+	// CanFallBack says that an older retained checkpoint than RestoreID
+	// exists: when every committable of the restored checkpoint turns out
+	// aborted and none committed, the restore then fails with
+	// ErrCheckpointUnrestorable so that recovery restores that one instead
+	// (nothing of the restored checkpoint's output became visible, so its
+	// replay loses and duplicates nothing). Without one, the loss is
+	// reported like any other.
+	CanFallBack bool
 }
 
 // Defaults of the CheckpointConfig fields left zero.
@@ -165,6 +173,55 @@ var ErrTolerableFailuresExceeded = errors.New("Exceeded checkpoint tolerable fai
 // Errors wrapping it make recovery fall back to the previous retained
 // checkpoint and say why; any other restore error fails the attempt.
 var ErrCheckpointUnrestorable = errors.New("checkpoint cannot be restored")
+
+// ErrOutputLost marks a job failure caused by output that a completed
+// checkpoint covered but that can no longer be committed (the external system
+// aborted the transactions holding it). Restarting from the same checkpoint
+// cannot bring it back, so recovery does not retry such a failure.
+var ErrOutputLost = errors.New("output of a completed checkpoint was lost")
+
+// AbortedCommitError is what TwoPhaseCommitWriter.Commit returns when some of
+// the committables it was given had been aborted by the external system
+// before they could be committed (a Kafka transaction that outlived its
+// timeout, or a broker that lost its in-flight transactions): their output
+// is lost. Commit still commits the others; Committed counts those that
+// carried output.
+type AbortedCommitError struct {
+	// Message names the sink, the aborted committables and where their
+	// output was, and the likely cause.
+	Message string
+	// Aborted is the number of aborted committables.
+	Aborted int
+	// Committed is the number of committables of the call, with output, that
+	// are committed (now or by an earlier attempt).
+	Committed int
+	// Continue is the sink's choice to go on after such a loss: the runtime
+	// then logs the error and counts it (OperatorMetrics.LostCommits)
+	// instead of failing the job.
+	Continue bool
+}
+
+func (e *AbortedCommitError) Error() string { return e.Message }
+
+// CommittableSizer is implemented by two-phase-commit writers whose
+// committables may carry no output (an empty transaction): such a
+// committable is neither committed nor lost, which matters when recovery
+// decides whether an earlier checkpoint can be restored instead.
+type CommittableSizer interface {
+	// HasOutput reports whether committing c makes output visible.
+	HasOutput(c Committable) bool
+}
+
+// LogFunc receives one line for the job's log; the line starts with its
+// level ("[INFO] ", "[WARN] ", "[ERROR] ").
+type LogFunc func(format string, args ...any)
+
+// LogReceiver is implemented by writers that report what they do (fenced
+// transactions, commits that found their transaction ended) to the job's
+// log; the runtime hands it Config.Log before the first commit or Open.
+type LogReceiver interface {
+	SetLog(LogFunc)
+}
 
 // FlushingWriter is a SinkWriter that buffers writes. With checkpointing on,
 // the sink operator flushes it at every barrier, so that nothing written

@@ -384,6 +384,10 @@ func (c *coordinator) abort(p *pendingCheckpoint, reason string) {
 	c.cfg.Store.Abort(p.id)
 	c.notifyAborted(p.id)
 	c.failures++
+	if c.failures <= c.cfg.TolerableFailures {
+		c.j.log("[WARN] Checkpoint %d of job '%s' failed (%d consecutive failures, %d tolerated by 'execution.checkpointing.tolerable-failed-checkpoints'): %s",
+			p.id, c.j.name, c.failures, c.cfg.TolerableFailures, reason)
+	}
 	if c.failures > c.cfg.TolerableFailures {
 		err := fmt.Errorf("%w The latest checkpoint %d failed: %s", ErrTolerableFailuresExceeded, p.id, reason)
 		c.reply(p, triggerResult{id: p.id, err: err})

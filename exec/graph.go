@@ -117,4 +117,8 @@ type Config struct {
 	// checkpoint protocol (FaultPoints, fault.go); crash drills kill the
 	// process there. Nil in production.
 	Fault FaultFunc
+	// Log receives the job's notable events: tolerated checkpoint failures
+	// and their cause, and what sinks report (LogReceiver). It must be safe
+	// for concurrent use; nil discards them.
+	Log LogFunc
 }

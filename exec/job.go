@@ -40,6 +40,9 @@ func (c Config) WithDefaults() Config {
 	if c.Now == nil {
 		c.Now = func() int64 { return time.Now().UnixMilli() }
 	}
+	if c.Log == nil {
+		c.Log = func(string, ...any) {}
+	}
 	return c
 }
 
@@ -62,6 +65,11 @@ type Job struct {
 	// upload goroutines; the job is done only after they returned.
 	coord *coordinator
 	bg    sync.WaitGroup
+
+	// verdict collects what the restore's commits found (nil on a fresh
+	// start).
+	verdict *restoreVerdict
+	logf    LogFunc
 }
 
 // vertexRun holds the metrics of one vertex's subtasks.
@@ -87,7 +95,7 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 		cfg.Checkpointing = &cc
 	}
 	jctx, cancel := context.WithCancel(ctx)
-	j := &Job{name: g.Name, ctx: jctx, cancel: cancel, done: make(chan struct{})}
+	j := &Job{name: g.Name, ctx: jctx, cancel: cancel, done: make(chan struct{}), logf: cfg.Log}
 
 	byID := make(map[int]int, len(g.Vertices))
 	tasks := make([][]*task, len(g.Vertices))
@@ -179,6 +187,9 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 			all = append(all, ts...)
 		}
 		j.coord = newCoordinator(j, jctx, *cfg.Checkpointing, all)
+		if cfg.Checkpointing.RestoreID > 0 {
+			j.verdict = &restoreVerdict{cfg: cfg, pending: len(all)}
+		}
 		j.bg.Add(1)
 		go func() {
 			defer j.bg.Done()
@@ -228,6 +239,13 @@ func (j *Job) failJob(err error) {
 	}
 	j.mu.Unlock()
 	j.cancel()
+}
+
+// log writes a line to the job's log (Config.Log).
+func (j *Job) log(format string, args ...any) {
+	if j.logf != nil {
+		j.logf(format, args...)
+	}
 }
 
 // Name is the name of the job graph.
@@ -301,6 +319,9 @@ type OperatorSnapshot struct {
 	Name                             string
 	RowsIn, RowsOut, LateRowsDropped int64
 	NotNullRowsDropped               int64
+	// LostCommits counts committables found aborted that a sink set to
+	// continue after losses went past (OperatorMetrics.LostCommits).
+	LostCommits int64
 	// Watermark is the lowest current watermark over the subtasks.
 	Watermark int64
 	Subtasks  []SubtaskMetrics
@@ -337,6 +358,7 @@ func (j *Job) Metrics() []VertexMetrics {
 				os.RowsOut += s.RowsOut
 				os.LateRowsDropped += s.LateRowsDropped
 				os.NotNullRowsDropped += s.NotNullRowsDropped
+				os.LostCommits += m.LostCommits.Load()
 				os.Watermark = min(os.Watermark, s.Watermark)
 				os.Subtasks = append(os.Subtasks, s)
 			}

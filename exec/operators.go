@@ -119,6 +119,14 @@ type sink struct {
 	toDelete      []preparedCommit // committed since the previous snapshot, still in the state
 	fault         FaultFunc        // Config.Fault, set with checkpointing
 	notNull       *notNullEnforcer // WithNotNull; nil without NOT NULL columns
+	log           LogFunc          // Config.Log
+	metrics       *OperatorMetrics
+
+	// What the commit of the restored committables found, for the job's
+	// restoreVerdict: committables with output that are committed, and the
+	// commit calls that found aborted ones.
+	restoredCommitted int
+	restoredLosses    []restoreLoss
 }
 
 // SinkOption configures a sink operator.
@@ -166,6 +174,29 @@ func (s *sink) setWriter(w SinkWriter) {
 	s.w = w
 	s.tpc, _ = w.(TwoPhaseCommitWriter)
 	s.flusher, _ = w.(FlushingWriter)
+	s.giveLog()
+}
+
+// giveLog hands the job's log to a writer that reports to it.
+func (s *sink) giveLog() {
+	if lr, ok := s.w.(LogReceiver); ok && s.log != nil {
+		lr.SetLog(s.log)
+	}
+}
+
+// withOutput counts the committables that carry output.
+func (s *sink) withOutput(cs []Committable) int {
+	sz, ok := s.w.(CommittableSizer)
+	if !ok {
+		return len(cs)
+	}
+	n := 0
+	for _, c := range cs {
+		if sz.HasOutput(c) {
+			n++
+		}
+	}
+	return n
 }
 
 // maybeTwoPhase reports whether the sink may commit in two phases (its
@@ -176,6 +207,13 @@ func (s *sink) Open(ctx *OperatorContext) error {
 	s.ctx = ctx.Ctx
 	if s.notNull != nil {
 		s.notNull.open(ctx)
+	}
+	s.metrics = ctx.Metrics
+	if ctx.Log != nil {
+		s.log = ctx.Log
+		if s.w != nil {
+			s.giveLog()
+		}
 	}
 	if s.w == nil {
 		w, err := s.newWriter(ctx.Subtask, ctx.Parallelism)
@@ -346,7 +384,16 @@ func (s *sink) commitRestored() error {
 		return s.tpc.Commit(nil)
 	}
 	for _, p := range s.restored {
-		if err := s.tpc.Commit(p.cs); err != nil {
+		err := s.tpc.Commit(p.cs)
+		var ae *AbortedCommitError
+		switch {
+		case err == nil:
+			s.restoredCommitted += s.withOutput(p.cs)
+		case errors.As(err, &ae):
+			// Decided job-wide once every task restored (restoreVerdict).
+			s.restoredCommitted += ae.Committed
+			s.restoredLosses = append(s.restoredLosses, restoreLoss{sink: s, id: p.id, err: ae, metrics: s.metrics})
+		default:
 			return fmt.Errorf("commit restored committables of checkpoint %d: %w", p.id, err)
 		}
 	}
@@ -366,7 +413,9 @@ func (s *sink) NotifyCheckpointComplete(id CheckpointID) error {
 			break
 		}
 		if err := s.tpc.Commit(p.cs); err != nil {
-			return fmt.Errorf("commit committables of checkpoint %d: %w", p.id, err)
+			if err := s.commitLost(p.id, err); err != nil {
+				return err
+			}
 		}
 		s.toDelete = append(s.toDelete, p)
 		n++

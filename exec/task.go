@@ -258,11 +258,18 @@ func (t *task) openOperators() error {
 				t.timers.push(procTimer{t: ts, op: i})
 			},
 			Metrics: t.metrics[i],
+			Log:     t.cfg.Log,
 		}
 		if err := op.Open(octx); err != nil {
 			return t.wrapOp(i, fmt.Errorf("open: %w", err))
 		}
 		t.opened = i + 1
+	}
+	if t.job != nil && t.job.verdict != nil {
+		// Every operator opened: the restored committables are committed.
+		if err := t.job.verdict.report(t.cp.sinks); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -34,6 +34,17 @@ import (
 // 'at-least-once' a read_uncommitted reader must see every (key, window)
 // with the right sum at least once, and the drill reports the duplicates.
 //
+// The broker is killed too (issue 9): with SIGKILL at a random moment of a
+// run (the engine goes on against the restarted broker, or fails and is
+// started again), and between runs, right after the engine killed itself at
+// a fault point, so that the transactions the engine had prepared are open
+// when the broker dies. The embedded broker (kfake) aborts every open
+// transaction when it restarts after kill -9, where Kafka keeps them; the
+// engine must then either restore an earlier checkpoint that loses and
+// duplicates nothing (every transaction of the restored one was aborted and
+// none committed) or fail with the loss named — never finish with results
+// missing. The broker restarts on the same address and --data-dir.
+//
 // Pacing. The whole input is in the topic before the first run, and the
 // engine would read tens of thousands of events in a few tens of
 // milliseconds, far less than one checkpoint interval, leaving nothing to
@@ -41,14 +52,21 @@ import (
 // sets the source's 'properties.max.partition.fetch.bytes' to hold one batch
 // but not two: a fetch returns one event per partition, so a reader subtask
 // takes two events (its two partitions) per round trip to the broker and the
-// job lasts seconds, during which checkpoints complete every 200 ms. (A
-// limit on the whole fetch, 'properties.fetch.max.bytes', would not do: the
-// broker fills a fetch from the partition it served last, so one partition
-// would be drained before the next, and the watermark, the minimum over the
-// partitions, would not move until the last one started.)
+// job lasts seconds, during which checkpoints complete every 200 ms. (A limit on the whole fetch,
+// 'properties.fetch.max.bytes', would not do: the broker fills a fetch from
+// the partition it served last, so one partition would be drained before
+// the next, and the watermark, the minimum over the partitions, would not
+// move until the last one started.)
+//
+// FLINKSQL_DRILL_ROUNDS repeats the exactly-once kill plan (the script
+// variant, scripts/crash-drill.sh go, runs 100+ kills that way) and
+// FLINKSQL_DRILL_EVENTS sizes the input to last for them.
+
+// drillEvents is the number of input events (FLINKSQL_DRILL_EVENTS): enough
+// for the kills of one round and the replays after broker kills.
+var drillEvents = 100000
 
 const (
-	drillEvents     = 400000
 	drillKeys       = 8
 	drillSpanMs     = 200_000 // event time covered by the input
 	drillJitterMs   = 2000    // an event's timestamp is up to this much before its nominal time
@@ -62,6 +80,7 @@ const (
 	// input must outlast all the kills).
 	drillMaxKillDelay = 200 * time.Millisecond
 	drillRunTimeout   = 60 * time.Second
+	drillFinalTimeout = 5 * time.Minute
 )
 
 // drillEpoch is where the drill's event time starts (ts 0).
@@ -93,7 +112,7 @@ func drillInput(seed uint64) []drillEvent {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	evs := make([]drillEvent, drillEvents)
 	for i := range evs {
-		nominal := int64(drillJitterMs) + int64(i)*drillSpanMs/drillEvents
+		nominal := int64(drillJitterMs) + int64(i)*drillSpanMs/int64(drillEvents)
 		evs[i] = drillEvent{
 			key:       fmt.Sprintf("k%d", rng.IntN(drillKeys)),
 			amount:    1 + rng.Int64N(100),
@@ -129,29 +148,66 @@ func (e drillEvent) json() []byte {
 	return fmt.Appendf(nil, `{"k":"%s","amount":%d,"ts":"%s","pad":"%s"}`, e.key, e.amount, ts, drillPad)
 }
 
-// drillBroker runs `flinksql broker` in its own process.
-func drillBroker(t *testing.T, bin, dataDir string) string {
+// drillBrokerProc is `flinksql broker --data-dir` in a process of its own,
+// which the drill kills and starts again on the same address.
+type drillBrokerProc struct {
+	bin     string
+	dataDir string
+	addr    string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	stderr  *bytes.Buffer
+	kills   int
+}
+
+// drillBroker starts the broker on a free port.
+func drillBroker(t *testing.T, bin, dataDir string) *drillBrokerProc {
 	t.Helper()
-	cmd := exec.Command(bin, "broker", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--partitions", fmt.Sprint(drillPartitions))
+	b := &drillBrokerProc{bin: bin, dataDir: dataDir}
+	b.addr = b.start(t, "127.0.0.1:0")
+	t.Cleanup(func() {
+		if b.cmd == nil {
+			return
+		}
+		_ = b.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-b.exited:
+		case <-time.After(timeout):
+			_ = b.cmd.Process.Kill()
+			<-b.exited
+		}
+	})
+	return b
+}
+
+// kill kills the broker with SIGKILL and starts it again on its address
+// with its data directory.
+func (b *drillBrokerProc) kill(t *testing.T) {
+	t.Helper()
+	_ = b.cmd.Process.Signal(syscall.SIGKILL)
+	<-b.exited
+	b.cmd = nil
+	b.kills++
+	if addr := b.start(t, b.addr); addr != b.addr {
+		t.Fatalf("the restarted broker listens on %s, want %s", addr, b.addr)
+	}
+}
+
+// start runs the broker process and returns the address it listens on.
+func (b *drillBrokerProc) start(t *testing.T, listen string) string {
+	t.Helper()
+	cmd := exec.Command(b.bin, "broker", "--listen", listen, "--data-dir", b.dataDir, "--partitions", fmt.Sprint(drillPartitions))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(timeout):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	b.cmd, b.exited, b.stderr = cmd, exited, stderr
 	lines := make(chan string, 1)
 	go func() {
 		defer close(exited)
@@ -179,6 +235,11 @@ func drillBroker(t *testing.T, bin, dataDir string) string {
 	return ""
 }
 
+// drillRetained is state.checkpoints.num-retained of the drill's jobs: older
+// checkpoints to fall back to when the broker aborted every transaction of
+// the latest one.
+const drillRetained = 3
+
 // produceDrillInput creates the topics and writes the events, one record
 // batch per event (see Pacing above).
 func produceDrillInput(t *testing.T, addr string, evs []drillEvent, outTopics ...string) {
@@ -190,7 +251,15 @@ func produceDrillInput(t *testing.T, addr string, evs []drillEvent, outTopics ..
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		// Room for one event's record, not two.
-		kgo.ProducerBatchMaxBytes(drillBatchBytes), kgo.ProducerLinger(0))
+		kgo.ProducerBatchMaxBytes(drillBatchBytes), kgo.ProducerLinger(0),
+		// One batch per partition and request: many requests in flight
+		// keep setup short. Without idempotence a retried request could
+		// reorder or duplicate events; the broker is local and answers
+		// every request, and the sums below would show it.
+		kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(200), kgo.MaxBufferedRecords(100000),
+		// Uncompressed: cheaper to produce, and an event's batch (about
+		// 300 bytes) stays alone in a 400-byte fetch.
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +309,8 @@ func drillSQL(addr, checkpoints, guarantee, outTopic string) string {
 	return fmt.Sprintf(`
 SET 'parallelism.default' = '2';
 SET 'execution.checkpointing.interval' = '200 ms';
+SET 'execution.checkpointing.timeout' = '10 s';
+SET 'state.checkpoints.num-retained' = '%d';
 SET 'state.checkpoints.dir' = '%s';
 SET 'pipeline.name' = 'crash-drill-%s';
 SET 'restart-strategy.type' = 'none';
@@ -277,7 +348,7 @@ INSERT INTO totals
 SELECT window_start, k, SUM(amount)
 FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY window_start, window_end, k;
-`, checkpoints, guarantee, addr, outTopic, addr, sinkOpts)
+`, drillRetained, checkpoints, guarantee, addr, outTopic, addr, sinkOpts)
 }
 
 // drillRun is one planned run: killed by the test at a random moment, killed
@@ -285,6 +356,14 @@ GROUP BY window_start, window_end, k;
 type drillRun struct {
 	fault  string // FLINKSQL_FAULT, "" for none
 	random bool   // the test kills it
+	// brokerKill: the test kills the broker (SIGKILL, then starts it
+	// again) at a random moment of the run, and lets the run end as it
+	// will: it may finish, go on, or fail and be started again.
+	brokerKill bool
+	// brokerAfter: the test kills the broker after the run ended, before
+	// the next one (with a fault point: the transactions the engine left
+	// prepared are open when the broker dies).
+	brokerAfter bool
 }
 
 // runResult is how a run ended.
@@ -296,16 +375,23 @@ type runResult struct {
 	ckpts        int   // "Completed checkpoint" lines
 	latest       int64 // the last completed checkpoint
 	took         time.Duration
+	failed       bool     // exited with an error (after a broker kill)
+	finished     bool     // exited 0: the job finished
+	fellBack     int      // restores that went back to an earlier checkpoint
+	loss         string   // the line reporting lost output, if any
+	notes        []string // the run's log lines about recovery and transactions
 }
 
 // drillStats is what a drill did.
 type drillStats struct {
-	randomKills, faultKills, runs, restores int
+	randomKills, faultKills, brokerKills, runs, restores, fallbacks, failed int
+	loss                                                                    string // a run failed reporting lost output
+	notes                                                                   []string
 }
 
 // runDrillProcess runs the pipeline once as a process; a fault run arms
 // its point for checkpoint faultAt.
-func runDrillProcess(bin, script, tmp string, r drillRun, faultAt int64, rng *rand.Rand) (runResult, error) {
+func runDrillProcess(t *testing.T, bin, script, tmp string, r drillRun, faultAt int64, rng *rand.Rand, broker *drillBrokerProc) (runResult, error) {
 	cmd := exec.Command(bin, "-f", script)
 	env := []string{"TMPDIR=" + tmp} // local state directories of killed runs stay in the test's directory
 	for _, kv := range os.Environ() {
@@ -332,6 +418,7 @@ func runDrillProcess(bin, script, tmp string, r drillRun, faultAt int64, rng *ra
 		res      runResult
 		log      []string
 		firstCkp = make(chan struct{})
+		ckptCh   = make(chan struct{}, 1) // a checkpoint completed
 		done     = make(chan error, 1)
 	)
 	go func() {
@@ -346,11 +433,23 @@ func runDrillProcess(bin, script, tmp string, r drillRun, faultAt int64, rng *ra
 				if res.ckpts == 1 {
 					close(firstCkp)
 				}
+				select {
+				case ckptCh <- struct{}{}:
+				default:
+				}
 				_, _ = fmt.Sscanf(line, "Completed checkpoint %d", &res.latest)
 			case strings.HasPrefix(line, "[FAULT]"):
 				res.faulted = true
 			case strings.HasPrefix(line, "[INFO] Restoring job"):
 				_, _ = fmt.Sscanf(line[strings.LastIndex(line, " from checkpoint ")+1:], "from checkpoint %d", &res.restoredFrom)
+			case strings.Contains(line, "cannot be restored") && strings.Contains(line, "restoring the previous retained checkpoint"):
+				res.fellBack++
+			case strings.Contains(line, "output is lost"):
+				res.loss = line
+			}
+			if strings.HasPrefix(line, "[WARN]") || strings.HasPrefix(line, "[ERROR]") || strings.HasPrefix(line, "[INFO] Restoring") ||
+				strings.Contains(line, "committed by an earlier attempt") || strings.HasPrefix(line, "[FAULT]") || strings.HasPrefix(line, "Completed checkpoint") {
+				res.notes = append(res.notes, line)
 			}
 			mu.Unlock()
 		}
@@ -372,7 +471,45 @@ func runDrillProcess(bin, script, tmp string, r drillRun, faultAt int64, rng *ra
 		}
 	}
 	var exitErr error
-	if r.random {
+	if r.brokerKill {
+		select {
+		case <-firstCkp:
+		case err := <-done:
+			mu.Lock()
+			loss := res.loss
+			mu.Unlock()
+			if loss != "" { // the restore reported lost output
+				return runResult{failed: true, loss: loss, restoredFrom: res.restoredFrom}, nil
+			}
+			return runResult{}, fmt.Errorf("the run ended (%v) before it completed a checkpoint\n%s", err, tail())
+		case <-time.After(drillRunTimeout):
+			_ = cmd.Process.Kill()
+			<-done
+			return runResult{}, fmt.Errorf("no checkpoint completed within %s\n%s", drillRunTimeout, tail())
+		}
+		delay := time.Duration(rng.Int64N(int64(drillMaxKillDelay)))
+		time.Sleep(delay) // the random moment of the broker's kill
+		broker.kill(t)
+		res.delay = delay
+		// The engine either fails, or goes on against the restarted
+		// broker: then it is killed too once it completed a checkpoint.
+		select {
+		case <-ckptCh:
+		default:
+		}
+		select {
+		case <-ckptCh:
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				return runResult{}, err
+			}
+			_, exitErr = wait(timeout)
+		case exitErr = <-done:
+		case <-time.After(drillRunTimeout):
+			_ = cmd.Process.Kill()
+			<-done
+			return runResult{}, fmt.Errorf("the run neither ended nor completed a checkpoint within %s after the broker was killed\n%s", drillRunTimeout, tail())
+		}
+	} else if r.random {
 		select {
 		case <-firstCkp:
 		case err := <-done:
@@ -392,10 +529,16 @@ func runDrillProcess(bin, script, tmp string, r drillRun, faultAt int64, rng *ra
 		res.delay = delay
 		_, exitErr = wait(timeout)
 	} else {
+		// A run that is not killed reads what is left of the input: with
+		// a large FLINKSQL_DRILL_EVENTS that takes longer than the others.
+		limit := drillRunTimeout
+		if r.fault == "" {
+			limit = drillFinalTimeout
+		}
 		var ended bool
-		ended, exitErr = wait(drillRunTimeout)
+		ended, exitErr = wait(limit)
 		if !ended {
-			return runResult{}, fmt.Errorf("the run did not end within %s\n%s", drillRunTimeout, tail())
+			return runResult{}, fmt.Errorf("the run did not end within %s\n%s", limit, tail())
 		}
 	}
 	mu.Lock()
@@ -405,14 +548,24 @@ func runDrillProcess(bin, script, tmp string, r drillRun, faultAt int64, rng *ra
 	var ee *exec.ExitError
 	switch {
 	case exitErr == nil:
+		out.finished = true
 	case errors.As(exitErr, &ee):
 		ws, ok := ee.Sys().(syscall.WaitStatus)
 		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			// A run fails after a broker kill (its transactions or its
+			// connection were lost), or when it reports lost output.
+			if out.loss != "" || r.brokerKill {
+				out.failed = true
+				return out, nil
+			}
 			return out, fmt.Errorf("the run failed: %v\n%s", exitErr, tail())
 		}
 		out.signaled = true
 	default:
 		return out, exitErr
+	}
+	if r.brokerKill {
+		return out, nil
 	}
 	want := r.random || r.fault != ""
 	if out.signaled != want {
@@ -434,25 +587,46 @@ func runDrillProcess(bin, script, tmp string, r drillRun, faultAt int64, rng *ra
 const faultDepth = 2
 
 // runDrill runs the planned runs in order and returns what happened.
-func runDrill(t *testing.T, bin, script, tmp string, plan []drillRun, seed uint64, afterRun func() string) drillStats {
+func runDrill(t *testing.T, bin, script, tmp string, plan []drillRun, seed uint64, broker *drillBrokerProc, afterRun func() string) drillStats {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var st drillStats
 	var latest int64 // the latest checkpoint a run reported completed
 	for i, r := range plan {
 		faultAt := latest + faultDepth
-		res, err := runDrillProcess(bin, script, tmp, r, faultAt, rng)
+		res, err := runDrillProcess(t, bin, script, tmp, r, faultAt, rng, broker)
 		if err != nil {
 			t.Fatalf("run %d (%+v): %v", i+1, r, err)
 		}
 		st.runs++
+		st.fallbacks += res.fellBack
+		for _, n := range res.notes {
+			st.notes = append(st.notes, fmt.Sprintf("run %d: %s", i+1, n))
+		}
+		if res.failed {
+			st.failed++
+		}
 		restored := "a fresh start"
 		if res.restoredFrom > 0 {
 			st.restores++
 			restored = fmt.Sprintf("restored checkpoint %d", res.restoredFrom)
 		}
 		took := res.took.Round(time.Millisecond)
+		if res.fellBack > 0 {
+			restored += fmt.Sprintf(" (after %d fallbacks to an earlier checkpoint)", res.fellBack)
+		}
 		switch {
+		case r.brokerKill:
+			st.brokerKills++
+			how := "went on and was killed after its next checkpoint"
+			switch {
+			case res.failed:
+				how = "failed"
+			case res.finished:
+				how = "finished"
+			}
+			t.Logf("run %d: %s, broker killed %v after the run's first completed checkpoint; the run %s (%d checkpoints completed) after %v; %s",
+				i+1, restored, res.delay.Round(time.Millisecond), how, res.ckpts, took, afterRun())
 		case r.random:
 			st.randomKills++
 			t.Logf("run %d: %s, killed %v after its first completed checkpoint (%d completed) after %v; %s",
@@ -467,11 +641,24 @@ func runDrill(t *testing.T, bin, script, tmp string, plan []drillRun, seed uint6
 		}
 		// A run resumes from the latest completed checkpoint, or from a
 		// later one when the kill came between its completion and the
-		// log line.
-		if i > 0 && res.restoredFrom < latest {
+		// log line, or from an earlier one it fell back to.
+		if i > 0 && res.restoredFrom < latest && res.fellBack == 0 {
 			t.Errorf("run %d restored checkpoint %d, want the latest completed one, %d", i+1, res.restoredFrom, latest)
 		}
 		latest = max(latest, res.restoredFrom, res.latest)
+		if res.loss != "" {
+			t.Logf("run %d reported lost output: %s", i+1, res.loss)
+			st.loss = res.loss
+			return st
+		}
+		if r.brokerAfter {
+			broker.kill(t)
+			st.brokerKills++
+			t.Logf("broker killed after run %d and started again; %s", i+1, afterRun())
+		}
+		if res.finished && r.brokerKill {
+			return st // the job finished: the rest of the plan has nothing to kill
+		}
 	}
 	return st
 }
@@ -644,8 +831,19 @@ func TestCrashDrill(t *testing.T) {
 	start := time.Now()
 	dir := t.TempDir()
 	bin := buildBinary(t, dir)
-	addr := drillBroker(t, bin, filepath.Join(dir, "broker"))
+	t.Logf("built the binary in %v", time.Since(start).Round(time.Millisecond))
+	broker := drillBroker(t, bin, filepath.Join(dir, "broker"))
+	addr := broker.addr
 	seed := uint64(drillSeed)
+	envInt := func(name string, v *int) {
+		if s := os.Getenv(name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				t.Fatalf("%s: want a positive integer, got %q", name, s)
+			}
+			*v = n
+		}
+	}
 	if v := os.Getenv("FLINKSQL_DRILL_SEED"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -653,6 +851,9 @@ func TestCrashDrill(t *testing.T) {
 		}
 		seed = n
 	}
+	rounds := 1
+	envInt("FLINKSQL_DRILL_ROUNDS", &rounds)
+	envInt("FLINKSQL_DRILL_EVENTS", &drillEvents)
 	t.Logf("seed %d", seed)
 	evs := drillInput(seed)
 	want := drillExpected(evs)
@@ -677,18 +878,44 @@ func TestCrashDrill(t *testing.T) {
 
 	t.Run("exactly-once", func(t *testing.T) {
 		begin := time.Now()
+		// Per round: engine kills at random moments and at each fault
+		// point, the same fault points each followed by a broker kill, and
+		// broker kills at random moments.
 		var plan []drillRun
-		plan = append(plan, randomKills(5)...)
-		plan = append(plan, targeted("before-precommit", "after-precommit", "after-complete", "during-commit")...)
+		for range rounds {
+			plan = append(plan, randomKills(4)...)
+			plan = append(plan, targeted("before-precommit", "after-precommit", "after-complete", "during-commit")...)
+			for _, r := range targeted("before-precommit", "after-precommit", "after-complete", "during-commit") {
+				r.brokerAfter = true
+				plan = append(plan, r)
+			}
+			for range 4 {
+				plan = append(plan, drillRun{brokerKill: true})
+			}
+		}
 		plan = append(plan, drillRun{}) // the run that finishes
 		script := filepath.Join(dir, "exactly-once.sql")
 		tmp := filepath.Join(dir, "tmp-exactly-once")
 		writeFile(t, script, drillSQL(addr, filepath.Join(dir, "checkpoints-exactly-once"), "exactly-once", "totals"))
 		mkdir(t, tmp)
-		st := runDrill(t, bin, script, tmp, plan, seed, func() string { return topicEnds(t, addr, "totals") })
+		st := runDrill(t, bin, script, tmp, plan, seed, broker, func() string { return topicEnds(t, addr, "totals") })
+		if st.loss != "" {
+			// Never silent: the job failed naming what was lost.
+			for _, part := range []string{"checkpoint", "transactional id", "partitions", "Likely cause"} {
+				if !strings.Contains(st.loss, part) {
+					t.Errorf("the loss report does not name %q: %s", part, st.loss)
+				}
+			}
+			t.Logf("exactly-once: %d runs (%d random kills, %d fault-point kills, %d broker kills, %d restores, %d fallbacks, %d failed runs); the job reported lost output, %v",
+				st.runs, st.randomKills, st.faultKills, st.brokerKills, st.restores, st.fallbacks, st.failed, time.Since(begin).Round(time.Millisecond))
+			return
+		}
 		rep := checkDrillOutput(readDrillOutput(t, addr, "totals", true), want)
-		t.Logf("exactly-once: %d runs (%d random kills, %d fault-point kills, %d restores); read_committed: %d records, %d of %d (key, window) results, %d duplicated, %d missing, %d wrong; %v",
-			st.runs, st.randomKills, st.faultKills, st.restores, rep.records, rep.distinct, len(want),
+		if len(rep.missing)+len(rep.duplicates) > 0 {
+			t.Logf("what the runs logged about recovery:\n%s", strings.Join(st.notes, "\n"))
+		}
+		t.Logf("exactly-once: %d runs (%d random kills, %d fault-point kills, %d broker kills, %d restores, %d fallbacks, %d failed runs); read_committed: %d records, %d of %d (key, window) results, %d duplicated, %d missing, %d wrong; %v",
+			st.runs, st.randomKills, st.faultKills, st.brokerKills, st.restores, st.fallbacks, st.failed, rep.records, rep.distinct, len(want),
 			len(rep.duplicates), len(rep.missing), len(rep.wrong), time.Since(begin).Round(time.Millisecond))
 		rep.errorf(t, true)
 		if rep.records != len(want) {
@@ -711,7 +938,7 @@ func TestCrashDrill(t *testing.T) {
 		tmp := filepath.Join(dir, "tmp-at-least-once")
 		writeFile(t, script, drillSQL(addr, filepath.Join(dir, "checkpoints-at-least-once"), "at-least-once", "totals_alo"))
 		mkdir(t, tmp)
-		st := runDrill(t, bin, script, tmp, plan, seed+1, func() string { return topicEnds(t, addr, "totals_alo") })
+		st := runDrill(t, bin, script, tmp, plan, seed+1, broker, func() string { return topicEnds(t, addr, "totals_alo") })
 		rep := checkDrillOutput(readDrillOutput(t, addr, "totals_alo", false), want)
 		t.Logf("at-least-once: %d runs (%d random kills, %d fault-point kills, %d restores); read_uncommitted: %d records, %d of %d (key, window) results, %d duplicated (%d extra records), %d missing, %d wrong; %v",
 			st.runs, st.randomKills, st.faultKills, st.restores, rep.records, rep.distinct, len(want),

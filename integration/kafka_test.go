@@ -484,6 +484,7 @@ func TestReadOwnExactlyOnceOutput(t *testing.T) {
 	s := newSession(t, map[string]string{
 		"parallelism.default":              "2",
 		"execution.checkpointing.interval": "100 ms",
+		"execution.checkpointing.timeout":  "10 s",
 		"state.checkpoints.dir":            "file://" + t.TempDir(),
 	})
 	run(t, s, fmt.Sprintf(`
@@ -497,7 +498,7 @@ CREATE TABLE events (
 CREATE TABLE totals (window_start TIMESTAMP(3), `+"`user`"+` STRING, total INT) WITH (
   'connector' = 'kafka', 'topic' = 'totals', 'properties.bootstrap.servers' = '%[1]s', 'format' = 'json',
   'sink.delivery-guarantee' = 'exactly-once', 'sink.transactional-id-prefix' = 'chain',
-  'properties.transaction.timeout.ms' = '60000'
+  'properties.transaction.timeout.ms' = '120000'
 );
 INSERT INTO totals
 SELECT window_start, `+"`user`"+`, SUM(amount)

@@ -34,7 +34,13 @@
 # kill falls anywhere in the cycle of barriers and commits) so that each run
 # adds little progress and the input outlasts every kill.
 #
-# Usage: scripts/crash-drill.sh [exactly-once|at-least-once|both]   (default both)
+# Usage: scripts/crash-drill.sh [exactly-once|at-least-once|both|go]   (default both)
+#
+# go: the Go drill (integration/crashdrill_test.go), which also kills the
+# broker (kill -9, restarted on the same address and --data-dir) at random
+# moments and after each fault-point kill, run with DRILL_ROUNDS (default 6)
+# rounds of 20 kills (4 random and 8 fault-point engine kills, 8 broker
+# kills) and DRILL_EVENTS (default 70000 per round) events; it needs only go.
 # Environment: FLINKSQL (binary; default: build this checkout), DRILL_SEED
 # (default 20240601), DRILL_EVENTS (default 300000), DRILL_RANDOM_KILLS
 # (default 5), DRILL_KEEP=1 keeps the work directory.
@@ -44,8 +50,16 @@ set -euo pipefail
 mode=${1:-both}
 case "$mode" in
 exactly-once | at-least-once | both) ;;
+go)
+	rounds=${DRILL_ROUNDS:-6}
+	events=${DRILL_EVENTS:-$((70000 * rounds))}
+	cd "$(dirname "$0")/.."
+	echo "crash-drill: the Go drill, $rounds rounds of 20 kills (engine and broker), $events events, seed ${DRILL_SEED:-20240601}"
+	FLINKSQL_DRILL_ROUNDS=$rounds FLINKSQL_DRILL_EVENTS=$events FLINKSQL_DRILL_SEED=${DRILL_SEED:-20240601} \
+		exec go test -count=1 -timeout 60m -run 'TestCrashDrill/exactly-once' -v ./integration
+	;;
 *)
-	echo "usage: $0 [exactly-once|at-least-once|both]" >&2
+	echo "usage: $0 [exactly-once|at-least-once|both|go]" >&2
 	exit 2
 	;;
 esac

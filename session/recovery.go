@@ -44,6 +44,9 @@ type checkpointing struct {
 	// (RETAIN_ON_CANCELLATION); otherwise they are deleted, as when the job
 	// finishes. Only a failed or crashed job leaves checkpoints to resume from.
 	retainOnCancel bool
+	// bad are the checkpoints a restore found unrestorable
+	// (exec.ErrCheckpointUnrestorable): recovery never picks them again.
+	bad map[int64]bool
 }
 
 var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -182,13 +185,18 @@ func (s *Session) checkMaxParallelism(c *checkpointing, job string) error {
 // pickRestore chooses what a restarted attempt restores: the newest
 // restorable checkpoint of this run, or, until it has one, the checkpoint it
 // started from (a newer checkpoint of an earlier run must not be picked up).
-func (s *Session) pickRestore(job string, c *checkpointing) error {
-	latest, err := c.manager.LatestRestorable(context.Background(), c.firstID)
-	if err != nil {
-		return err
-	}
-	if latest != nil {
-		c.restore = latest
+func (s *Session) pickRestore(job string, c *checkpointing, fellBack bool) error {
+	if !fellBack {
+		latest, err := c.manager.LatestRestorable(context.Background(), c.firstID)
+		if err != nil {
+			return err
+		}
+		if latest != nil && c.bad[latest.ID] {
+			latest = c.newestGood(c.firstID)
+		}
+		if latest != nil {
+			c.restore = latest
+		}
 	}
 	if c.restore != nil {
 		fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", job, c.restore.ID)
@@ -225,8 +233,59 @@ func (c *checkpointing) attemptConfig(localDir string) *exec.CheckpointConfig {
 	cfg.RestoreID, cfg.NextID = 0, exec.CheckpointID(c.manager.NextID())
 	if c.restore != nil {
 		cfg.RestoreID = exec.CheckpointID(c.restore.ID)
+		cfg.CanFallBack = c.previous() != nil
 	}
 	return &cfg
+}
+
+// previous returns the newest retained checkpoint older than the one being
+// restored that no restore found unrestorable, or nil.
+func (c *checkpointing) previous() *checkpoint.Metadata {
+	if c.restore == nil {
+		return nil
+	}
+	var prev *checkpoint.Metadata
+	retained := false
+	for _, md := range c.manager.Retained() {
+		retained = retained || md == c.restore || md.ID == c.restore.ID && md.Dir() == c.restore.Dir()
+		if md.ID < c.restore.ID && !c.bad[md.ID] {
+			prev = md
+		}
+	}
+	if !retained {
+		// A checkpoint or savepoint named by execution.state-recovery.path
+		// elsewhere: this job's older checkpoints are not its predecessors.
+		return nil
+	}
+	return prev
+}
+
+// fallBack handles an attempt that failed because the checkpoint it
+// restored cannot be restored (exec.ErrCheckpointUnrestorable): the next
+// attempt restores the previous retained checkpoint instead, and the bad one
+// is never picked again. It reports whether it chose one.
+//
+// For a checkpoint whose transactions the broker had all aborted, the
+// previous checkpoint loses and duplicates nothing: its own committables
+// were committed when it completed (or are committed again by the restore,
+// which checks them the same way), and nothing the newer checkpoint covered
+// became visible, so replaying from the older one writes it exactly once.
+func (c *checkpointing) fallBack(log func(format string, args ...any), job string, err error) bool {
+	if c == nil || c.restore == nil || !errors.Is(err, exec.ErrCheckpointUnrestorable) {
+		return false
+	}
+	prev := c.previous()
+	if prev == nil {
+		return false
+	}
+	if c.bad == nil {
+		c.bad = map[int64]bool{}
+	}
+	c.bad[c.restore.ID] = true
+	log("[WARN] Job '%s': checkpoint %d cannot be restored (%v); restoring the previous retained checkpoint %d (taken %s) instead, and checkpoint %d is not used again.",
+		job, c.restore.ID, err, prev.ID, prev.Timestamp.UTC().Format(time.RFC3339), c.restore.ID)
+	c.restore = prev
+	return true
 }
 
 // restartStrategy decides whether and when a failed job starts again. It
@@ -505,4 +564,62 @@ func (c *checkpointing) unlock() {
 		c.lease.Release()
 		c.lease = nil
 	}
+}
+
+// transactionBudget is how long a transaction of an exactly-once sink may
+// have to stay open before the checkpoint that seals it commits it: the
+// checkpoint interval, then every checkpoint that may fail in a row and the
+// one that completes, each up to its timeout, then the longest delay before
+// a restarted attempt commits it. what spells the sum out with the options'
+// names and values.
+func (s *Session) transactionBudget(cp *checkpointing) (time.Duration, string) {
+	cc := cp.cfg
+	timeout := cc.Timeout
+	if timeout <= 0 {
+		timeout = exec.DefaultCheckpointTimeout
+	}
+	tolerable := max(cc.TolerableFailures, 0)
+	strategy := s.restartStrategy(cc.Interval > 0)
+	restart, restartWhat := strategy.longestDelay(), strategy.longestDelayOption()
+	const most = time.Duration(1<<63 - 1)
+	need := cc.Interval
+	add := func(d time.Duration) {
+		if need > most-d {
+			need = most
+		} else {
+			need += d
+		}
+	}
+	if rounds := int64(tolerable) + 1; int64(timeout) > int64(most)/rounds {
+		need = most
+	} else {
+		add(time.Duration(int64(timeout) * rounds))
+	}
+	add(restart)
+	what := fmt.Sprintf("'execution.checkpointing.interval' (%s) + 'execution.checkpointing.timeout' (%s) × (1 + 'execution.checkpointing.tolerable-failed-checkpoints' (%d)) + %s (%s)",
+		cc.Interval, timeout, tolerable, restartWhat, restart)
+	return need, what
+}
+
+// newestGood returns the newest retained checkpoint from minID on that no
+// restore found unrestorable, or nil.
+func (c *checkpointing) newestGood(minID int64) *checkpoint.Metadata {
+	var good *checkpoint.Metadata
+	for _, md := range c.manager.Retained() {
+		if md.ID >= minID && !c.bad[md.ID] {
+			good = md
+		}
+	}
+	return good
+}
+
+// longestDelayOption names the option that bounds longestDelay.
+func (r *restartStrategy) longestDelayOption() string {
+	switch r.kind {
+	case "fixed-delay":
+		return "'restart-strategy.fixed-delay.delay'"
+	case "exponential-delay":
+		return "'restart-strategy.exponential-delay.max-backoff' with its 'restart-strategy.exponential-delay.jitter-factor'"
+	}
+	return "no restart delay ('restart-strategy.type' = 'none')"
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -134,11 +135,7 @@ func (s *Session) Close() error {
 }
 
 // logLine writes one line of a running job's log to stderr.
-func (s *Session) logLine(msg string) {
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	fmt.Fprintln(s.stderr, msg)
-}
+func (s *Session) logLine(msg string) { s.logf("%s", msg) }
 
 // Get returns the current value of an option.
 func (s *Session) Get(key string) string { return s.conf.get(key) }
@@ -202,7 +199,16 @@ func (s *Session) execConfig() exec.Config {
 		IdleTimeout:           s.conf.duration("table.exec.source.idle-timeout"),
 		Now:                   func() int64 { return s.now().UnixMilli() },
 		Fault:                 s.fault,
+		Log:                   s.logf,
 	}
+}
+
+// logf writes one line to the session's log (stderr); jobs log from many
+// goroutines, so lines are written whole, one at a time.
+func (s *Session) logf(format string, args ...any) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintf(s.stderr, format+"\n", args...)
 }
 
 // Execute parses a script and runs its statements in order, stopping at the
@@ -477,11 +483,27 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			finish("FINISHED", nil)
 			break
 		}
-		if perr := permanentFailure(err, cp); perr != nil {
-			finish("FAILED", perr)
+		// A restore that cannot succeed from its checkpoint goes back to
+		// the previous retained one at once; lost output, and restores that
+		// no restart can make succeed, fail for good.
+		fellBack := cp.fallBack(s.logf, rj.name, err)
+		if !fellBack && errors.Is(err, exec.ErrOutputLost) {
+			finish("FAILED", err)
 			break
 		}
-		delay, ok := strategy.onFailure(ran)
+		if !fellBack {
+			if perr := permanentFailure(err, cp); perr != nil {
+				finish("FAILED", perr)
+				break
+			}
+		}
+		var delay time.Duration
+		ok := true
+		if fellBack {
+			n-- // not a failure of the job's own: no backoff, no attempt used
+		} else {
+			delay, ok = strategy.onFailure(ran)
+		}
 		if !ok {
 			if n > 1 {
 				err = fmt.Errorf("job '%s' failed after %d restarts: %w", rj.name, n-1, err)
@@ -498,7 +520,7 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 			break
 		}
 		if cp != nil {
-			if lerr := s.pickRestore(rj.name, cp); lerr != nil {
+			if lerr := s.pickRestore(rj.name, cp, fellBack); lerr != nil {
 				finish("FAILED", lerr)
 				break
 			}
@@ -934,6 +956,14 @@ func (s *Session) validateSinks(ctx context.Context, plan *planner.Plan, cp *che
 				}
 			}
 			prefixes = append(prefixes, prefix)
+		}
+		if v, ok := sink.Sink.(interface {
+			ValidateTransactionTimeout(need time.Duration, what string) error
+		}); ok && cp != nil && interval > 0 {
+			need, what := s.transactionBudget(cp)
+			if err := v.ValidateTransactionTimeout(need, what); err != nil {
+				return nil, err
+			}
 		}
 		if v, ok := sink.Sink.(interface {
 			ValidateStart(context.Context, time.Duration) error

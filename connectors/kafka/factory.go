@@ -34,7 +34,7 @@ func (*Factory) OptionalOptions() []string {
 		OptTopic, OptTopicPattern, OptGroupID,
 		OptStartupMode, OptStartupSpecificOffsets, OptStartupTimestamp, OptPartitionDiscovery,
 		OptBoundedMode, OptBoundedSpecificOffsets, OptBoundedTimestamp, OptScanParallelism,
-		OptSinkPartitioner, OptSinkParallelism, OptDeliveryGuarantee, OptTransactionalIDPrefix, OptTransactionNamingStrategy, OptSinkSemantic,
+		OptSinkPartitioner, OptSinkParallelism, OptDeliveryGuarantee, OptTransactionalIDPrefix, OptTransactionNamingStrategy, OptSinkSemantic, OptOnAbortedTransaction,
 	}
 }
 

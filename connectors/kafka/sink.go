@@ -83,6 +83,9 @@ func newSink(c *tableConfig) (*Sink, error) {
 		if err := checkExactlyOnceOptions(c); err != nil {
 			return nil, err
 		}
+	} else if opts.Has(OptOnAbortedTransaction) {
+		return nil, fmt.Errorf("Option '%s' applies only to '%s' = '%s', but the sink's delivery guarantee is '%s'.",
+			OptOnAbortedTransaction, OptDeliveryGuarantee, DeliveryExactlyOnce, s.delivery)
 	}
 	if s.parallelism, err = opts.Int(OptSinkParallelism, 0); err != nil {
 		return nil, err
@@ -221,6 +224,28 @@ func (s *Sink) leaseErr() error {
 		return l.Err()
 	}
 	return nil
+}
+
+// ValidateTransactionTimeout checks, for an exactly-once sink, that
+// 'properties.transaction.timeout.ms' outlives need: how long a
+// transaction may stay open before its checkpoint commits it (what spells
+// out the job options it comes from). A transaction the broker aborts for
+// timing out loses its records.
+func (s *Sink) ValidateTransactionTimeout(need time.Duration, what string) error {
+	if s.delivery != DeliveryExactlyOnce {
+		return nil
+	}
+	timeout, err := transactionTimeout(s.cfg.props)
+	if err != nil {
+		return err
+	}
+	if timeout >= need {
+		return nil
+	}
+	ms := (need + time.Millisecond - 1) / time.Millisecond
+	return fmt.Errorf("kafka table %s: 'properties.%s' (%d ms) is shorter than a transaction may have to stay open before its checkpoint commits it: %s = %d ms; "+
+		"the broker would abort such a transaction and its records would be lost. Set 'properties.%s' to at least '%d' (within the broker's transaction.max.timeout.ms), or lower those options",
+		s.cfg.name, propTransactionTimeout, timeout.Milliseconds(), what, ms, propTransactionTimeout, ms)
 }
 
 // TransactionalIDPrefix is the prefix of an exactly-once sink's transactional

@@ -243,6 +243,9 @@ func checkExactlyOnceOptions(c *tableConfig) error {
 	if strings.TrimSpace(c.tc.Options[OptTransactionalIDPrefix]) == "" {
 		return errors.New(prefixRequiredMessage)
 	}
+	if _, err := onAbortedTransaction(c.tc.Options); err != nil {
+		return err
+	}
 	_, err := transactionTimeout(c.props)
 	return err
 }

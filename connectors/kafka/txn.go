@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -106,7 +107,12 @@ type TxnConfig struct {
 	TransactionTimeout time.Duration
 	// Logf receives notable events (transactions found committed or fenced
 	// during a commit, lingering transactions aborted); nil discards them.
+	// The runtime sets it to the job's log (SetLog).
 	Logf func(format string, args ...any)
+	// ContinueOnAbort is OptOnAbortedTransaction = LOG_AND_CONTINUE: a
+	// commit that finds its transaction aborted is reported to the runtime
+	// as a loss to log and count rather than a failure.
+	ContinueOnAbort bool
 }
 
 // resolve fills the defaults of cfg from the sink's options.
@@ -136,6 +142,13 @@ func (cfg *TxnConfig) resolve() error {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if !cfg.ContinueOnAbort {
+		cont, err := onAbortedTransaction(c.tc.Options)
+		if err != nil {
+			return err
+		}
+		cfg.ContinueOnAbort = cont
 	}
 	return nil
 }
@@ -175,10 +188,16 @@ type TxnCommittable struct {
 	Checkpoint      exec.CheckpointID // the barrier that sealed it
 	Empty           bool              // no record was written: nothing to commit
 	Pooled          bool              // named by NamingPooling: the id is reused once the transaction ended
+	// Topic and Partitions say where the transaction's records are, so a
+	// commit that finds the transaction ended can read from the log how
+	// (outcome.go). Empty in committables of version 1.
+	Topic      string
+	Partitions []TxnPartition
 }
 
-// txnCommittableVersion tags the layout of an encoded TxnCommittable.
-const txnCommittableVersion = 1
+// txnCommittableVersion tags the layout of an encoded TxnCommittable:
+// version 2 added the topic and partitions; version 1 is still read.
+const txnCommittableVersion = 2
 
 // Encode returns the committable as stored in a checkpoint.
 func (c TxnCommittable) Encode() exec.Committable {
@@ -197,6 +216,13 @@ func (c TxnCommittable) Encode() exec.Committable {
 	b = binary.AppendVarint(b, c.ProducerID)
 	b = binary.AppendVarint(b, int64(c.Epoch))
 	b = binary.AppendVarint(b, int64(c.Checkpoint))
+	b = binary.AppendUvarint(b, uint64(len(c.Topic)))
+	b = append(b, c.Topic...)
+	b = binary.AppendUvarint(b, uint64(len(c.Partitions)))
+	for _, p := range c.Partitions {
+		b = binary.AppendVarint(b, int64(p.Partition))
+		b = binary.AppendVarint(b, p.FirstOffset)
+	}
 	return b
 }
 
@@ -205,9 +231,10 @@ func DecodeTxnCommittable(data exec.Committable) (TxnCommittable, error) {
 	bad := func() (TxnCommittable, error) {
 		return TxnCommittable{}, fmt.Errorf("kafka exactly-once sink: malformed committable %s", recordPrefix(data))
 	}
-	if len(data) < 2 || data[0] != txnCommittableVersion || data[1] > 3 {
+	if len(data) < 2 || data[0] < 1 || data[0] > txnCommittableVersion || data[1] > 3 {
 		return bad()
 	}
+	version := data[0]
 	c := TxnCommittable{Empty: data[1]&1 != 0, Pooled: data[1]&2 != 0}
 	rest := data[2:]
 	n, k := binary.Uvarint(rest)
@@ -224,10 +251,39 @@ func DecodeTxnCommittable(data exec.Committable) (TxnCommittable, error) {
 		}
 		vals[i], rest = v, rest[k:]
 	}
-	if len(rest) != 0 || vals[1] < -1 || vals[1] > 1<<15-1 {
+	if vals[1] < -1 || vals[1] > 1<<15-1 {
 		return bad()
 	}
 	c.ProducerID, c.Epoch, c.Checkpoint = vals[0], int16(vals[1]), exec.CheckpointID(vals[2])
+	if version >= 2 {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return bad()
+		}
+		c.Topic = string(rest[k : k+int(n)])
+		rest = rest[k+int(n):]
+		np, k := binary.Uvarint(rest)
+		if k <= 0 || np > uint64(len(rest)) {
+			return bad()
+		}
+		rest = rest[k:]
+		for range np {
+			p, k := binary.Varint(rest)
+			if k <= 0 || p < 0 || p > 1<<31-1 {
+				return bad()
+			}
+			rest = rest[k:]
+			off, k := binary.Varint(rest)
+			if k <= 0 || off < 0 {
+				return bad()
+			}
+			rest = rest[k:]
+			c.Partitions = append(c.Partitions, TxnPartition{Partition: int32(p), FirstOffset: off})
+		}
+	}
+	if len(rest) != 0 {
+		return bad()
+	}
 	return c, nil
 }
 
@@ -248,6 +304,10 @@ type TransactionalWriter struct {
 	curID    exec.CheckpointID // the open transaction's checkpoint id
 	curTxnID string            // the open transaction's transactional id
 	produced atomic.Int64      // records acknowledged in the open transaction
+	// partsMu guards parts: the partitions of the open transaction and the
+	// offset of its first record in each, filled by the produce promises.
+	partsMu sync.Mutex
+	parts   []TxnPartition
 	// prepared are the pre-committed transactions by transactional id,
 	// whose clients are closed once they are committed or aborted. With
 	// NamingPooling their ids are the ones not free for reuse.
@@ -304,7 +364,39 @@ func NewTransactionalWriter(cfg TxnConfig) (*TransactionalWriter, error) {
 // flushes before it reads the count, so every promise has run by then.
 func (w *TransactionalWriter) onProduced(r *kgo.Record, err error) {
 	w.produced.Add(1)
+	if err == nil {
+		w.partsMu.Lock()
+		found := false
+		for i := range w.parts {
+			if w.parts[i].Partition == r.Partition {
+				w.parts[i].FirstOffset = min(w.parts[i].FirstOffset, r.Offset)
+				found = true
+				break
+			}
+		}
+		if !found {
+			w.parts = append(w.parts, TxnPartition{Partition: r.Partition, FirstOffset: r.Offset})
+		}
+		w.partsMu.Unlock()
+	}
 	w.inner.onProduced(r, err)
+}
+
+// SetLog implements exec.LogReceiver: the sink's events go to the job's log.
+func (w *TransactionalWriter) SetLog(log exec.LogFunc) {
+	w.cfg.Logf = func(format string, args ...any) {
+		if !strings.HasPrefix(format, "[") {
+			format = "[INFO] " + format
+		}
+		log(format, args...)
+	}
+}
+
+// HasOutput implements exec.CommittableSizer: an empty transaction has
+// nothing to commit.
+func (w *TransactionalWriter) HasOutput(data exec.Committable) bool {
+	c, err := DecodeTxnCommittable(data)
+	return err != nil || !c.Empty
 }
 
 func (w *TransactionalWriter) name() string { return w.cfg.Sink.cfg.name }
@@ -346,8 +438,19 @@ func (w *TransactionalWriter) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := abortLingering(w.ctx, admin, w.cfg, next, w.restoredNames); err != nil {
+	_, unused, err := abortLingering(w.ctx, admin, w.cfg, next, w.restoredNames)
+	if err != nil {
 		return err
+	}
+	// Start after every id the probe found used: a broker that lost its
+	// in-flight transactions (the embedded broker after kill -9) aborted
+	// them without writing abort markers, and kfake, when it later replays
+	// its log, takes such a transaction's records as part of the next
+	// transaction of the same producer that commits — reusing the id (and
+	// with it the producer id) would make the aborted records visible.
+	// Pooled ids are reused by design (see the README's limits).
+	if w.cfg.Naming != NamingPooling {
+		next = max(next, unused)
 	}
 	if err := w.begin(next); err != nil {
 		return err
@@ -403,6 +506,9 @@ func (w *TransactionalWriter) begin(id exec.CheckpointID) error {
 	w.cur, w.curID, w.curTxnID = cl, id, txnID
 	w.inner.cl = cl
 	w.produced.Store(0)
+	w.partsMu.Lock()
+	w.parts = w.parts[:0]
+	w.partsMu.Unlock()
 	return nil
 }
 
@@ -466,6 +572,13 @@ func (w *TransactionalWriter) PrepareCommit(id exec.CheckpointID) ([]exec.Commit
 		Empty:           w.produced.Load() == 0,
 		Pooled:          w.cfg.Naming == NamingPooling,
 	}
+	if !c.Empty {
+		c.Topic = w.cfg.Sink.topic
+		w.partsMu.Lock()
+		c.Partitions = append([]TxnPartition(nil), w.parts...)
+		w.partsMu.Unlock()
+		slices.SortFunc(c.Partitions, func(a, b TxnPartition) int { return int(a.Partition) - int(b.Partition) })
+	}
 	if c.Empty {
 		w.cur.Close() // nothing to commit or abort
 	} else {
@@ -482,8 +595,12 @@ func (w *TransactionalWriter) PrepareCommit(id exec.CheckpointID) ([]exec.Commit
 }
 
 // Commit implements exec.TwoPhaseCommitWriter. Commits are idempotent;
-// Commit before Open is the restore of a checkpoint.
+// Commit before Open is the restore of a checkpoint. Transactions the
+// broker aborted are reported, after the others are committed, as an
+// *exec.AbortedCommitError naming them.
 func (w *TransactionalWriter) Commit(committables []exec.Committable) error {
+	var lost []string
+	aborted, committed := 0, 0
 	for _, data := range committables {
 		c, err := DecodeTxnCommittable(data)
 		if err != nil {
@@ -498,11 +615,28 @@ func (w *TransactionalWriter) Commit(committables []exec.Committable) error {
 			if err != nil {
 				return err
 			}
-			if err := endTxn(w.context(), admin, w.cfg, c, true); err != nil {
+			out, err := commitTxn(w.context(), admin, w.cfg, c)
+			if err != nil {
 				return fmt.Errorf("kafka table %s: %w", w.name(), err)
+			}
+			switch out.state {
+			case txnCommitted:
+				committed++
+			case txnAborted:
+				aborted++
+				lost = append(lost, describeLost(c, out))
+			case txnUnknown:
+				// Perhaps committed: an earlier checkpoint's replay could
+				// duplicate it, so it counts as committed for recovery.
+				aborted++
+				committed++
+				lost = append(lost, describeLost(c, out))
 			}
 		}
 		w.release(c)
+	}
+	if len(lost) > 0 {
+		return lostError(w.cfg, lost, aborted, committed, w.cfg.ContinueOnAbort)
 	}
 	return nil
 }
@@ -611,6 +745,8 @@ func RecoverTransactions(ctx context.Context, cfg TxnConfig, restored []exec.Com
 	}
 	defer cl.Close()
 	var names restoredNames
+	var lost []string
+	aborted, committed := 0, 0
 	for _, data := range restored {
 		c, err := DecodeTxnCommittable(data)
 		if err != nil {
@@ -620,11 +756,26 @@ func RecoverTransactions(ctx context.Context, cfg TxnConfig, restored []exec.Com
 		if c.Empty {
 			continue
 		}
-		if err := endTxn(ctx, cl, cfg, c, true); err != nil {
+		out, err := commitTxn(ctx, cl, cfg, c)
+		if err != nil {
 			return 0, fmt.Errorf("kafka table %s: %w", cfg.Sink.cfg.name, err)
 		}
+		if out.state != txnCommitted {
+			aborted++
+			lost = append(lost, describeLost(c, out))
+		} else {
+			committed++
+		}
 	}
-	return abortLingering(ctx, cl, cfg, exec.CheckpointID(restoredCheckpointID+1), names)
+	if len(lost) > 0 {
+		err := lostError(cfg, lost, aborted, committed, cfg.ContinueOnAbort)
+		if !cfg.ContinueOnAbort {
+			return 0, err
+		}
+		cfg.Logf("[ERROR] %v (continuing: '%s' = '%s')", err, OptOnAbortedTransaction, AbortedTxnContinue)
+	}
+	fenced, _, err := abortLingering(ctx, cl, cfg, exec.CheckpointID(restoredCheckpointID+1), names)
+	return fenced, err
 }
 
 // abortLingering aborts the transactions that earlier runs of the sink
@@ -632,8 +783,10 @@ func RecoverTransactions(ctx context.Context, cfg TxnConfig, restored []exec.Com
 // with a prefix of the restored checkpoint, of old subtasks j with j mod
 // parallelism = subtask. from is the first checkpoint id not covered by
 // the restored checkpoint (1 at a fresh start). The restored committables
-// must be committed before. It returns how many transactions it aborted.
-func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, from exec.CheckpointID, restored restoredNames) (int, error) {
+// must be committed before. It returns how many transactions it aborted and
+// the first checkpoint id from from on that no transactional id of cfg's
+// prefix and subtask has used (with NamingIncrementing).
+func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, from exec.CheckpointID, restored restoredNames) (int, exec.CheckpointID, error) {
 	prefixes := []string{cfg.Prefix}
 	for _, p := range restored.prefixes {
 		if !slices.Contains(prefixes, p) {
@@ -644,23 +797,26 @@ func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, from exe
 	}
 	listing, err := canListTransactions(ctx, cl, cfg.Sink.cfg.requestTimeout)
 	if err != nil {
-		return 0, fmt.Errorf("kafka table %s: asking the brokers which requests they support: %w", cfg.Sink.cfg.name, err)
+		return 0, from, fmt.Errorf("kafka table %s: asking the brokers which requests they support: %w", cfg.Sink.cfg.name, err)
 	}
 	if listing {
-		return fenceListed(ctx, cl, cfg, prefixes)
+		return fenceListed(ctx, cl, cfg, prefixes, from)
 	}
 	if cfg.Naming == NamingPooling || restored.pooled {
-		return 0, poolingUnsupported(cfg.Sink.cfg, cfg.Naming != NamingPooling)
+		return 0, from, poolingUnsupported(cfg.Sink.cfg, cfg.Naming != NamingPooling)
 	}
 	cfg.Logf("kafka table %s: the brokers do not support ListTransactions (Kafka before 3.0): probing transactional ids from checkpoint %d on for lingering transactions",
 		cfg.Sink.cfg.name, from)
-	fenced := 0
+	fenced, next := 0, from
 	for _, prefix := range prefixes {
 		for sub := cfg.Subtask; ; sub += cfg.Parallelism {
-			n, err := probeLingering(ctx, cl, cfg, prefix, sub, from)
+			n, unused, err := probeLingering(ctx, cl, cfg, prefix, sub, from)
 			fenced += n
 			if err != nil {
-				return fenced, err
+				return fenced, next, err
+			}
+			if prefix == cfg.Prefix && sub == cfg.Subtask {
+				next = max(next, unused)
 			}
 			// No id of old subtask sub was used after from: as in Flink,
 			// no run had a subtask sub or a higher one.
@@ -669,7 +825,7 @@ func abortLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, from exe
 			}
 		}
 	}
-	return fenced, nil
+	return fenced, next, nil
 }
 
 // poolingUnsupported is the error for NamingPooling (in the sink's options,
@@ -716,42 +872,48 @@ func canListTransactions(ctx context.Context, cl *kgo.Client, bound time.Duratio
 }
 
 // fenceListed fences the open transactions the brokers list whose ids have
-// one of prefixes and an old subtask cfg owns.
-func fenceListed(ctx context.Context, cl *kgo.Client, cfg TxnConfig, prefixes []string) (int, error) {
+// one of prefixes and an old subtask cfg owns. It also returns the first
+// checkpoint id from from on that no listed id of cfg's prefix and subtask
+// used, whatever its state: see TransactionalWriter.Open.
+func fenceListed(ctx context.Context, cl *kgo.Client, cfg TxnConfig, prefixes []string, from exec.CheckpointID) (int, exec.CheckpointID, error) {
 	lctx, cancel := context.WithTimeout(ctx, adminTimeout)
-	listed, err := kadm.NewClient(cl).ListTransactions(lctx, nil, openTxnStates)
+	listed, err := kadm.NewClient(cl).ListTransactions(lctx, nil, nil)
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("kafka table %s: listing open transactions to abort those earlier runs left: %w", cfg.Sink.cfg.name, err)
+		return 0, from, fmt.Errorf("kafka table %s: listing transactions to abort those earlier runs left open: %w", cfg.Sink.cfg.name, err)
 	}
 	timeoutMs := int32(min(cfg.TransactionTimeout.Milliseconds(), 1<<31-1))
-	fenced := 0
+	fenced, next := 0, from
 	for _, t := range listed.Sorted() {
-		if !isOpenTxnState(t.State) { // brokers before Kafka 3.0 ignore the filter
+		prefix, sub, n, ok := splitTransactionalID(t.TxnID)
+		if !ok || !slices.Contains(prefixes, prefix) || !cfg.owns(sub) {
 			continue
 		}
-		prefix, sub, _, ok := splitTransactionalID(t.TxnID)
-		if !ok || !slices.Contains(prefixes, prefix) || !cfg.owns(sub) {
+		if prefix == cfg.Prefix && sub == cfg.Subtask && exec.CheckpointID(n) >= next {
+			next = exec.CheckpointID(n) + 1
+		}
+		if !isOpenTxnState(t.State) {
 			continue
 		}
 		if _, err := fence(ctx, cl, t.TxnID, timeoutMs, cfg.Sink.cfg.requestTimeout); err != nil {
 			if terr := timeoutError(cfg, t.TxnID, err); terr != nil {
-				return fenced, terr
+				return fenced, next, terr
 			}
-			return fenced, fmt.Errorf("kafka table %s: aborting lingering transaction %s: %w", cfg.Sink.cfg.name, t.TxnID, err)
+			return fenced, next, fmt.Errorf("kafka table %s: aborting lingering transaction %s: %w", cfg.Sink.cfg.name, t.TxnID, err)
 		}
 		fenced++
 		cfg.Logf("kafka table %s: fenced transactional id %s (state %s, producer id %d): an earlier run left its transaction open; it is aborted",
 			cfg.Sink.cfg.name, t.TxnID, t.State, t.ProducerID)
 	}
-	return fenced, nil
+	return fenced, next, nil
 }
 
 // probeLingering fences <prefix>-<sub>-<n> for n = from, from+1, … until an
 // id that was never used, and returns how many ids held a transaction or
-// producer state. It is the recovery for brokers without ListTransactions;
-// it misses transactions after a gap in the ids.
-func probeLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, prefix string, sub int, from exec.CheckpointID) (int, error) {
+// producer state, and the first id it found unused. It is the recovery for
+// brokers without ListTransactions; it misses transactions after a gap in
+// the ids.
+func probeLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, prefix string, sub int, from exec.CheckpointID) (int, exec.CheckpointID, error) {
 	timeoutMs := int32(min(cfg.TransactionTimeout.Milliseconds(), 1<<31-1))
 	fenced := 0
 	for n := from; n < from+maxFenceProbe; n++ {
@@ -759,19 +921,19 @@ func probeLingering(ctx context.Context, cl *kgo.Client, cfg TxnConfig, prefix s
 		epoch, err := fence(ctx, cl, txnID, timeoutMs, cfg.Sink.cfg.requestTimeout)
 		if err != nil {
 			if terr := timeoutError(cfg, txnID, err); terr != nil {
-				return fenced, terr
+				return fenced, n, terr
 			}
-			return fenced, fmt.Errorf("kafka table %s: aborting lingering transactions: %w", cfg.Sink.cfg.name, err)
+			return fenced, n, fmt.Errorf("kafka table %s: aborting lingering transactions: %w", cfg.Sink.cfg.name, err)
 		}
 		if epoch == 0 {
-			return fenced, nil // never used before
+			return fenced, n, nil // never used before
 		}
 		fenced++
 		cfg.Logf("kafka table %s: fenced transactional id %s left by an earlier run (its transaction, if open, is aborted)",
 			cfg.Sink.cfg.name, txnID)
 	}
 	cfg.Logf("kafka table %s: stopped probing for lingering transactions after %d transactional ids", cfg.Sink.cfg.name, maxFenceProbe)
-	return fenced, nil
+	return fenced, from + maxFenceProbe, nil
 }
 
 // fence sends InitProducerID for txnID, which aborts its ongoing
@@ -802,16 +964,7 @@ func fence(ctx context.Context, cl *kgo.Client, txnID string, timeoutMs int32, b
 // c comes from a checkpoint, so the transaction was ours.
 func endTxn(ctx context.Context, cl *kgo.Client, cfg TxnConfig, c TxnCommittable, commit bool) error {
 	err := retryTxnRequest(ctx, cfg.Sink.cfg.requestTimeout, func(ctx context.Context) (int16, error) {
-		req := kmsg.NewPtrEndTxnRequest()
-		req.TransactionalID = c.TransactionalID
-		req.ProducerID = c.ProducerID
-		req.ProducerEpoch = c.Epoch
-		req.Commit = commit
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return 0, err
-		}
-		return resp.ErrorCode, nil
+		return endTxnRequest(ctx, cl, c, commit)
 	})
 	verb := "committing"
 	if !commit {
@@ -904,4 +1057,14 @@ func transactionTimeout(props map[string]string) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// kmsgEndTxn is the EndTxn request for c's transaction.
+func kmsgEndTxn(c TxnCommittable, commit bool) *kmsg.EndTxnRequest {
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID = c.TransactionalID
+	req.ProducerID = c.ProducerID
+	req.ProducerEpoch = c.Epoch
+	req.Commit = commit
+	return req
 }

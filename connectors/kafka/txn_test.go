@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -264,11 +266,19 @@ func TestTxnCommittableRoundTrip(t *testing.T) {
 	for _, c := range []TxnCommittable{
 		{TransactionalID: "job-0-1", ProducerID: 1234567890123, Epoch: 7, Checkpoint: 1},
 		{TransactionalID: "a-b-3-99", ProducerID: 0, Epoch: 32767, Checkpoint: 99, Empty: true},
+		{TransactionalID: "job-1-4", ProducerID: 5, Epoch: 0, Checkpoint: 4, Topic: "out",
+			Partitions: []TxnPartition{{Partition: 0, FirstOffset: 17}, {Partition: 3, FirstOffset: 0}}},
 	} {
 		got, err := DecodeTxnCommittable(c.Encode())
-		if err != nil || got != c {
+		if err != nil || !reflect.DeepEqual(got, c) {
 			t.Fatalf("round trip of %+v: %+v, %v", c, got, err)
 		}
+	}
+	// Version 1 (checkpoints written before the partitions were recorded):
+	// id "j-0-2", producer id 3, epoch 1, checkpoint 2.
+	v1 := exec.Committable("\x01\x00\x05j-0-2\x06\x02\x04")
+	if got, err := DecodeTxnCommittable(v1); err != nil || !reflect.DeepEqual(got, TxnCommittable{TransactionalID: "j-0-2", ProducerID: 3, Epoch: 1, Checkpoint: 2}) {
+		t.Fatalf("decoding a version 1 committable: %+v, %v", got, err)
 	}
 	for _, bad := range []string{"", "\x02\x00", "\x01\x02\x00", "\x01\x00\x05ab", "\x01\x00\x01a\x02\x02\x02\x00"} {
 		if _, err := DecodeTxnCommittable(exec.Committable(bad)); err == nil {
@@ -401,8 +411,18 @@ func TestTxnRestore(t *testing.T) {
 			}
 			openTxnWriter(t, b)
 			defer b.Close()
-			if b.curID != 2 {
-				t.Fatalf("restored writer's first transaction is for checkpoint %d, want 2", b.curID)
+			// The first transaction takes the first id the fencing probe
+			// found unused, never one the crashed attempt used (job-0-2 and
+			// job-0-3): a broker that lost in-flight transactions would let
+			// their records resurface with the next commit of the same
+			// producer. RecoverTransactions's probe already initialised
+			// job-0-4, so the writer's probe finds it used.
+			want := exec.CheckpointID(4)
+			if viaRecover {
+				want = 5
+			}
+			if b.curID != want {
+				t.Fatalf("restored writer's first transaction is for checkpoint %d, want %d", b.curID, want)
 			}
 			if !strings.Contains(log.String(), "fenced transactional id job-0-3") {
 				t.Fatalf("log does not mention fencing job-0-3:\n%s", log)
@@ -662,27 +682,137 @@ func BenchmarkTxnProduce(b *testing.B) {
 // transaction was aborted meanwhile (here by an operator's fence; in
 // production by the broker's transaction timeout) cannot be committed; the
 // commit is logged and not fatal, and the records stay invisible.
-func TestTxnCommitOfFencedTransaction(t *testing.T) {
-	addr := startTxnCluster(t, 900000)
-	s := txnSink(t, addr, nil)
-	a := newTxnWriter(t, s, 0, 1, nil)
-	openTxnWriter(t, a)
-	writeNames(t, a, 1, "a")
-	c1 := prepare(t, a, 1)
-	a.crash()
-	if n, err := AbortTransactions(context.Background(), addr, txnPrefix); err != nil || n != 1 {
-		t.Fatalf("AbortTransactions: %d, %v", n, err)
+// TestTxnCommitFindsAbortedTransaction: a commit whose transaction the
+// broker aborted before it (an operator's abort, the transaction timeout)
+// is a loss the runtime must hear about, naming the transactional id, the
+// checkpoint and the partitions of the lost records; before, it was only a
+// log line that said the transaction may have been committed earlier.
+func TestTxnCommitFindsAbortedTransaction(t *testing.T) {
+	t.Run("fenced", func(t *testing.T) {
+		addr := startTxnCluster(t, 900000)
+		s := txnSink(t, addr, nil)
+		a := newTxnWriter(t, s, 0, 1, nil)
+		openTxnWriter(t, a)
+		writeNames(t, a, 1, "a")
+		c1 := prepare(t, a, 1)
+		a.crash()
+		if n, err := AbortTransactions(context.Background(), addr, txnPrefix); err != nil || n != 1 {
+			t.Fatalf("AbortTransactions: %d, %v", n, err)
+		}
+		b := newTxnWriter(t, s, 0, 0, nil)
+		err := b.Commit([]exec.Committable{c1.Encode()})
+		var ae *exec.AbortedCommitError
+		if !errors.As(err, &ae) || ae.Aborted != 1 || ae.Committed != 0 || ae.Continue {
+			t.Fatalf("Commit: %v (%+v), want an AbortedCommitError for one transaction", err, ae)
+		}
+		if err := errContains(err, "transactional id job-0-1", "of checkpoint 1", "partitions out[", "abort marker",
+			"'properties.transaction.timeout.ms' (60000 ms)", "lost its in-flight transactions", "'sink.on-aborted-transaction' = 'LOG_AND_CONTINUE'"); err != nil {
+			t.Fatal(err)
+		}
+		openTxnWriter(t, b)
+		defer b.Close()
+		expectStrings(t, "read_committed", drain(t, addr, true))
+	})
+	t.Run("timed out, continue", func(t *testing.T) {
+		addr := startTxnCluster(t, 900000)
+		s := txnSink(t, addr, map[string]string{"properties.transaction.timeout.ms": "300", OptDeliveryGuarantee: DeliveryExactlyOnce, OptOnAbortedTransaction: "log_and_continue"})
+		a := newTxnWriter(t, s, 0, 1, nil)
+		openTxnWriter(t, a)
+		defer a.Close()
+		writeNames(t, a, 1, "a", "b")
+		c1 := prepare(t, a, 1)
+		awaitTxnEnded(t, addr, c1.TransactionalID)
+		err := a.Commit([]exec.Committable{c1.Encode()})
+		var ae *exec.AbortedCommitError
+		if !errors.As(err, &ae) || ae.Aborted != 1 || !ae.Continue {
+			t.Fatalf("Commit: %v, want an AbortedCommitError that continues", err)
+		}
+		if err := errContains(err, "transactional id job-0-1", "(300 ms)"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("committed before a broker restart", func(t *testing.T) {
+		// kfake forgets, when it restarts, that a producer's last
+		// transaction committed, and answers the repeated commit of a
+		// restored checkpoint like one of an aborted transaction: the log
+		// has the commit marker, so it is no loss.
+		dir := t.TempDir()
+		c, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(txnPartitions, txnTopic), kfake.DataDir(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := c.ListenAddrs()[0]
+		a := newTxnWriter(t, txnSink(t, addr, nil), 0, 1, nil)
+		openTxnWriter(t, a)
+		writeNames(t, a, 1, "a")
+		c1 := prepare(t, a, 1)
+		commit(t, a, c1)
+		a.crash()
+		c.Close()
+		c2, err := kfake.NewCluster(kfake.Ports(0), kfake.DataDir(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		log := &txnLog{}
+		b := newTxnWriter(t, txnSink(t, c2.ListenAddrs()[0], nil), 0, 0, log)
+		commit(t, b, c1)
+		defer b.Close()
+	})
+	t.Run("committed, then fenced", func(t *testing.T) {
+		// The id's epoch moved on after the commit, so the broker answers
+		// the repeated commit PRODUCER_FENCED, as after a timeout: the log
+		// has the commit marker, so it is no loss.
+		addr := startTxnCluster(t, 900000)
+		s := txnSink(t, addr, nil)
+		a := newTxnWriter(t, s, 0, 1, nil)
+		openTxnWriter(t, a)
+		writeNames(t, a, 1, "a")
+		c1 := prepare(t, a, 1)
+		commit(t, a, c1)
+		a.crash()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		if _, err := fence(context.Background(), cl, c1.TransactionalID, 60000, testTimeout); err != nil {
+			t.Fatal(err)
+		}
+		log := &txnLog{}
+		b := newTxnWriter(t, s, 0, 0, log)
+		commit(t, b, c1)
+		defer b.Close()
+		if !strings.Contains(log.String(), "transactional id job-0-1 of checkpoint 1 was committed by an earlier attempt") {
+			t.Errorf("log:\n%s", log)
+		}
+		expectStrings(t, "read_committed", drain(t, addr, true), "1,a")
+	})
+}
+
+// awaitTxnEnded waits until the broker no longer lists txnID as open.
+func awaitTxnEnded(t *testing.T, addr, txnID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	for {
+		open, err := ListTransactions(ctx, addr, txnPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		still := false
+		for _, o := range open {
+			still = still || o.TransactionalID == txnID
+		}
+		if !still {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("transaction %s still open", txnID)
+		case <-time.After(20 * time.Millisecond): // polling the broker's state: no event to wait on
+		}
 	}
-	log := &txnLog{}
-	b := newTxnWriter(t, s, 0, 0, log)
-	commit(t, b, c1)
-	if !strings.Contains(log.String(), "committing transactional id job-0-1") || !strings.Contains(log.String(), "it ended before") {
-		t.Fatalf("log:\n%s", log)
-	}
-	openTxnWriter(t, b)
-	defer b.Close()
-	expectStrings(t, "read_committed", drain(t, addr, true))
-	expectStrings(t, "read_uncommitted", drain(t, addr, false), "1,a")
 }
 
 func TestCheckExactlyOnceOptions(t *testing.T) {
@@ -741,5 +871,46 @@ func TestRecoverFencesAfterGap(t *testing.T) {
 	}
 	if len(open) != 0 {
 		t.Errorf("still open after recovery: %+v", open)
+	}
+}
+
+// TestOnAbortedTransactionOption: 'sink.on-aborted-transaction' takes FAIL
+// or LOG_AND_CONTINUE (any case) and only on an exactly-once sink; it is
+// never accepted and ignored.
+func TestOnAbortedTransactionOption(t *testing.T) {
+	for _, tc := range []struct {
+		opts map[string]string
+		cont bool
+		want string
+	}{
+		{opts: map[string]string{OptDeliveryGuarantee: DeliveryExactlyOnce}},
+		{opts: map[string]string{OptDeliveryGuarantee: DeliveryExactlyOnce, OptOnAbortedTransaction: "fail"}},
+		{opts: map[string]string{OptDeliveryGuarantee: DeliveryExactlyOnce, OptOnAbortedTransaction: "LOG_AND_CONTINUE"}, cont: true},
+		{opts: map[string]string{OptDeliveryGuarantee: DeliveryExactlyOnce, OptOnAbortedTransaction: "ignore"},
+			want: "Invalid value for option 'sink.on-aborted-transaction'. Expected one of [FAIL, LOG_AND_CONTINUE], but was: ignore"},
+		{opts: map[string]string{OptOnAbortedTransaction: "FAIL"},
+			want: "Option 'sink.on-aborted-transaction' applies only to 'sink.delivery-guarantee' = 'exactly-once', but the sink's delivery guarantee is 'at-least-once'."},
+	} {
+		opts := map[string]string{"topic": txnTopic, "format": "csv", OptTransactionalIDPrefix: "p"}
+		for k, v := range tc.opts {
+			opts[k] = v
+		}
+		s, err := NewFactory().CreateSink(tableContext("localhost:9092", eventSchema, opts))
+		if tc.want != "" {
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("%v: %v, want %q", tc.opts, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", tc.opts, err)
+		}
+		w, err := NewTransactionalWriter(TxnConfig{Sink: s.(*Sink), Subtask: 0, Parallelism: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.cfg.ContinueOnAbort != tc.cont {
+			t.Errorf("%v: continue %t, want %t", tc.opts, w.cfg.ContinueOnAbort, tc.cont)
+		}
 	}
 }
