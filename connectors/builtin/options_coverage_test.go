@@ -135,6 +135,7 @@ var optionCoverage = map[string]map[string]cover{
 		"sink.shuffle-by-partition.enable":              noop(partitionNoop),
 	}),
 	"kafka": merge(watermarkCoverage, kafkaShared, propertyCoverage, map[string]cover{
+		"sink.on-aborted-transaction":             testedBy("connectors/kafka.TestTxnCommitFindsAbortedTransaction", "OptOnAbortedTransaction"),
 		"format":                                  tested("connectors/kafka.TestTopicListAndPattern"),
 		"key.fields":                              tested("connectors/kafka.TestKeyFieldsExceptKey"),
 		"properties.group.id":                     propertyCoverage["properties.group.id"],

@@ -246,8 +246,9 @@ func (r *initProducerIDs) distinct() []string {
 // TestTxnFreshStartDoesNotProbeEveryID: after a run that used transactional
 // ids job-0-1 … job-0-30 (all committed) and crashed with job-0-31 open, a
 // fresh start must not send an InitProducerID for every id the old run
-// used: it fences the open job-0-31 and initialises its own job-0-1, nothing
-// else.
+// used: it fences the open job-0-31 and initialises job-0-32, the first id
+// after every id the brokers list (an id the old run used is never reused:
+// see TransactionalWriter.Open), nothing else.
 func TestTxnFreshStartDoesNotProbeEveryID(t *testing.T) {
 	c, addr := startTxnClusterWith(t)
 	var rec initProducerIDs
@@ -270,7 +271,7 @@ func TestTxnFreshStartDoesNotProbeEveryID(t *testing.T) {
 	b := newTxnWriter(t, s, 0, 1, log)
 	openTxnWriter(t, b)
 	defer b.Close()
-	expectStrings(t, "InitProducerID requests of the fresh start", rec.distinct(), "job-0-1", "job-0-31")
+	expectStrings(t, "InitProducerID requests of the fresh start", rec.distinct(), "job-0-31", "job-0-32")
 	if ids := openIDs(t, addr, txnPrefix); len(ids) != 0 {
 		t.Fatalf("still open: %v", ids)
 	}
