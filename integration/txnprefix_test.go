@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS src (v STRING) WITH (
 CREATE TABLE %[2]s_%[3]s (v STRING) WITH (
   'connector' = 'kafka', 'topic' = '%[2]s', 'properties.bootstrap.servers' = '%[1]s', 'format' = 'raw',
   'sink.delivery-guarantee' = 'exactly-once', 'sink.transactional-id-prefix' = '%[3]s',
-  'properties.transaction.timeout.ms' = '60000'
+  'properties.transaction.timeout.ms' = '900000'
 );`, addr, sink, prefix))
 	st, err := parser.ParseStatement(fmt.Sprintf("INSERT INTO %s_%s SELECT v FROM src", sink, prefix))
 	if err != nil {
@@ -102,7 +102,7 @@ CREATE TABLE eo_out (id BIGINT) WITH (
   'connector' = 'kafka', 'topic' = '%[4]s', 'properties.bootstrap.servers' = '%[1]s', 'format' = 'csv',
   'sink.delivery-guarantee' = 'exactly-once', 'sink.transactional-id-prefix' = '%[4]s',
   'sink.transaction-naming-strategy' = '%[4]s', 'sink.parallelism' = '2',
-  'properties.transaction.timeout.ms' = '60000'
+  'properties.transaction.timeout.ms' = '900000'
 );
 INSERT INTO eo_out SELECT id FROM gen;`, addr, rows, rows-1, naming))
 		recs := readAll(t, addr, naming, rows)
@@ -201,7 +201,7 @@ CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '
 CREATE TABLE fenced (id BIGINT) WITH (
   'connector' = 'kafka', 'topic' = 'fenced', 'properties.bootstrap.servers' = '%s', 'format' = 'csv',
   'sink.delivery-guarantee' = 'exactly-once', 'sink.transactional-id-prefix' = 'lingering', 'sink.parallelism' = '2',
-  'properties.transaction.timeout.ms' = '60000'
+  'properties.transaction.timeout.ms' = '900000'
 );
 INSERT INTO fenced SELECT id FROM gen;`, addr))
 	// readAll reads with read_committed: it would wait for the lingering
