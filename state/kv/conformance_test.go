@@ -270,7 +270,7 @@ func TestTTL(t *testing.T) {
 		ms, _ := NewMapState(b, "m", String{}, Int64{}, ttl)
 		ls, _ := NewListState(b, "l", String{}, ttl)
 		setKey(t, b, "k")
-		vs.Put(nil, 1)    // written at 1000: expires at 1100
+		vs.Put(nil, 1)      // written at 1000: expires at 1100
 		ms.Put(nil, "a", 1) // at 1000
 		ls.Add(nil, "e1")   // at 1000
 		clk.now = 1_050
