@@ -392,4 +392,3 @@ func TestEvictionBoundsCache(t *testing.T) {
 		t.Errorf("Size() = %+v", sz)
 	}
 }
-
