@@ -48,6 +48,12 @@ type heapEngine struct {
 	bytes   int64
 	lastID  int64
 
+	// last is the slot of the last key looked up, lastOK whether it is
+	// still that key's: an operator reads a key and then writes it, and
+	// the write then skips the second map lookup.
+	last   uint32
+	lastOK bool
+
 	tracking bool // a writeChanges happened: record changes from now on
 	dirty    []uint32
 	dels     []byte
@@ -131,8 +137,20 @@ func validStored(k []byte) (parsedKey, error) {
 	return p, err
 }
 
-func (e *heapEngine) get(k []byte) ([]byte, bool, error) {
+// lookup finds k's slot.
+func (e *heapEngine) lookup(k []byte) (uint32, bool) {
+	if e.lastOK && e.ents[e.last].key == string(k) {
+		return e.last, true
+	}
 	slot, ok := e.index[string(k)]
+	if ok {
+		e.last, e.lastOK = slot, true
+	}
+	return slot, ok
+}
+
+func (e *heapEngine) get(k []byte) ([]byte, bool, error) {
+	slot, ok := e.lookup(k)
 	if !ok {
 		return nil, false, nil
 	}
@@ -162,7 +180,7 @@ func (e *heapEngine) writable(slot uint32, n int) []byte {
 }
 
 func (e *heapEngine) put(k, v []byte) error {
-	if slot, ok := e.index[string(k)]; ok {
+	if slot, ok := e.lookup(k); ok {
 		buf := e.writable(slot, len(v))
 		e.ents[slot].val = append(buf[:0], v...)
 		e.touch(slot)
@@ -173,7 +191,7 @@ func (e *heapEngine) put(k, v []byte) error {
 }
 
 func (e *heapEngine) appendValue(k, suffix []byte) error {
-	if slot, ok := e.index[string(k)]; ok {
+	if slot, ok := e.lookup(k); ok {
 		ent := &e.ents[slot]
 		n := len(ent.val)
 		buf := e.writable(slot, n+len(suffix))
@@ -229,10 +247,11 @@ func (e *heapEngine) bucketSearch(b *heapBucket, key string) int {
 }
 
 func (e *heapEngine) del(k []byte) error {
-	slot, ok := e.index[string(k)]
+	slot, ok := e.lookup(k)
 	if !ok {
 		return nil
 	}
+	e.lastOK = false
 	ent := &e.ents[slot]
 	if bl := bucketLen(k); bl > 0 {
 		if b := e.buckets[string(k[:bl])]; b != nil {

@@ -61,6 +61,9 @@ type pebbleEngine struct {
 	dirty    []uint32 // slots made dirty since the last flush (may be stale)
 	mapDirty []uint32 // the same, for keys of map states
 
+	last     uint32 // the slot lookup found last (lastOK: if any)
+	lastOK   bool
+
 	tracking bool                // a writeChanges happened: record changes
 	changed  map[string]struct{} // keys changed since the last writeChanges
 	cursor   []byte              // where the TTL cleanup continues
@@ -163,8 +166,19 @@ func (pebbleLogger) Errorf(format string, args ...any) {
 }
 func (pebbleLogger) Fatalf(format string, args ...any) { pebble.DefaultLogger.Fatalf(format, args...) }
 
+// lookup finds k's cache slot; like the heap engine it remembers the last
+// one, which a write after a read of the same key then finds without a map
+// lookup.
 func (e *pebbleEngine) lookup(k []byte) (uint32, bool) {
+	if e.lastOK {
+		if c := &e.ents[e.last]; c.flags&fUsed != 0 && string(c.buf[:c.klen]) == string(k) {
+			return e.last, true
+		}
+	}
 	slot, ok := e.index[string(k)]
+	if ok {
+		e.last, e.lastOK = slot, true
+	}
 	return slot, ok
 }
 
