@@ -61,8 +61,8 @@ type pebbleEngine struct {
 	dirty    []uint32 // slots made dirty since the last flush (may be stale)
 	mapDirty []uint32 // the same, for keys of map states
 
-	last     uint32 // the slot lookup found last (lastOK: if any)
-	lastOK   bool
+	last   uint32 // the slot lookup found last (lastOK: if any)
+	lastOK bool
 
 	tracking bool                // a writeChanges happened: record changes
 	changed  map[string]struct{} // keys changed since the last writeChanges
