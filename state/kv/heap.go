@@ -166,14 +166,15 @@ func (e *heapEngine) touch(slot uint32) {
 }
 
 // writable returns slot's value buffer ready to take n bytes, keeping its
-// contents: in place when this generation owns it and it is large enough.
-func (e *heapEngine) writable(slot uint32, n int) []byte {
+// first keep bytes: in place when this generation owns it and it is large
+// enough, else a new buffer (a frozen image may still read the old one).
+func (e *heapEngine) writable(slot uint32, keep, n int) []byte {
 	ent := &e.ents[slot]
 	if ent.gen == e.gen && cap(ent.val) >= n {
-		return ent.val
+		return ent.val[:keep]
 	}
-	nv := make([]byte, len(ent.val), max(n, n+n/4))
-	copy(nv, ent.val)
+	nv := make([]byte, keep, n+n/4)
+	copy(nv, ent.val[:keep])
 	e.bytes += int64(cap(nv) - cap(ent.val))
 	ent.val, ent.gen = nv, e.gen
 	return nv
@@ -181,8 +182,8 @@ func (e *heapEngine) writable(slot uint32, n int) []byte {
 
 func (e *heapEngine) put(k, v []byte) error {
 	if slot, ok := e.lookup(k); ok {
-		buf := e.writable(slot, len(v))
-		e.ents[slot].val = append(buf[:0], v...)
+		buf := e.writable(slot, 0, len(v))
+		e.ents[slot].val = append(buf, v...)
 		e.touch(slot)
 		return nil
 	}
@@ -194,8 +195,8 @@ func (e *heapEngine) appendValue(k, suffix []byte) error {
 	if slot, ok := e.lookup(k); ok {
 		ent := &e.ents[slot]
 		n := len(ent.val)
-		buf := e.writable(slot, n+len(suffix))
-		ent.val = append(buf[:n], suffix...)
+		buf := e.writable(slot, n, n+len(suffix))
+		ent.val = append(buf, suffix...)
 		e.touch(slot)
 		return nil
 	}
