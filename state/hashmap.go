@@ -343,9 +343,12 @@ type frozenHashmap struct {
 
 // write writes the image file and returns its size and SHA-256.
 func (fz *frozenHashmap) write(path string) (int64, string, error) {
-	return image.WriteHashmap(path, len(fz.order), func(i int) (string, []byte) {
-		e := &fz.entries[fz.order[i].slot]
-		return e.key, e.value
+	return image.WriteHashmap(path, len(fz.order), func(buf []byte, lo, hi int) []byte {
+		for _, r := range fz.order[lo:hi] {
+			e := &fz.entries[r.slot]
+			buf = image.AppendHashmapRecord(buf, e.key, e.value)
+		}
+		return buf
 	})
 }
 

@@ -52,10 +52,19 @@ func (d *digestWriter) Write(p []byte) (int, error) {
 // sealChunk is how many records one encoding task handles.
 const sealChunk = 16 << 10
 
-// WriteHashmap writes a hashmap image file of n records, record(i) being
-// the i-th in ascending key order, and returns its size and SHA-256. record
-// is called from several goroutines at once and must only read.
-func WriteHashmap(path string, n int, record func(i int) (key string, value []byte)) (int64, string, error) {
+// AppendHashmapRecord appends one record of a hashmap image.
+func AppendHashmapRecord(buf []byte, key string, value []byte) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(key)))
+	buf = append(buf, key...)
+	buf = binary.AppendUvarint(buf, uint64(len(value)))
+	return append(buf, value...)
+}
+
+// WriteHashmap writes a hashmap image file of n records and returns its
+// size and SHA-256. encode appends the records [lo, hi) in ascending key
+// order to buf (with AppendHashmapRecord); it is called for consecutive
+// chunks from several goroutines at once and must only read.
+func WriteHashmap(path string, n int, encode func(buf []byte, lo, hi int) []byte) (int64, string, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, "", err
@@ -86,15 +95,7 @@ func WriteHashmap(path string, n int, record func(i int) (key string, value []by
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				buf := bufs[w][:0]
-				for i := lo; i < hi; i++ {
-					k, v := record(i)
-					buf = binary.AppendUvarint(buf, uint64(len(k)))
-					buf = append(buf, k...)
-					buf = binary.AppendUvarint(buf, uint64(len(v)))
-					buf = append(buf, v...)
-				}
-				bufs[w] = buf
+				bufs[w] = encode(bufs[w][:0], lo, hi)
 			}()
 		}
 		wg.Wait()

@@ -373,9 +373,11 @@ func (e *heapEngine) snapshot(id int64, expired func(k, v []byte) bool) (*image.
 				im.KeyGroups[1] = kg
 			}
 		}
-		size, sum, err := image.WriteHashmap(filepath.Join(dir, heapImageName), len(order), func(i int) (string, []byte) {
-			ent := &frozen[order[i]]
-			return ent.key, ent.val
+		size, sum, err := image.WriteHashmap(filepath.Join(dir, heapImageName), len(order), func(buf []byte, lo, hi int) []byte {
+			for _, s := range order[lo:hi] {
+				buf = image.AppendHashmapRecord(buf, frozen[s].key, frozen[s].val)
+			}
+			return buf
 		})
 		if err != nil {
 			return fmt.Errorf("writing hashmap image for checkpoint %d: %w", id, err)
