@@ -89,3 +89,38 @@ func TestTTLValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestSizes: entries, memory and disk as the operator-instance metrics
+// will report them.
+func TestSizes(t *testing.T) {
+	forVariants(t, func(t *testing.T, v variant) {
+		b := openVariant(t, v, &fakeClock{})
+		vs, _ := NewValueState(b, "v", Int64{}, Options{})
+		if sz := b.Size(); sz.Entries != 0 {
+			t.Errorf("empty backend: %+v", sz)
+		}
+		for i := range 10_000 {
+			setKey(t, b, string(rune('a'+i%26))+string(rune(i)))
+			must(t, vs.Put(nil, int64(i)))
+		}
+		im, err := b.Snapshot(1)
+		must(t, err)
+		must(t, im.Finish())
+		sz := b.Size()
+		// After a snapshot every rocksdb entry is in SSTs, whose statistics
+		// count them exactly when nothing was overwritten.
+		if sz.Entries != 10_000 {
+			t.Errorf("Entries = %d, want 10000 (%+v)", sz.Entries, sz)
+		}
+		if sz.EntriesExact != (v.kind == image.Hashmap) {
+			t.Errorf("EntriesExact = %v for %s", sz.EntriesExact, v.kind)
+		}
+		if sz.MemoryBytes <= 0 {
+			t.Errorf("MemoryBytes = %d", sz.MemoryBytes)
+		}
+		if (sz.DiskBytes > 0) != (v.kind == image.RocksDB) {
+			t.Errorf("DiskBytes = %d for %s", sz.DiskBytes, v.kind)
+		}
+		must(t, im.Discard())
+	})
+}
