@@ -261,6 +261,18 @@ type PebbleDescriber struct {
 type fileSum struct {
 	size   int64
 	sha256 string
+	name   string // the upload name, when inherited from a restored image
+}
+
+// Inherit records the SSTs of the image a DB was restored from: they keep
+// the upload names the image gave them, so a checkpoint after the restore
+// reuses them instead of uploading them again under this incarnation's id.
+func (d *PebbleDescriber) Inherit(files []File) {
+	for _, f := range files {
+		if f.Shared && strings.HasSuffix(f.LocalName, ".sst") {
+			d.sums[f.LocalName] = fileSum{size: f.Size, sha256: f.SHA256, name: f.Name}
+		}
+	}
 }
 
 // NewPebbleDescriber returns a describer for incarnation storeID.
@@ -290,6 +302,9 @@ func (d *PebbleDescriber) Describe(id int64, dir string) (*Image, error) {
 		if f.Shared = strings.HasSuffix(name, ".sst"); f.Shared {
 			f.Name = d.storeID + "-" + name
 			if sum, ok := d.sums[name]; ok {
+				if sum.name != "" {
+					f.Name = sum.name
+				}
 				f.Size, f.SHA256 = sum.size, sum.sha256
 				sums[name] = sum
 				continue
@@ -304,8 +319,8 @@ func (d *PebbleDescriber) Describe(id int64, dir string) (*Image, error) {
 	}
 	for _, f := range im.Files {
 		im.Bytes += f.Size
-		if f.Shared {
-			sums[f.LocalName] = fileSum{f.Size, f.SHA256}
+		if _, ok := sums[f.LocalName]; f.Shared && !ok {
+			sums[f.LocalName] = fileSum{size: f.Size, sha256: f.SHA256}
 		}
 	}
 	d.sums = sums // forget SSTs that compactions removed

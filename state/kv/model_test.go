@@ -346,7 +346,16 @@ func TestIncrementalImages(t *testing.T) {
 	if reused == 0 || fresh*5 > im2.Bytes {
 		t.Errorf("second image: %d bytes reused, %d new of %d: not incremental", reused, fresh, im2.Bytes)
 	}
-	r := restoreImage(t, v, clk, im2)
+	rdir := filepath.Join(t.TempDir(), "r")
+	mustMkdir(t, rdir)
+	for _, f := range im2.Files {
+		copyFile(t, filepath.Join(im2.Dir, f.LocalName), filepath.Join(rdir, f.LocalName))
+	}
+	rcfg := cfg
+	rcfg.Dir = rdir
+	r, err := Restore(rcfg, im2.Files)
+	must(t, err)
+	defer r.Close()
 	rv, _ := NewValueState(r, "v", Bytes{}, Options{})
 	for _, i := range []int{0, 97, 98, 500 * 97, 49_999} {
 		setKey(t, r, fmt.Sprint("k", i))
@@ -364,6 +373,32 @@ func TestIncrementalImages(t *testing.T) {
 	if n := len(r.eng.(*pebbleEngine).index); n > 10 {
 		t.Errorf("restore loaded %d entries into the cache", n)
 	}
+	// A snapshot of the restored backend names the SSTs it inherited as
+	// the image did, so the checkpoint after a restore uploads only what
+	// is new.
+	setKey(t, r, "k1")
+	must(t, rv.Put(nil, []byte("after restore")))
+	im3, err := r.Snapshot(3)
+	must(t, err)
+	names2 := map[string]string{} // local name → upload name
+	for _, f := range im2.Files {
+		if f.Shared {
+			names2[f.LocalName] = f.Name
+		}
+	}
+	inherited := 0
+	for _, f := range im3.Files {
+		if name, ok := names2[f.LocalName]; ok && f.Shared {
+			inherited++
+			if f.Name != name {
+				t.Errorf("inherited SST %s uploaded as %s, the image named it %s", f.LocalName, f.Name, name)
+			}
+		}
+	}
+	// Pebble may have compacted the inherited SSTs away meanwhile; the
+	// naming itself is unit-tested in package image.
+	t.Logf("snapshot after restore: %d SSTs inherited from the image", inherited)
+	must(t, im3.Discard())
 	must(t, im1.Discard())
 	must(t, im2.Discard())
 }
