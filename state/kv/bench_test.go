@@ -172,3 +172,64 @@ func BenchmarkValueCounterTTL(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIncrementalImages measures what the checkpoints of a rocksdb
+// backend upload when 1 % of the keys change per interval: the bytes of
+// SSTs each image has that the previous one lacked, as a share of the
+// image (the target: ≤ 10 % on average).
+func BenchmarkIncrementalImages(b *testing.B) {
+	const keys, rounds = 200_000, 30
+	for range b.N {
+		be := openBench(b, benchCase{kind: image.RocksDB, budget: 64 << 20})
+		vs, err := NewValueState(be, "v", Bytes{}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ks, hs := benchKeys(keys)
+		val := make([]byte, 64)
+		for i := range ks {
+			be.SetCurrentKey(hs[i], ks[i])
+			binary.BigEndian.PutUint64(val, uint64(i))
+			vs.Put(nil, val)
+		}
+		prev := map[string]bool{}
+		rng := xorshift(88172645463325252)
+		var sum, worst float64
+		var last *image.Image
+		for r := range rounds {
+			for range keys / 100 {
+				i := rng.next(keys)
+				be.SetCurrentKey(hs[i], ks[i])
+				binary.BigEndian.PutUint64(val[8:], uint64(r))
+				vs.Put(nil, val)
+			}
+			im, err := be.Snapshot(int64(r + 1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var fresh int64
+			cur := map[string]bool{}
+			for _, f := range im.Files {
+				if f.Shared {
+					cur[f.Name] = true
+					if !prev[f.Name] {
+						fresh += f.Size
+					}
+				}
+			}
+			if r > 0 {
+				share := float64(fresh) / float64(im.Bytes)
+				sum += share
+				worst = max(worst, share)
+			}
+			prev = cur
+			if last != nil {
+				last.Discard()
+			}
+			last = im
+		}
+		last.Discard()
+		b.ReportMetric(100*sum/(rounds-1), "mean-%uploaded")
+		b.ReportMetric(100*worst, "max-%uploaded")
+	}
+}
