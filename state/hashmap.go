@@ -1,47 +1,28 @@
 package state
 
 import (
-	"bytes"
 	"cmp"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"hash"
-	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"unsafe"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/state/image"
 )
 
-// The hashmap image is one file:
-//
-//	header  : magic "FSQLHMAP" | format version uint32 BE | reserved uint32
-//	records : uvarint len(key) | key | uvarint len(value) | value   (keys strictly ascending)
-//	trailer : record count uint64 BE | CRC-32C of header and records uint32 BE | magic "FSQLHEND"
-//
-// The key of a record is the stored key (key-group prefix included).
+// The hashmap image is one file in image's hashmap format (see
+// image.WriteHashmap); the key of a record is the stored key (key-group
+// prefix included).
 const (
-	hashmapLocalName  = "hashmap.state"
-	hashmapMagic      = "FSQLHMAP"
-	hashmapEndMagic   = "FSQLHEND"
-	hashmapVersion    = 1
-	hashmapHeaderLen  = 16
-	hashmapTrailerLen = 20
+	hashmapLocalName = "hashmap.state"
 	// hashmapMarker keeps a live store's directory non-empty, so that the
 	// last Image.Discard removes the directory only after Close.
 	hashmapMarker = "hashmap.store"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // hashStore keeps entries in a Go map. Order is maintained incrementally:
 // order holds the slots sorted by key as of the last merge, pending the slots
@@ -161,77 +142,18 @@ func restoreHashmap(dir string, files []File) (*hashStore, error) {
 
 // load parses and verifies an image file into an empty store.
 func (s *hashStore) load(data []byte) error {
-	if len(data) < hashmapHeaderLen+hashmapTrailerLen {
-		return fmt.Errorf("image truncated: %d bytes, a valid image has at least %d", len(data), hashmapHeaderLen+hashmapTrailerLen)
-	}
-	if string(data[:8]) != hashmapMagic {
-		return fmt.Errorf("not a hashmap state image: starts with %q", prefixOf(data, 16))
-	}
-	if v := binary.BigEndian.Uint32(data[8:]); v != hashmapVersion {
-		return fmt.Errorf("unsupported hashmap image version %d (this build reads %d)", v, hashmapVersion)
-	}
-	trailer := data[len(data)-hashmapTrailerLen:]
-	if string(trailer[12:]) != hashmapEndMagic {
-		return fmt.Errorf("image truncated or corrupt: missing end marker (last bytes %q)", prefixOf(trailer, 20))
-	}
-	body := data[:len(data)-hashmapTrailerLen]
-	if want, got := binary.BigEndian.Uint32(trailer[8:]), crc32.Checksum(body, castagnoli); want != got {
-		return fmt.Errorf("image corrupt: CRC-32C %08x, recorded %08x", got, want)
-	}
-	count := binary.BigEndian.Uint64(trailer)
-	if count > uint64(len(body)) {
-		return fmt.Errorf("image corrupt: record count %d exceeds its size", count)
-	}
-	s.index = make(map[string]uint32, count)
-	s.entries = make([]hashEntry, 0, count)
-	s.order = make([]slotRef, 0, count)
-	rest := body[hashmapHeaderLen:]
-	var prev []byte
-	for n := uint64(0); len(rest) > 0; n++ {
-		off := len(body) - len(rest)
-		key, r, err := readChunk(rest)
-		if err != nil {
-			return fmt.Errorf("record %d at offset %d: key: %w", n, off, err)
-		}
-		value, r, err := readChunk(r)
-		if err != nil {
-			return fmt.Errorf("record %d at offset %d: value: %w", n, off, err)
-		}
-		rest = r
-		if !validStoredKey(key) {
-			return fmt.Errorf("record %d at offset %d: malformed key %q", n, off, prefixOf(key, 32))
-		}
-		if prev != nil && bytes.Compare(prev, key) >= 0 {
-			return fmt.Errorf("record %d at offset %d: key %q out of order", n, off, prefixOf(key, 32))
-		}
-		prev = key
+	err := image.ReadHashmap(data, validStoredKey, func(count uint64) {
+		s.index = make(map[string]uint32, count)
+		s.entries = make([]hashEntry, 0, count)
+		s.order = make([]slotRef, 0, count)
+	}, func(key, value []byte) {
 		s.order = append(s.order, s.add(key, value))
-	}
-	if uint64(len(s.entries)) != count {
-		return fmt.Errorf("image corrupt: %d records, trailer says %d", len(s.entries), count)
-	}
+	})
 	s.pending = s.pending[:0]
-	return nil
+	return err
 }
 
-func readChunk(b []byte) (chunk, rest []byte, err error) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 {
-		return nil, nil, errors.New("bad length prefix")
-	}
-	b = b[w:]
-	if n > uint64(len(b)) {
-		return nil, nil, fmt.Errorf("length %d runs past the end (%d bytes left)", n, len(b))
-	}
-	return b[:n], b[n:], nil
-}
-
-func prefixOf(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
-}
+func prefixOf(b []byte, n int) []byte { return image.PrefixOf(b, n) }
 
 // add stores a new entry and returns its reference. Key and value share one
 // allocation; the key part is never written again.
@@ -399,14 +321,14 @@ func (s *hashStore) Freeze(id int64) (*Image, error) {
 		KeyGroups: s.keyGroupRange(),
 	}
 	storeDir := s.dir
-	im.finish = func() error {
+	im.Defer(func() error {
 		size, sum, err := frozen.write(filepath.Join(dir, hashmapLocalName))
 		if err != nil {
 			return fmt.Errorf("state: writing hashmap image of %s for checkpoint %d: %w", storeDir, id, err)
 		}
 		im.Files[0].Size, im.Files[0].SHA256, im.Bytes = size, sum, size
 		return nil
-	}
+	})
 	s.lastID = id
 	s.full = false
 	return im, nil
@@ -419,92 +341,15 @@ type frozenHashmap struct {
 	entries []hashEntry
 }
 
-// digestWriter checksums what passes through it: CRC-32C for the image's own
-// trailer, SHA-256 for the file's identity.
-type digestWriter struct {
-	w   io.Writer
-	crc uint32
-	sha hash.Hash
-	n   int64
-}
-
-func (d *digestWriter) Write(p []byte) (int, error) {
-	d.crc = crc32.Update(d.crc, castagnoli, p)
-	d.sha.Write(p)
-	n, err := d.w.Write(p)
-	d.n += int64(n)
-	return n, err
-}
-
-// sealChunk is how many entries one encoding task handles.
-const sealChunk = 16 << 10
-
 // write writes the image file and returns its size and SHA-256.
 func (fz *frozenHashmap) write(path string) (int64, string, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, "", err
-	}
-	defer f.Close()
-	dw := &digestWriter{w: f, sha: sha256.New()}
-
-	var hdr [hashmapHeaderLen]byte
-	copy(hdr[:], hashmapMagic)
-	binary.BigEndian.PutUint32(hdr[8:], hashmapVersion)
-	if _, err := dw.Write(hdr[:]); err != nil {
-		return 0, "", fmt.Errorf("writing %s: %w", path, err)
-	}
-	// Encoding follows references to entries scattered over the heap and is
-	// bound by memory latency, so chunks are encoded in parallel; writing
-	// and checksumming stay sequential, in key order.
-	workers := runtime.GOMAXPROCS(0)
-	bufs := make([][]byte, workers)
-	for start := 0; start < len(fz.order); start += workers * sealChunk {
-		var wg sync.WaitGroup
-		for w := range workers {
-			lo := start + w*sealChunk
-			if lo >= len(fz.order) {
-				bufs[w] = bufs[w][:0]
-				continue
-			}
-			hi := min(lo+sealChunk, len(fz.order))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				bufs[w] = fz.encodeRecords(bufs[w][:0], fz.order[lo:hi])
-			}()
+	return image.WriteHashmap(path, len(fz.order), func(buf []byte, lo, hi int) []byte {
+		for _, r := range fz.order[lo:hi] {
+			e := &fz.entries[r.slot]
+			buf = image.AppendHashmapRecord(buf, e.key, e.value)
 		}
-		wg.Wait()
-		for _, b := range bufs {
-			if _, err := dw.Write(b); err != nil {
-				return 0, "", fmt.Errorf("writing %s: %w", path, err)
-			}
-		}
-	}
-	var tr [hashmapTrailerLen]byte
-	binary.BigEndian.PutUint64(tr[:], uint64(len(fz.order)))
-	binary.BigEndian.PutUint32(tr[8:], dw.crc)
-	copy(tr[12:], hashmapEndMagic)
-	if _, err := dw.Write(tr[:]); err != nil {
-		return 0, "", fmt.Errorf("writing %s: %w", path, err)
-	}
-	// No fsync: the image only has to outlive the upload within this
-	// process; durability comes from the checkpoint storage.
-	if err := f.Close(); err != nil {
-		return 0, "", fmt.Errorf("closing %s: %w", path, err)
-	}
-	return dw.n, hex.EncodeToString(dw.sha.Sum(nil)), nil
-}
-
-func (fz *frozenHashmap) encodeRecords(buf []byte, refs []slotRef) []byte {
-	for _, r := range refs {
-		e := &fz.entries[r.slot]
-		buf = binary.AppendUvarint(buf, uint64(len(e.key)))
-		buf = append(buf, e.key...)
-		buf = binary.AppendUvarint(buf, uint64(len(e.value)))
-		buf = append(buf, e.value...)
-	}
-	return buf
+		return buf
+	})
 }
 
 // keyGroupRange reads the lowest and highest key group off the sorted

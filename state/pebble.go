@@ -6,13 +6,11 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
-	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/state/image"
 )
 
 // Layout of a rocksdb store directory:
@@ -86,21 +84,15 @@ type pebbleStore struct {
 	storeID string
 	db      *pebble.DB
 	batch   *pebble.Batch
-	// sums caches the size and SHA-256 of SSTs this incarnation has already
-	// described, by local name: SSTs are immutable, so a Seal hashes only new
-	// ones.
-	sums map[string]fileSum
+	// sums describes this incarnation's images; it caches the size and
+	// SHA-256 of SSTs already described, so a Seal hashes only new ones.
+	sums *image.PebbleDescriber
 
 	empty   bool // no entry was ever written to this DB
 	full    bool // the next snapshot is full
 	cleared bool // the full snapshot in progress has cleared the store
 	lastID  int64
 	writer  pebbleWriter
-}
-
-type fileSum struct {
-	size   int64
-	sha256 string
 }
 
 func openPebble(dir string) (*pebbleStore, error) {
@@ -144,7 +136,7 @@ func (s *pebbleStore) openDB(existing bool) error {
 	if err != nil {
 		return fmt.Errorf("opening pebble in %s: %w", s.dbDir, err)
 	}
-	s.db, s.batch, s.storeID, s.sums = db, db.NewBatch(), id, make(map[string]fileSum)
+	s.db, s.batch, s.storeID, s.sums = db, db.NewBatch(), id, image.NewPebbleDescriber(id)
 	return nil
 }
 
@@ -256,76 +248,7 @@ func (s *pebbleStore) seal(id int64) (*Image, error) {
 
 // describe lists the files of a Pebble checkpoint directory.
 func (s *pebbleStore) describe(id int64, dir string) (*Image, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	im := &Image{Kind: RocksDB, Dir: dir, Files: make([]File, len(entries))}
-	var toHash []int
-	sums := make(map[string]fileSum, len(entries))
-	for i, e := range entries {
-		name := e.Name()
-		f := &im.Files[i]
-		f.LocalName = name
-		if f.Shared = strings.HasSuffix(name, ".sst"); f.Shared {
-			f.Name = s.storeID + "-" + name
-			if sum, ok := s.sums[name]; ok {
-				f.Size, f.SHA256 = sum.size, sum.sha256
-				sums[name] = sum
-				continue
-			}
-		} else {
-			f.Name = privateName(s.storeID, id, name)
-		}
-		toHash = append(toHash, i)
-	}
-	if err := hashFiles(dir, im.Files, toHash); err != nil {
-		return nil, err
-	}
-	for _, f := range im.Files {
-		im.Bytes += f.Size
-		if f.Shared {
-			sums[f.LocalName] = fileSum{f.Size, f.SHA256}
-		}
-	}
-	s.sums = sums // forget SSTs that compactions removed
-	return im, nil
-}
-
-// hashFiles fills in Size and SHA256 of files[i] for i in which, in parallel
-// when there are several: a full snapshot's new SSTs amount to the whole
-// state and are hashed during the synchronous part of the checkpoint.
-func hashFiles(dir string, files []File, which []int) error {
-	workers := min(len(which), runtime.GOMAXPROCS(0))
-	if workers == 0 {
-		return nil
-	}
-	errs := make([]error, len(which))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				f := &files[which[j]]
-				path := filepath.Join(dir, f.LocalName)
-				st, err := os.Stat(path)
-				if err != nil {
-					errs[j] = err
-					continue
-				}
-				f.Size = st.Size()
-				f.SHA256, errs[j] = fileSHA256(path)
-			}
-		}()
-	}
-	for j := range which {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
-	return errors.Join(errs...)
+	return s.sums.Describe(id, dir)
 }
 
 // keyGroupRange returns the lowest and highest key group in the DB,

@@ -34,29 +34,23 @@
 package state
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/state/image"
 )
 
 // Kind is a state backend, the value of 'state.backend.type'.
-type Kind string
+type Kind = image.Kind
 
 const (
 	// Hashmap keeps entries in Go memory; every image is a full snapshot.
-	Hashmap Kind = "hashmap"
+	Hashmap = image.Hashmap
 	// RocksDB keeps entries in a Pebble LSM; images share SST files, so
 	// checkpoints can be incremental.
-	RocksDB Kind = "rocksdb"
+	RocksDB = image.RocksDB
 )
 
 // ParseKind parses 'state.backend.type': hashmap, rocksdb, or pebble (a
@@ -103,66 +97,11 @@ type Store interface {
 	Close() error
 }
 
-// Image is a sealed local snapshot of a store.
-type Image struct {
-	Kind Kind
-	// Dir is the local directory holding Files under their LocalName.
-	Dir   string
-	Files []File
-	// KeyGroups is the lowest and highest key group present, KeyGroupNone
-	// entries excluded; [-1, -1] when there is none.
-	KeyGroups [2]int
-	// Bytes is the total size of Files.
-	Bytes int64
-
-	// finish, when set, writes Files; Files and Bytes are incomplete until
-	// Finish has run it.
-	finish func() error
-}
-
-// Finish writes the files of an image that Freeze returned before they were
-// written, and is a no-op for any other image. Files and Bytes are final
-// only after it returned nil. It must not run concurrently with itself or
-// Discard.
-func (im *Image) Finish() error {
-	if im == nil || im.finish == nil {
-		return nil
-	}
-	f := im.finish
-	im.finish = nil
-	return f()
-}
+// Image is a sealed local snapshot of a store (see package image).
+type Image = image.Image
 
 // File is one file of an Image.
-type File struct {
-	// Name is unique across store incarnations (see the package comment);
-	// the checkpoint package uploads the file under it.
-	Name string
-	// LocalName is the file's name inside the image directory and, on
-	// restore, inside the store's directory.
-	LocalName string
-	Size      int64
-	SHA256    string // hex
-	// Shared marks a file that is immutable and may be referenced by later
-	// images (Pebble SSTs); other files belong to one checkpoint.
-	Shared bool
-}
-
-// Discard removes the image's local files. It may run concurrently with the
-// store that sealed the image.
-func (im *Image) Discard() error {
-	if im == nil || im.Dir == "" {
-		return nil
-	}
-	if err := os.RemoveAll(im.Dir); err != nil {
-		return fmt.Errorf("state: discarding %s image %s: %w", im.Kind, im.Dir, err)
-	}
-	// A closed store leaves its directory behind only while images are
-	// outstanding; the last one out removes it. A live store's directory is
-	// not empty, so this fails harmlessly.
-	_ = os.Remove(filepath.Dir(im.Dir))
-	return nil
-}
+type File = image.File
 
 // Open creates an empty store in dir, which must not exist or be empty.
 func Open(kind Kind, dir string) (Store, error) {
@@ -262,101 +201,20 @@ type readerFunc func(fn func(keyGroup int, key, value []byte) error) error
 
 func (f readerFunc) Each(fn func(keyGroup int, key, value []byte) error) error { return f(fn) }
 
-// Files and directories.
+// Files and directories: package image owns them, shared with state/kv.
 
-// newStoreID returns a random id naming one store incarnation's files.
-func newStoreID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("generating store id: %w", err)
-	}
-	b[6] = b[6]&0x0f | 0x40 // RFC 9562 version 4
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
-}
+func newStoreID() (string, error) { return image.NewStoreID() }
 
 func privateName(storeID string, id int64, local string) string {
-	return fmt.Sprintf("%s-%d-%s", storeID, id, local)
+	return image.PrivateName(storeID, id, local)
 }
 
-func imageDirName(id int64) string { return fmt.Sprintf("chk-%d", id) }
+func imageDirName(id int64) string { return image.DirName(id) }
 
-// prepareEmptyDir creates dir, or accepts it when it exists and is empty.
-func prepareEmptyDir(dir string) error {
-	if dir == "" {
-		return errors.New("empty directory name")
-	}
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("creating %s: %w", dir, err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading %s: %w", dir, err)
-	case len(entries) > 0:
-		return fmt.Errorf("directory %s is not empty (%d entries, first %q)", dir, len(entries), entries[0].Name())
-	}
-	return nil
-}
+func prepareEmptyDir(dir string) error { return image.PrepareEmptyDir(dir) }
 
-// checkLocalName rejects names that would escape the directory they are
-// meant to live in; they come from checkpoint metadata.
-func checkLocalName(name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || name != filepath.Base(name) {
-		return fmt.Errorf("invalid local file name %q", name)
-	}
-	return nil
-}
+func checkLocalName(name string) error { return image.CheckLocalName(name) }
 
-// verifyFiles checks that every file of an image is present in dir with its
-// recorded size and checksum.
-func verifyFiles(dir string, files []File) error {
-	if len(files) == 0 {
-		return fmt.Errorf("image in %s has no files", dir)
-	}
-	seen := make(map[string]bool, len(files))
-	for _, f := range files {
-		if err := checkLocalName(f.LocalName); err != nil {
-			return fmt.Errorf("file %s: %w", f.Name, err)
-		}
-		if seen[f.LocalName] {
-			return fmt.Errorf("file %s: local name %s listed twice", f.Name, f.LocalName)
-		}
-		seen[f.LocalName] = true
-		path := filepath.Join(dir, f.LocalName)
-		st, err := os.Stat(path)
-		if err != nil {
-			return fmt.Errorf("file %s (%s): %w", f.Name, f.LocalName, err)
-		}
-		if st.Size() != f.Size {
-			return fmt.Errorf("file %s: %s has %d bytes, the image recorded %d (truncated or corrupt download?)", f.Name, path, st.Size(), f.Size)
-		}
-		if f.SHA256 == "" {
-			continue
-		}
-		sum, err := fileSHA256(path)
-		if err != nil {
-			return fmt.Errorf("file %s: %w", f.Name, err)
-		}
-		if sum != strings.ToLower(f.SHA256) {
-			return fmt.Errorf("file %s: %s has SHA-256 %s, the image recorded %s (corrupt download?)", f.Name, path, sum, f.SHA256)
-		}
-	}
-	return nil
-}
+func verifyFiles(dir string, files []File) error { return image.VerifyFiles(dir, files) }
 
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+func fileSHA256(path string) (string, error) { return image.FileSHA256(path) }

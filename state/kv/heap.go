@@ -1,0 +1,479 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/flinksql/flinksql/state/image"
+)
+
+const (
+	heapImageName = "kv-hashmap.state"
+	// heapMarker keeps a live backend's directory non-empty, so that the
+	// last Image.Discard removes it only after close.
+	heapMarker = "kv-hashmap.store"
+	// heapEntryOverhead approximates the bytes an entry costs beyond its
+	// key and value: its slot, its map bucket share and string header.
+	heapEntryOverhead = 64
+)
+
+// Marks of a heap entry for change tracking.
+const (
+	markDirty     = 1 // changed since the last writeChanges
+	markPersisted = 2 // written by a writeChanges (or loaded)
+)
+
+// heapEngine keeps entries in a Go map from stored key to slot. Map-state
+// entries are also indexed per bucket, sorted, for iteration.
+//
+// Copy-on-write: a snapshot copies the slot headers and bumps gen; a value
+// buffer allocated in an earlier generation may belong to an image still
+// being written, so a put replaces it instead of overwriting it. Keys are
+// never written after creation.
+type heapEngine struct {
+	dir     string
+	storeID string
+	index   map[string]uint32
+	ents    []heapEntry
+	free    []uint32
+	buckets map[string]*heapBucket
+	gen     uint32
+	live    int
+	bytes   int64
+	lastID  int64
+
+	// last is the slot of the last key looked up, lastOK whether it is
+	// still that key's: an operator reads a key and then writes it, and
+	// the write then skips the second map lookup.
+	last   uint32
+	lastOK bool
+
+	tracking bool // a writeChanges happened: record changes from now on
+	dirty    []uint32
+	dels     []byte
+	delEnds  []int
+	cursor   int
+}
+
+type heapEntry struct {
+	key   string // shares its allocation with the first version of val
+	val   []byte
+	gen   uint32
+	marks uint8
+	used  bool
+}
+
+// heapBucket lists the slots of one map-state bucket in key order.
+type heapBucket struct{ slots []uint32 }
+
+func openHeap(dir string) (*heapEngine, error) {
+	id, err := image.NewStoreID()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, heapMarker), nil, 0o644); err != nil {
+		return nil, err
+	}
+	return &heapEngine{dir: dir, storeID: id, index: make(map[string]uint32), buckets: make(map[string]*heapBucket)}, nil
+}
+
+// restoreHeap loads the image file among files (downloaded into dir).
+func restoreHeap(dir string, files []image.File) (*heapEngine, error) {
+	if len(files) != 1 || files[0].LocalName == heapMarker {
+		return nil, fmt.Errorf("a hashmap image has exactly one state file, got %d files", len(files))
+	}
+	path := filepath.Join(dir, files[0].LocalName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	e, err := openHeap(dir)
+	if err != nil {
+		return nil, err
+	}
+	var perr error
+	err = image.ReadHashmap(data, func(k []byte) bool {
+		_, err := validStored(k)
+		return err == nil
+	}, func(count uint64) {
+		e.index = make(map[string]uint32, count)
+		e.ents = make([]heapEntry, 0, count)
+	}, func(k, v []byte) {
+		if perr == nil {
+			perr = e.put(k, v)
+		}
+	})
+	if err == nil {
+		err = perr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s (file %s): %w", path, files[0].Name, err)
+	}
+	// The entries are in memory; the download is no longer needed.
+	if err := os.Remove(path); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// validStored checks a stored key read from an image or stream.
+func validStored(k []byte) (parsedKey, error) {
+	if len(k) >= 2 && storedKeyGroup(k) == KeyGroupNone {
+		if !bytes.HasPrefix(k, registryPrefix) {
+			return parsedKey{}, fmt.Errorf("stored key %x outside key groups is not a state declaration", prefix32(k))
+		}
+		return parsedKey{keyGroup: KeyGroupNone}, nil
+	}
+	p, err := parseKey(k)
+	if err == nil && p.keyGroup >= MaxKeyGroups {
+		err = fmt.Errorf("stored key %x: key group %d out of range", prefix32(k), p.keyGroup)
+	}
+	return p, err
+}
+
+// lookup finds k's slot.
+func (e *heapEngine) lookup(k []byte) (uint32, bool) {
+	if e.lastOK && e.ents[e.last].key == string(k) {
+		return e.last, true
+	}
+	slot, ok := e.index[string(k)]
+	if ok {
+		e.last, e.lastOK = slot, true
+	}
+	return slot, ok
+}
+
+func (e *heapEngine) get(k []byte) ([]byte, bool, error) {
+	slot, ok := e.lookup(k)
+	if !ok {
+		return nil, false, nil
+	}
+	return e.ents[slot].val, true, nil
+}
+
+func (e *heapEngine) touch(slot uint32) {
+	ent := &e.ents[slot]
+	if e.tracking && ent.marks&markDirty == 0 {
+		ent.marks |= markDirty
+		e.dirty = append(e.dirty, slot)
+	}
+}
+
+// writable returns slot's value buffer ready to take n bytes, keeping its
+// first keep bytes: in place when this generation owns it and it is large
+// enough, else a new buffer (a frozen image may still read the old one).
+func (e *heapEngine) writable(slot uint32, keep, n int) []byte {
+	ent := &e.ents[slot]
+	if ent.gen == e.gen && cap(ent.val) >= n {
+		return ent.val[:keep]
+	}
+	nv := make([]byte, keep, n+n/4)
+	copy(nv, ent.val[:keep])
+	e.bytes += int64(cap(nv) - cap(ent.val))
+	ent.val, ent.gen = nv, e.gen
+	return nv
+}
+
+func (e *heapEngine) put(k, v []byte) error {
+	if slot, ok := e.lookup(k); ok {
+		buf := e.writable(slot, 0, len(v))
+		e.ents[slot].val = append(buf, v...)
+		e.touch(slot)
+		return nil
+	}
+	e.add(k, v)
+	return nil
+}
+
+func (e *heapEngine) appendValue(k, suffix []byte) error {
+	if slot, ok := e.lookup(k); ok {
+		ent := &e.ents[slot]
+		n := len(ent.val)
+		buf := e.writable(slot, n, n+len(suffix))
+		ent.val = append(buf, suffix...)
+		e.touch(slot)
+		return nil
+	}
+	e.add(k, suffix)
+	return nil
+}
+
+// add stores a new entry; key and value share one allocation.
+func (e *heapEngine) add(k, v []byte) {
+	buf := make([]byte, len(k)+len(v))
+	copy(buf, k)
+	copy(buf[len(k):], v)
+	ent := heapEntry{
+		key:  unsafe.String(unsafe.SliceData(buf), len(k)),
+		val:  buf[len(k):len(buf):len(buf)],
+		gen:  e.gen,
+		used: true,
+	}
+	var slot uint32
+	if n := len(e.free); n > 0 {
+		slot = e.free[n-1]
+		e.free = e.free[:n-1]
+		e.ents[slot] = ent
+	} else {
+		slot = uint32(len(e.ents))
+		e.ents = append(e.ents, ent)
+	}
+	e.index[ent.key] = slot
+	e.live++
+	e.bytes += int64(len(buf)) + heapEntryOverhead
+	if bl := bucketLen(k); bl > 0 {
+		b := e.buckets[string(k[:bl])]
+		if b == nil {
+			b = &heapBucket{}
+			e.buckets[ent.key[:bl]] = b
+		}
+		i := e.bucketSearch(b, ent.key)
+		b.slots = slices.Insert(b.slots, i, slot)
+	}
+	e.touch(slot)
+}
+
+// bucketSearch is the position of key in b's slots.
+func (e *heapEngine) bucketSearch(b *heapBucket, key string) int {
+	i, _ := slices.BinarySearchFunc(b.slots, key, func(s uint32, key string) int {
+		return strings.Compare(e.ents[s].key, key)
+	})
+	return i
+}
+
+func (e *heapEngine) del(k []byte) error {
+	slot, ok := e.lookup(k)
+	if !ok {
+		return nil
+	}
+	e.lastOK = false
+	ent := &e.ents[slot]
+	if bl := bucketLen(k); bl > 0 {
+		if b := e.buckets[string(k[:bl])]; b != nil {
+			i := e.bucketSearch(b, ent.key)
+			if i < len(b.slots) && b.slots[i] == slot {
+				b.slots = slices.Delete(b.slots, i, i+1)
+			}
+			if len(b.slots) == 0 {
+				delete(e.buckets, string(k[:bl]))
+			}
+		}
+	}
+	if e.tracking && ent.marks&markPersisted != 0 {
+		e.dels = append(e.dels, ent.key...)
+		e.delEnds = append(e.delEnds, len(e.dels))
+	}
+	delete(e.index, ent.key)
+	e.bytes -= int64(len(ent.key)+cap(ent.val)) + heapEntryOverhead
+	*ent = heapEntry{}
+	e.free = append(e.free, slot)
+	e.live--
+	return nil
+}
+
+func (e *heapEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, v []byte) bool) error {
+	b := e.buckets[string(bucket)]
+	if b == nil {
+		return nil
+	}
+	visit := func(s uint32) bool {
+		ent := &e.ents[s]
+		return fn(unsafe.Slice(unsafe.StringData(ent.key), len(ent.key)), ent.val)
+	}
+	if !reverse {
+		i := 0
+		if from != nil {
+			i = e.bucketSearch(b, string(bucket)+string(from))
+		}
+		for ; i < len(b.slots); i++ {
+			if !visit(b.slots[i]) {
+				return nil
+			}
+		}
+		return nil
+	}
+	i := len(b.slots) - 1
+	if from != nil {
+		bound := string(bucket) + string(from)
+		j := e.bucketSearch(b, bound)
+		if j < len(b.slots) && e.ents[b.slots[j]].key == bound {
+			i = j
+		} else {
+			i = j - 1
+		}
+	}
+	for ; i >= 0; i-- {
+		if !visit(b.slots[i]) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// sorted returns the live slots of ents with lo <= key < hi, in key order.
+func sortedSlots(ents []heapEntry, lo, hi []byte, filter func(k, v []byte) bool) []uint32 {
+	var out []uint32
+	for s := range ents {
+		ent := &ents[s]
+		if !ent.used || ent.key < string(lo) || (hi != nil && ent.key >= string(hi)) {
+			continue
+		}
+		if filter != nil && filter(unsafe.Slice(unsafe.StringData(ent.key), len(ent.key)), ent.val) {
+			continue
+		}
+		out = append(out, uint32(s))
+	}
+	slices.SortFunc(out, func(a, b uint32) int { return strings.Compare(ents[a].key, ents[b].key) })
+	return out
+}
+
+func (e *heapEngine) each(lo, hi []byte, fn func(k, v []byte) error) error {
+	for _, s := range sortedSlots(e.ents, lo, hi, nil) {
+		ent := &e.ents[s]
+		if err := fn(unsafe.Slice(unsafe.StringData(ent.key), len(ent.key)), ent.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapshot copies the slot headers (not keys and values, immutable from
+// now on: see gen) and leaves sorting, encoding and writing to
+// Image.Finish, so the synchronous part is one sequential copy.
+func (e *heapEngine) snapshot(id int64, expired func(k, v []byte) bool) (*image.Image, error) {
+	if id <= e.lastID {
+		return nil, fmt.Errorf("checkpoint %d is not after the last snapshot (%d)", id, e.lastID)
+	}
+	dir := filepath.Join(e.dir, image.DirName(id))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	frozen := slices.Clone(e.ents)
+	e.gen++
+	e.lastID = id
+	im := &image.Image{
+		Kind:      image.Hashmap,
+		Dir:       dir,
+		Files:     []image.File{{Name: image.PrivateName(e.storeID, id, heapImageName), LocalName: heapImageName}},
+		KeyGroups: [2]int{-1, -1},
+	}
+	im.Defer(func() error {
+		order := sortedSlots(frozen, nil, nil, expired)
+		for _, s := range order {
+			if kg := storedKeyGroup([]byte(frozen[s].key[:2])); kg != KeyGroupNone {
+				if im.KeyGroups[0] < 0 {
+					im.KeyGroups[0] = kg
+				}
+				im.KeyGroups[1] = kg
+			}
+		}
+		size, sum, err := image.WriteHashmap(filepath.Join(dir, heapImageName), len(order), func(buf []byte, lo, hi int) []byte {
+			for _, s := range order[lo:hi] {
+				buf = image.AppendHashmapRecord(buf, frozen[s].key, frozen[s].val)
+			}
+			return buf
+		})
+		if err != nil {
+			return fmt.Errorf("writing hashmap image for checkpoint %d: %w", id, err)
+		}
+		im.Files[0].Size, im.Files[0].SHA256, im.Bytes = size, sum, size
+		return nil
+	})
+	return im, nil
+}
+
+func (e *heapEngine) writeChanges(w EntryWriter) error {
+	put := func(ent *heapEntry) error {
+		ent.marks = markPersisted
+		return w.Put(storedKeyGroup([]byte(ent.key[:2])), []byte(ent.key[kgLen:]), ent.val)
+	}
+	if w.Full() || !e.tracking {
+		// Entries not written again are dropped by a full write; their
+		// pending deletes are moot.
+		for s := range e.ents {
+			if ent := &e.ents[s]; ent.used {
+				if err := put(ent); err != nil {
+					return err
+				}
+			}
+		}
+	} else {
+		start := 0
+		for _, end := range e.delEnds {
+			k := e.dels[start:end]
+			if err := w.Delete(storedKeyGroup(k), k[kgLen:]); err != nil {
+				return err
+			}
+			start = end
+		}
+		for _, s := range e.dirty {
+			if ent := &e.ents[s]; ent.used && ent.marks&markDirty != 0 {
+				if err := put(ent); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	e.dirty, e.dels, e.delEnds = e.dirty[:0], e.dels[:0], e.delEnds[:0]
+	e.tracking = true
+	return nil
+}
+
+func (e *heapEngine) load(r EntryReader) error {
+	var k []byte
+	err := r.Each(func(kg int, key, value []byte) error {
+		k = binary.BigEndian.AppendUint16(k[:0], uint16(kg))
+		k = append(k, key...)
+		if _, err := validStored(k); err != nil {
+			return err
+		}
+		if got := storedKeyGroup(k); got != kg {
+			return fmt.Errorf("entry %x in key group %d encodes key group %d", prefix32(key), kg, got)
+		}
+		return e.put(k, value)
+	})
+	if err != nil {
+		return err
+	}
+	for s := range e.ents {
+		e.ents[s].marks = markPersisted
+	}
+	e.dirty = e.dirty[:0]
+	e.tracking = true
+	return nil
+}
+
+func (e *heapEngine) cleanup(n int, expired func(k, v []byte) bool) error {
+	for range min(n, len(e.ents)) {
+		if e.cursor >= len(e.ents) {
+			e.cursor = 0
+		}
+		ent := &e.ents[e.cursor]
+		e.cursor++
+		if ent.used && expired(unsafe.Slice(unsafe.StringData(ent.key), len(ent.key)), ent.val) {
+			if err := e.del([]byte(ent.key)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (e *heapEngine) sizes() Sizes {
+	return Sizes{Entries: int64(e.live), EntriesExact: true, MemoryBytes: e.bytes}
+}
+
+func (e *heapEngine) close() error {
+	e.index, e.ents, e.buckets, e.free = nil, nil, nil, nil
+	if err := os.Remove(filepath.Join(e.dir, heapMarker)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	_ = os.Remove(e.dir) // only if no image is outstanding
+	return nil
+}

@@ -1,0 +1,675 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/flinksql/flinksql/state/image"
+)
+
+// Layout of a rocksdb backend directory:
+//
+//	<dir>/db/        the working Pebble DB (WAL disabled: durability comes
+//	                 from checkpoints)
+//	<dir>/chk-<id>/  the image of checkpoint <id>: a Pebble checkpoint, SSTs
+//	                 hard-linked from db/, until Image.Discard
+const pebbleDBDir = "db"
+
+// Cache entry flags.
+const (
+	fUsed    = 1 << iota // the slot holds an entry
+	fPresent             // the key has a value (else: known absent, or deleted)
+	fDirty               // the entry differs from what Pebble holds
+	fRef                 // accessed since the clock hand last passed
+)
+
+// cacheEntryOverhead approximates what an entry costs beyond its buffer:
+// its slot and its share of the index map.
+const cacheEntryOverhead = 80
+
+// pebbleEngine holds the working state in Pebble behind a write-back cache
+// of hot entries with CLOCK replacement. A hit costs a map lookup; repeated
+// writes of a key fold into its cache entry and reach Pebble once, when the
+// entry is evicted or at a snapshot. Evicted dirty entries go into an
+// indexed batch (so reads of them see it) committed when it grows past its
+// share of the budget. The cache also remembers keys known to be absent,
+// so creating a key costs one Pebble lookup, not one per access.
+type pebbleEngine struct {
+	dir, dbDir string
+	desc       *image.PebbleDescriber
+	db         *pebble.DB
+	batch      *pebble.Batch
+	batchLimit int
+	memtable   int64
+	blockCache int64
+	lastID     int64
+
+	index    map[string]uint32
+	ents     []cacheEntry
+	free     []uint32
+	spare    []byte // buffer of the last evicted entry, for the next insert
+	hand     int
+	bytes    int64
+	limit    int64
+	dirty    []uint32 // slots made dirty since the last flush (may be stale)
+	mapDirty []uint32 // the same, for keys of map states
+
+	last   uint32 // the slot lookup found last (lastOK: if any)
+	lastOK bool
+
+	tracking bool                // a writeChanges happened: record changes
+	changed  map[string]struct{} // keys changed since the last writeChanges
+	cursor   []byte              // where the TTL cleanup continues
+	scanBuf  []byte
+	loBuf    []byte
+	hiBuf    []byte
+}
+
+type cacheEntry struct {
+	buf   []byte // key, then value
+	klen  int32
+	flags uint8
+}
+
+func (c *cacheEntry) key() []byte   { return c.buf[:c.klen] }
+func (c *cacheEntry) value() []byte { return c.buf[c.klen:] }
+
+// budgetSplit divides a memory budget: memtables (two of budget/8 each),
+// Pebble's block cache (budget/4), the batch of evicted writes
+// (budget/16), and the write-back cache (the rest, 7/16).
+func budgetSplit(cfg Config) (cache, memtable, blockCache int64, batch int) {
+	b := cfg.MemoryBudget
+	memtable, blockCache, batch = b/8, b/4, int(b/16)
+	cache = b - 2*memtable - blockCache - int64(batch)
+	if cfg.CacheBytes > 0 {
+		cache = cfg.CacheBytes
+	}
+	return cache, memtable, blockCache, batch
+}
+
+// openPebble creates the working DB in dir, or, with files, opens the
+// downloaded image of files as the working DB.
+func openPebble(dir string, cfg Config, files []image.File) (*pebbleEngine, error) {
+	cacheBytes, memtable, blockCache, batch := budgetSplit(cfg)
+	e := &pebbleEngine{
+		dir: dir, dbDir: filepath.Join(dir, pebbleDBDir),
+		batchLimit: batch, memtable: memtable, blockCache: blockCache, limit: cacheBytes,
+		index: make(map[string]uint32),
+	}
+	if files != nil {
+		if err := os.Mkdir(e.dbDir, 0o755); err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if err := os.Rename(filepath.Join(dir, f.LocalName), filepath.Join(e.dbDir, f.LocalName)); err != nil {
+				return nil, fmt.Errorf("file %s: %w", f.Name, err)
+			}
+		}
+	}
+	id, err := image.NewStoreID()
+	if err != nil {
+		return nil, err
+	}
+	opts := workingOptions(memtable, blockCache)
+	opts.ErrorIfNotExists = files != nil
+	opts.ErrorIfExists = files == nil
+	db, err := pebble.Open(e.dbDir, opts)
+	opts.Cache.Unref() // the DB holds its own reference
+	if err != nil {
+		return nil, fmt.Errorf("opening pebble in %s: %w", e.dbDir, err)
+	}
+	e.db, e.batch, e.desc = db, db.NewIndexedBatch(), image.NewPebbleDescriber(id)
+	e.desc.Inherit(files)
+	return e, nil
+}
+
+// workingOptions tunes Pebble for working state: point reads of entries
+// the cache lacks (bloom filters spare the reads of SSTs without the key,
+// which is every SST for a key being created), writes in batches, and
+// snapshots by checkpoint. Stalls are avoided: an operator blocked on
+// Pebble blocks its whole pipeline.
+func workingOptions(memtable, blockCache int64) *pebble.Options {
+	o := &pebble.Options{
+		DisableWAL:                  true,
+		FormatMajorVersion:          pebble.FormatNewest,
+		Logger:                      pebbleLogger{},
+		MemTableSize:                uint64(memtable),
+		MemTableStopWritesThreshold: 2,
+		L0CompactionThreshold:       6,
+		L0StopWritesThreshold:       1 << 10,
+		MaxManifestFileSize:         1 << 20,
+		Cache:                       pebble.NewCache(blockCache),
+		MaxOpenFiles:                256,
+	}
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	o.EventListener = &pebble.EventListener{DataCorruption: func(info pebble.DataCorruptionInfo) {
+		o.Logger.Errorf("%s", info)
+	}}
+	return o
+}
+
+// pebbleLogger keeps Pebble's informational chatter out of the engine's
+// output and keeps its errors.
+type pebbleLogger struct{}
+
+func (pebbleLogger) Infof(string, ...any) {}
+func (pebbleLogger) Errorf(format string, args ...any) {
+	log.Printf("kv: pebble: "+format, args...)
+}
+func (pebbleLogger) Fatalf(format string, args ...any) { pebble.DefaultLogger.Fatalf(format, args...) }
+
+// lookup finds k's cache slot; like the heap engine it remembers the last
+// one, which a write after a read of the same key then finds without a map
+// lookup.
+func (e *pebbleEngine) lookup(k []byte) (uint32, bool) {
+	if e.lastOK {
+		if c := &e.ents[e.last]; c.flags&fUsed != 0 && string(c.buf[:c.klen]) == string(k) {
+			return e.last, true
+		}
+	}
+	slot, ok := e.index[string(k)]
+	if ok {
+		e.last, e.lastOK = slot, true
+	}
+	return slot, ok
+}
+
+// fetch brings k into the cache from Pebble (through the batch).
+func (e *pebbleEngine) fetch(k []byte) (uint32, error) {
+	v, closer, err := e.batch.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return e.insert(k, nil, 0)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading key %x: %w", prefix32(k), err)
+	}
+	slot, err := e.insert(k, v, fPresent)
+	if cerr := closer.Close(); err == nil {
+		err = cerr
+	}
+	return slot, err
+}
+
+// insert adds an entry for the absent key k, evicting others to make room.
+func (e *pebbleEngine) insert(k, v []byte, flags uint8) (uint32, error) {
+	need := len(k) + len(v)
+	for e.bytes+int64(need)+cacheEntryOverhead > e.limit && len(e.index) > 0 {
+		if err := e.evict(); err != nil {
+			return 0, err
+		}
+	}
+	var buf []byte
+	if cap(e.spare) >= need && cap(e.spare) <= 2*need+64 {
+		buf, e.spare = e.spare[:need], nil
+	} else {
+		buf = make([]byte, need)
+	}
+	copy(buf, k)
+	copy(buf[len(k):], v)
+	var slot uint32
+	if n := len(e.free); n > 0 {
+		slot = e.free[n-1]
+		e.free = e.free[:n-1]
+	} else {
+		slot = uint32(len(e.ents))
+		e.ents = append(e.ents, cacheEntry{})
+	}
+	e.ents[slot] = cacheEntry{buf: buf, klen: int32(len(k)), flags: flags | fUsed | fRef}
+	e.index[unsafe.String(unsafe.SliceData(buf), len(k))] = slot
+	e.bytes += int64(cap(buf)) + cacheEntryOverhead
+	if flags&fDirty != 0 {
+		e.noteDirty(slot, k)
+	}
+	return slot, nil
+}
+
+func (e *pebbleEngine) noteDirty(slot uint32, k []byte) {
+	e.dirty = append(e.dirty, slot)
+	if k[kgLen]&0x80 != 0 {
+		e.mapDirty = append(e.mapDirty, slot)
+	}
+}
+
+// evict removes the entry under the clock hand that was not referenced
+// since the hand last passed, writing it back when dirty.
+func (e *pebbleEngine) evict() error {
+	for {
+		if e.hand >= len(e.ents) {
+			e.hand = 0
+		}
+		slot := uint32(e.hand)
+		c := &e.ents[slot]
+		e.hand++
+		if c.flags&fUsed == 0 {
+			continue
+		}
+		if c.flags&fRef != 0 {
+			c.flags &^= fRef
+			continue
+		}
+		if err := e.writeBack(c); err != nil {
+			return err
+		}
+		delete(e.index, unsafe.String(unsafe.SliceData(c.buf), int(c.klen)))
+		e.bytes -= int64(cap(c.buf)) + cacheEntryOverhead
+		e.spare = c.buf
+		*c = cacheEntry{}
+		e.free = append(e.free, slot)
+		return nil
+	}
+}
+
+// writeBack puts a dirty entry into the batch.
+func (e *pebbleEngine) writeBack(c *cacheEntry) error {
+	if c.flags&fDirty == 0 {
+		return nil
+	}
+	var err error
+	if c.flags&fPresent != 0 {
+		err = e.batch.Set(c.key(), c.value(), nil)
+	} else {
+		err = e.batch.Delete(c.key(), nil)
+	}
+	if err != nil {
+		return fmt.Errorf("writing key %x: %w", prefix32(c.key()), err)
+	}
+	c.flags &^= fDirty
+	if e.batch.Len() >= e.batchLimit {
+		return e.commit()
+	}
+	return nil
+}
+
+func (e *pebbleEngine) commit() error {
+	if e.batch.Empty() {
+		return nil
+	}
+	if err := e.batch.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("committing %d writes: %w", e.batch.Count(), err)
+	}
+	e.batch.Reset()
+	return nil
+}
+
+// flush writes every dirty entry back (of map states only, when onlyMaps).
+func (e *pebbleEngine) flush(onlyMaps bool) error {
+	list := &e.dirty
+	if onlyMaps {
+		list = &e.mapDirty
+	}
+	for _, slot := range *list {
+		if c := &e.ents[slot]; c.flags&(fUsed|fDirty) == fUsed|fDirty {
+			if err := e.writeBack(c); err != nil {
+				return err
+			}
+		}
+	}
+	*list = (*list)[:0]
+	if !onlyMaps {
+		e.mapDirty = e.mapDirty[:0]
+	}
+	return nil
+}
+
+func (e *pebbleEngine) track(k []byte) {
+	if e.tracking {
+		if _, ok := e.changed[string(k)]; !ok {
+			e.changed[string(k)] = struct{}{}
+		}
+	}
+}
+
+func (e *pebbleEngine) get(k []byte) ([]byte, bool, error) {
+	slot, ok := e.lookup(k)
+	if !ok {
+		var err error
+		if slot, err = e.fetch(k); err != nil {
+			return nil, false, err
+		}
+	}
+	c := &e.ents[slot]
+	c.flags |= fRef
+	if c.flags&fPresent == 0 {
+		return nil, false, nil
+	}
+	return c.value(), true, nil
+}
+
+// set makes v the value of cached slot, growing its buffer if needed.
+func (e *pebbleEngine) set(slot uint32, v []byte, keep int) {
+	c := &e.ents[slot]
+	need := int(c.klen) + keep + len(v)
+	if cap(c.buf) < need {
+		nb := make([]byte, int(c.klen)+keep, need+need/4)
+		copy(nb, c.buf[:int(c.klen)+keep])
+		delete(e.index, unsafe.String(unsafe.SliceData(c.buf), int(c.klen)))
+		e.bytes += int64(cap(nb) - cap(c.buf))
+		c.buf = nb
+		e.index[unsafe.String(unsafe.SliceData(nb), int(c.klen))] = slot
+	}
+	c.buf = append(c.buf[:int(c.klen)+keep], v...)
+	if c.flags&fDirty == 0 {
+		e.noteDirty(slot, c.key())
+	}
+	c.flags |= fPresent | fDirty | fRef
+}
+
+func (e *pebbleEngine) put(k, v []byte) error {
+	e.track(k)
+	if slot, ok := e.lookup(k); ok {
+		e.set(slot, v, 0)
+		return nil
+	}
+	_, err := e.insert(k, v, fPresent|fDirty)
+	return err
+}
+
+func (e *pebbleEngine) appendValue(k, suffix []byte) error {
+	e.track(k)
+	slot, ok := e.lookup(k)
+	if !ok {
+		var err error
+		if slot, err = e.fetch(k); err != nil {
+			return err
+		}
+	}
+	keep := 0
+	if c := &e.ents[slot]; c.flags&fPresent != 0 {
+		keep = len(c.buf) - int(c.klen)
+	}
+	e.set(slot, suffix, keep)
+	return nil
+}
+
+func (e *pebbleEngine) del(k []byte) error {
+	e.track(k)
+	if slot, ok := e.lookup(k); ok {
+		c := &e.ents[slot]
+		if c.flags&fDirty == 0 {
+			e.noteDirty(slot, k)
+		}
+		c.buf = c.buf[:c.klen]
+		c.flags = c.flags&^fPresent | fDirty | fRef
+		return nil
+	}
+	// A blind delete: the key may be in Pebble; remember the tombstone.
+	_, err := e.insert(k, nil, fDirty)
+	return err
+}
+
+// iterate runs fn over [lo, hi) of the DB as the batch sees it, ascending
+// or descending; fn gets slices valid during the call only.
+func (e *pebbleEngine) iterate(lo, hi []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	it, err := e.batch.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	var ok bool
+	if reverse {
+		ok = it.Last()
+	} else {
+		ok = it.First()
+	}
+	for ; ok; ok = advance(it, reverse) {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("reading value of %x: %w", prefix32(it.Key()), err)
+		}
+		more, err := fn(it.Key(), v)
+		if err != nil || !more {
+			return errors.Join(err, it.Close())
+		}
+	}
+	return errors.Join(it.Error(), it.Close())
+}
+
+func advance(it *pebble.Iterator, reverse bool) bool {
+	if reverse {
+		return it.Prev()
+	}
+	return it.Next()
+}
+
+// prefixEnd is the smallest key greater than every key with prefix p, in
+// dst; nil when there is none.
+func prefixEnd(dst, p []byte) []byte {
+	dst = append(dst[:0], p...)
+	for i := len(dst) - 1; i >= 0; i-- {
+		if dst[i] != 0xFF {
+			dst[i]++
+			return dst[:i+1]
+		}
+	}
+	return nil
+}
+
+// scanBucket reads a bucket from Pebble after writing back the dirty
+// entries of map states, so that Pebble holds the bucket's truth; the
+// visited key and value are copied, so slices decoded from the last one
+// stay valid until the next engine call.
+func (e *pebbleEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, v []byte) bool) error {
+	if err := e.flush(true); err != nil {
+		return err
+	}
+	lo := append(e.loBuf[:0], bucket...)
+	hi := prefixEnd(e.hiBuf[:0], bucket) // never nil: key groups stay below 0xFFFF
+	if from != nil {
+		// A bound from the caller: ≥ from ascending, ≤ from descending.
+		if reverse {
+			hi = append(append(append(hi[:0], bucket...), from...), 0) // the smallest key after bucket+from
+		} else {
+			lo = append(lo, from...)
+		}
+	}
+	e.loBuf, e.hiBuf = lo, hi
+	return e.iterate(lo, hi, reverse, func(k, v []byte) (bool, error) {
+		e.scanBuf = append(append(e.scanBuf[:0], k...), v...)
+		return fn(e.scanBuf[:len(k)], e.scanBuf[len(k):]), nil
+	})
+}
+
+func (e *pebbleEngine) each(lo, hi []byte, fn func(k, v []byte) error) error {
+	if err := e.flush(false); err != nil {
+		return err
+	}
+	return e.iterate(lo, hi, false, func(k, v []byte) (bool, error) { return true, fn(k, v) })
+}
+
+func (e *pebbleEngine) snapshot(id int64, _ func(k, v []byte) bool) (*image.Image, error) {
+	if id <= e.lastID {
+		return nil, fmt.Errorf("checkpoint %d is not after the last snapshot (%d)", id, e.lastID)
+	}
+	if err := e.flush(false); err != nil {
+		return nil, err
+	}
+	if err := e.commit(); err != nil {
+		return nil, err
+	}
+	if err := e.db.Flush(); err != nil {
+		return nil, fmt.Errorf("flushing: %w", err)
+	}
+	kgs, err := e.keyGroupRange()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(e.dir, image.DirName(id))
+	if err := e.db.Checkpoint(dir); err != nil {
+		return nil, fmt.Errorf("pebble checkpoint into %s: %w", dir, err)
+	}
+	im, err := e.desc.Describe(id, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	im.KeyGroups = kgs
+	e.lastID = id
+	return im, nil
+}
+
+// keyGroupRange returns the lowest and highest key group in the DB, the
+// registry excluded.
+func (e *pebbleEngine) keyGroupRange() ([2]int, error) {
+	kgs := [2]int{-1, -1}
+	it, err := e.db.NewIter(&pebble.IterOptions{UpperBound: []byte{0xFF, 0xFF}})
+	if err != nil {
+		return kgs, err
+	}
+	if it.First() {
+		kgs[0] = storedKeyGroup(it.Key())
+		if it.Last() {
+			kgs[1] = storedKeyGroup(it.Key())
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return [2]int{-1, -1}, fmt.Errorf("reading key-group range: %w", err)
+	}
+	return kgs, nil
+}
+
+func (e *pebbleEngine) writeChanges(w EntryWriter) error {
+	if w.Full() || !e.tracking {
+		if err := e.each(nil, nil, func(k, v []byte) error {
+			return w.Put(storedKeyGroup(k), k[kgLen:], v)
+		}); err != nil {
+			return err
+		}
+	} else {
+		for ks := range e.changed {
+			k := unsafe.Slice(unsafe.StringData(ks), len(ks))
+			v, ok, err := e.get(k)
+			switch {
+			case err != nil:
+				return err
+			case ok:
+				err = w.Put(storedKeyGroup(k), k[kgLen:], v)
+			default:
+				err = w.Delete(storedKeyGroup(k), k[kgLen:])
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	e.tracking, e.changed = true, make(map[string]struct{})
+	return nil
+}
+
+func (e *pebbleEngine) load(r EntryReader) error {
+	var k []byte
+	err := r.Each(func(kg int, key, value []byte) error {
+		k = append(appendKeyGroup(k[:0], kg), key...)
+		if _, err := validStored(k); err != nil {
+			return err
+		}
+		if err := e.batch.Set(k, value, nil); err != nil {
+			return err
+		}
+		if e.batch.Len() >= e.batchLimit {
+			return e.commit()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	e.tracking, e.changed = true, make(map[string]struct{})
+	return e.commit()
+}
+
+func appendKeyGroup(dst []byte, kg int) []byte {
+	code := uint16(keyGroupNoneCode)
+	if kg != KeyGroupNone {
+		code = uint16(kg)
+	}
+	return append(dst, byte(code>>8), byte(code))
+}
+
+// cleanup examines up to n entries from the cursor, after writing the
+// dirty cache back so that the batch's view is the truth, and deletes the
+// expired ones: through the cache when it holds them, else straight into
+// the batch.
+func (e *pebbleEngine) cleanup(n int, expired func(k, v []byte) bool) error {
+	if err := e.flush(false); err != nil {
+		return err
+	}
+	var dead [][]byte
+	seen := 0
+	var last []byte
+	err := e.iterate(e.cursor, []byte{0xFF, 0xFF}, false, func(k, v []byte) (bool, error) {
+		seen++
+		last = append(last[:0], k...)
+		if expired(k, v) {
+			dead = append(dead, append([]byte(nil), k...))
+		}
+		return seen < n, nil
+	})
+	if err != nil {
+		return err
+	}
+	if seen < n {
+		e.cursor = nil // reached the end: start over next time
+	} else {
+		e.cursor = append(last, 0)
+	}
+	for _, k := range dead {
+		if _, cached := e.lookup(k); cached {
+			if err := e.del(k); err != nil {
+				return err
+			}
+			continue
+		}
+		e.track(k)
+		if err := e.batch.Delete(k, nil); err != nil {
+			return err
+		}
+	}
+	if e.batch.Len() >= e.batchLimit {
+		return e.commit()
+	}
+	return nil
+}
+
+func (e *pebbleEngine) sizes() Sizes {
+	m := e.db.Metrics()
+	s := Sizes{
+		MemoryBytes: e.bytes + int64(e.batch.Len()) + int64(m.MemTable.Size) + m.BlockCache.Size,
+		DiskBytes:   int64(m.DiskSpaceUsage()),
+	}
+	if tables, err := e.db.SSTables(); err == nil {
+		for _, level := range tables {
+			for _, t := range level {
+				s.Entries += int64(t.TableStats.NumEntries) - int64(t.TableStats.NumDeletions)
+			}
+		}
+	}
+	for _, c := range e.ents {
+		if c.flags&(fUsed|fDirty|fPresent) == fUsed|fDirty|fPresent {
+			s.Entries++
+		}
+	}
+	s.Entries = max(s.Entries, 0)
+	return s
+}
+
+func (e *pebbleEngine) close() error {
+	if e.db == nil {
+		return nil
+	}
+	err := errors.Join(e.batch.Close(), e.db.Close())
+	e.db, e.batch, e.index, e.ents = nil, nil, nil, nil
+	if rmErr := os.RemoveAll(e.dbDir); rmErr != nil {
+		err = errors.Join(err, rmErr)
+	}
+	_ = os.Remove(e.dir) // only if no image is outstanding
+	return err
+}
