@@ -147,7 +147,7 @@ type CheckpointConfig struct {
 	// CanFallBack says that an older retained checkpoint than RestoreID
 	// exists: when every committable of the restored checkpoint turns out
 	// aborted and none committed, the restore then fails with
-	// ErrCheckpointUnrestorable so that recovery restores that one instead
+	// ErrRestoredOutputAborted so that recovery restores that one instead
 	// (nothing of the restored checkpoint's output became visible, so its
 	// replay loses and duplicates nothing). Without one, the loss is
 	// reported like any other.
@@ -173,6 +173,16 @@ var ErrTolerableFailuresExceeded = errors.New("Exceeded checkpoint tolerable fai
 // Errors wrapping it make recovery fall back to the previous retained
 // checkpoint and say why; any other restore error fails the attempt.
 var ErrCheckpointUnrestorable = errors.New("checkpoint cannot be restored")
+
+// ErrRestoredOutputAborted is the restore verdict that every transaction the
+// restored checkpoint was to commit had been aborted and none committed:
+// none of its output became visible, so restoring the previous retained
+// checkpoint (whose own output was committed) and replaying from there
+// loses and duplicates nothing. It is the only error recovery falls back on;
+// damaged or missing state (ErrCheckpointUnrestorable) fails the job, since
+// the checkpoint's output may have been committed and a replay from an older
+// one would write it twice.
+var ErrRestoredOutputAborted = errors.New("every transaction of the restored checkpoint was aborted")
 
 // ErrOutputLost marks a job failure caused by output that a completed
 // checkpoint covered but that can no longer be committed (the external system

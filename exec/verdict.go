@@ -63,8 +63,8 @@ func (v *restoreVerdict) report(sinks []*sink) error {
 	if v.committed == 0 && v.cfg.Checkpointing.CanFallBack {
 		v.cfg.Log("[WARN] Restoring checkpoint %d: every transaction it was to commit (%d) had been aborted and none committed, so none of its output is visible; the previous retained checkpoint is restored instead, and its replay writes that output again (%s).",
 			restored, aborted, detail)
-		return fmt.Errorf("%w: checkpoint %d: every transaction it was to commit (%d) had been aborted and none committed (%s)",
-			ErrCheckpointUnrestorable, restored, aborted, detail)
+		return fmt.Errorf("%w: checkpoint %d: %d transactions aborted, none committed (%s)",
+			ErrRestoredOutputAborted, restored, aborted, detail)
 	}
 	why := "some of its transactions committed, so restoring an earlier checkpoint would duplicate their output"
 	switch {

@@ -85,7 +85,7 @@ func (l *lockedLines) String() string {
 // TestRestoreVerdict restores a checkpoint of a job with two
 // two-phase-commit sinks whose transactions the external system aborted
 // in part or in whole, and checks the job-wide decision: all aborted and an
-// older checkpoint retained → ErrCheckpointUnrestorable (recovery falls
+// older checkpoint retained → ErrRestoredOutputAborted (recovery falls
 // back); all aborted without one, or some committed → ErrOutputLost naming
 // the restored checkpoint and the transactions; with the sinks set to
 // continue, the job runs on and logs the loss as an error.
@@ -125,7 +125,7 @@ func TestRestoreVerdict(t *testing.T) {
 		want        error // nil: the job finishes
 		wantLog     string
 	}{
-		{name: "all aborted, older checkpoint", aborted: []string{"a-1", "b-1"}, canFallBack: true, want: ErrCheckpointUnrestorable,
+		{name: "all aborted, older checkpoint", aborted: []string{"a-1", "b-1"}, canFallBack: true, want: ErrRestoredOutputAborted,
 			wantLog: "[WARN] Restoring checkpoint 1: every transaction it was to commit (2) had been aborted"},
 		{name: "all aborted, no older checkpoint", aborted: []string{"a-1", "b-1"}, want: ErrOutputLost},
 		{name: "some committed", aborted: []string{"b-1"}, canFallBack: true, want: ErrOutputLost},
@@ -156,7 +156,7 @@ func TestRestoreVerdict(t *testing.T) {
 					}
 				}
 			}
-			if c.want == ErrCheckpointUnrestorable && len(w.committed) > 0 {
+			if c.want == ErrRestoredOutputAborted && len(w.committed) > 0 {
 				t.Errorf("committed %v", w.committed)
 			}
 			if !strings.Contains(log.String(), c.wantLog) {

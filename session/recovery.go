@@ -210,14 +210,14 @@ func (s *Session) pickRestore(job string, c *checkpointing, fellBack bool) error
 // another parallelism; or a file the checkpoint needs is gone or damaged and
 // no other checkpoint replaces it) would fail the same way at every restart.
 func permanentFailure(err error, c *checkpointing) error {
-	if c != nil && c.lease != nil {
-		if lerr := c.lease.Lost(); lerr != nil {
-			return fmt.Errorf("the job is not restarted: %w (job error: %v)", lerr, err)
-		}
+	if lerr := c.leaseLost(); lerr != nil {
+		return fmt.Errorf("the job is not restarted: %w (job error: %v)", lerr, err)
 	}
 	switch {
 	case errors.Is(err, checkpoint.ErrIncompatibleRestore):
 		return fmt.Errorf("the job cannot be restored from its checkpoint, so it is not restarted: %w", err)
+	case errors.Is(err, exec.ErrRestoredOutputAborted):
+		return fmt.Errorf("the job is not restarted: no earlier retained checkpoint to restore instead: %w", err)
 	case errors.Is(err, exec.ErrCheckpointUnrestorable):
 		return fmt.Errorf("the checkpoint the job restores cannot be read, so it is not restarted: %w", err)
 	}
@@ -271,7 +271,7 @@ func (c *checkpointing) previous() *checkpoint.Metadata {
 // which checks them the same way), and nothing the newer checkpoint covered
 // became visible, so replaying from the older one writes it exactly once.
 func (c *checkpointing) fallBack(log func(format string, args ...any), job string, err error) bool {
-	if c == nil || c.restore == nil || !errors.Is(err, exec.ErrCheckpointUnrestorable) {
+	if c == nil || c.restore == nil || !errors.Is(err, exec.ErrRestoredOutputAborted) {
 		return false
 	}
 	prev := c.previous()
@@ -599,6 +599,15 @@ func (s *Session) transactionBudget(cp *checkpointing) (time.Duration, string) {
 	what := fmt.Sprintf("'execution.checkpointing.interval' (%s) + 'execution.checkpointing.timeout' (%s) × (1 + 'execution.checkpointing.tolerable-failed-checkpoints' (%d)) + %s (%s)",
 		cc.Interval, timeout, tolerable, restartWhat, restart)
 	return need, what
+}
+
+// leaseLost returns why the run lost its checkpoint lease (s3://) to
+// another run, or nil.
+func (c *checkpointing) leaseLost() error {
+	if c == nil || c.lease == nil {
+		return nil
+	}
+	return c.lease.Lost()
 }
 
 // newestGood returns the newest retained checkpoint from minID on that no

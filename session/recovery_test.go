@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flinksql/flinksql/checkpoint"
+	engine "github.com/flinksql/flinksql/exec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,5 +248,30 @@ INSERT INTO out_t SELECT k FROM gen;`); err != nil {
 	// The job's own directory is gone once it finished.
 	if dirs, _ := filepath.Glob(filepath.Join(tmp, localStatePrefix+"*")); len(dirs) != 2 {
 		t.Errorf("local state directories after the run: %v, want only the live and the young one", dirs)
+	}
+}
+
+// TestFallBackOnlyWhenOutputWasAborted: recovery goes back to an earlier
+// checkpoint only on the restore verdict that none of the restored
+// checkpoint's output became visible. Damaged or missing state says nothing
+// about that (the checkpoint completed, so its transactions were likely
+// committed, and a replay from an older one would write them twice): such a
+// restore fails the job instead.
+func TestFallBackOnlyWhenOutputWasAborted(t *testing.T) {
+	c := &checkpointing{restore: &checkpoint.Metadata{ID: 7}}
+	logf := func(string, ...any) { t.Error("fallBack logged a fallback") }
+	damaged := fmt.Errorf("restoring from checkpoint 7: file chk-7/x: SHA-256 mismatch: %w", engine.ErrCheckpointUnrestorable)
+	if c.fallBack(logf, "job", damaged) {
+		t.Fatal("fell back on damaged state")
+	}
+	if c.restore.ID != 7 {
+		t.Fatalf("restore changed to checkpoint %d", c.restore.ID)
+	}
+	if err := permanentFailure(damaged, c); err == nil || !strings.Contains(err.Error(), "is not restarted") {
+		t.Fatalf("damaged state: %v, want a permanent failure", err)
+	}
+	aborted := fmt.Errorf("checkpoint 7: %w", engine.ErrRestoredOutputAborted)
+	if err := permanentFailure(aborted, c); err == nil || !strings.Contains(err.Error(), "no earlier retained checkpoint") {
+		t.Fatalf("aborted output without an earlier checkpoint: %v, want a permanent failure", err)
 	}
 }

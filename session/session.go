@@ -486,6 +486,12 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 		// A restore that cannot succeed from its checkpoint goes back to
 		// the previous retained one at once; lost output, and restores that
 		// no restart can make succeed, fail for good.
+		// A run that lost its checkpoint lease to another run must not
+		// restore at all, not even an earlier checkpoint.
+		if lerr := cp.leaseLost(); lerr != nil {
+			finish("FAILED", fmt.Errorf("the job is not restarted: %w (job error: %v)", lerr, err))
+			break
+		}
 		fellBack := cp.fallBack(s.logf, rj.name, err)
 		if !fellBack && errors.Is(err, exec.ErrOutputLost) {
 			finish("FAILED", err)
@@ -549,11 +555,11 @@ func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointin
 		// too unless RETAIN_ON_CANCELLATION; a failed one keeps them, so that
 		// running the pipeline again resumes where it stopped.
 		s.mu.Lock()
-		status := rj.status
+		status, stopping := rj.status, rj.stopping
 		s.mu.Unlock()
 		var err error
 		switch {
-		case status == "FINISHED" && rj.stopping:
+		case status == "FINISHED" && stopping:
 			err = cp.manager.Close(false) // stopped with a final checkpoint: resumable
 		case status == "FINISHED":
 			err = cp.manager.Discard()
