@@ -185,26 +185,39 @@ func txnOutcomeFromLog(ctx context.Context, cl *kgo.Client, cfg TxnConfig, c Txn
 			}
 		})
 	}
-	var aborted, unknown []string
+	// A transaction commits or aborts on all its partitions at once, so one
+	// partition with a marker tells for all. A partition that could not be
+	// read (a fetch error, or not read to its end in time) tells nothing, and
+	// that is not evidence of a loss: the caller gets an error, the job fails
+	// and a restart asks again, rather than a loss being reported for good.
+	var aborted, unknown, unread []string
+	committed := false
 	for _, tp := range c.Partitions {
 		v, ok := verdict[tp.Partition]
 		switch {
 		case !ok:
-			unknown = append(unknown, fmt.Sprintf("%s[%d]: not read to its end within %s", c.Topic, tp.Partition, cfg.Sink.cfg.requestTimeout))
+			unread = append(unread, fmt.Sprintf("%s[%d]: not read to its end within %s", c.Topic, tp.Partition, cfg.Sink.cfg.requestTimeout))
 		case v == "commit":
+			committed = true
 		case v == "abort":
 			aborted = append(aborted, fmt.Sprintf("%s[%d] (records from offset %d, abort marker)", c.Topic, tp.Partition, tp.FirstOffset))
 		case v == "none":
 			aborted = append(aborted, fmt.Sprintf("%s[%d] (records from offset %d, ended without marker)", c.Topic, tp.Partition, tp.FirstOffset))
+		case strings.HasPrefix(v, "reading it failed"):
+			unread = append(unread, fmt.Sprintf("%s[%d]: %s", c.Topic, tp.Partition, v))
 		default:
 			unknown = append(unknown, fmt.Sprintf("%s[%d]: %s", c.Topic, tp.Partition, v))
 		}
 	}
 	switch {
-	case len(unknown) > 0:
-		return commitOutcome{state: txnUnknown, detail: strings.Join(append(aborted, unknown...), ", ")}, nil
-	case len(aborted) > 0:
+	case committed && len(aborted) == 0:
+		return commitOutcome{state: txnCommitted}, nil
+	case len(aborted) > 0 && len(unknown) == 0:
 		return commitOutcome{state: txnAborted, detail: strings.Join(aborted, ", ")}, nil
+	case len(unread) > 0 && len(aborted) == 0 && len(unknown) == 0:
+		return commitOutcome{}, fmt.Errorf("its partitions could not be read to find out: %s", strings.Join(unread, ", "))
+	case len(unknown) > 0 || len(unread) > 0:
+		return commitOutcome{state: txnUnknown, detail: strings.Join(append(append(aborted, unknown...), unread...), ", ")}, nil
 	}
 	return commitOutcome{state: txnCommitted}, nil
 }
