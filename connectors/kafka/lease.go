@@ -103,6 +103,7 @@ type PrefixLease struct {
 
 	mu     sync.Mutex
 	lost   error         // set once another run took the prefix over
+	stale  error         // set while renewals fail for longer than is safe
 	lostCh chan struct{} // closed with lost set
 
 	stop chan struct{}
@@ -485,13 +486,17 @@ func (l *PrefixLease) renew() {
 	next := l.claim + 1
 	cons, err := l.consumer(next)
 	if err != nil {
-		l.opts.Logf("watching the lease of transactional-id prefix %q: %v", l.prefix, err)
+		// Without a watcher no takeover would be seen: give the prefix up
+		// rather than go on as if it were held.
+		l.markLost(fmt.Errorf("The lease of 'sink.transactional-id-prefix' '%s' cannot be watched (%v), so a takeover by another job would go unseen; the sink stops.", l.prefix, err))
+		l.opts.Logf("%v", l.Err())
 		return
 	}
 	defer cons.Close()
 	t := time.NewTicker(l.opts.Renew)
 	defer t.Stop()
 	failing := false
+	renewed := time.Now() // the claim
 	for {
 		select {
 		case <-l.stop:
@@ -520,11 +525,8 @@ func (l *PrefixLease) renew() {
 			}, end)
 		}
 		if err == nil && taker != nil {
-			l.mu.Lock()
-			l.lost = fmt.Errorf("The 'sink.transactional-id-prefix' '%s' was taken over by another job, %s, after this job did not renew its lease for %s; two exactly-once sinks with the same prefix abort each other's transactions: give each its own prefix.",
-				l.prefix, taker.describe(), l.opts.Expiry)
-			close(l.lostCh)
-			l.mu.Unlock()
+			l.markLost(fmt.Errorf("The 'sink.transactional-id-prefix' '%s' was taken over by another job, %s, after this job did not renew its lease for %s; two exactly-once sinks with the same prefix abort each other's transactions: give each its own prefix.",
+				l.prefix, taker.describe(), l.opts.Expiry))
 			cancel()
 			l.opts.Logf("%v", l.Err())
 			return
@@ -533,18 +535,58 @@ func (l *PrefixLease) renew() {
 			_, err = l.write(ctx, l.self)
 		}
 		cancel()
+		if err == nil {
+			renewed = time.Now()
+			if l.setStale(nil) {
+				l.opts.Logf("the lease of transactional-id prefix %q is renewed again; the sink goes on", l.prefix)
+			}
+		}
 		if err != nil && !failing {
 			l.opts.Logf("renewing the lease of transactional-id prefix %q: %v (retrying every %s)", l.prefix, err, l.opts.Renew)
 		}
 		failing = err != nil
+		// Another job takes the prefix over once it saw no renewal for
+		// Expiry; a renewal interval before that the sink stops
+		// pre-committing transactions such a job would fence, until a
+		// renewal succeeds again (and its scan saw no taker).
+		if failing && time.Since(renewed) > l.opts.Expiry-l.opts.Renew {
+			if l.setStale(fmt.Errorf("The lease of 'sink.transactional-id-prefix' '%s' could not be renewed for %s (%v); another job may take the prefix over and abort this job's transactions, so the sink pre-commits nothing until it is renewed.",
+				l.prefix, time.Since(renewed).Round(time.Millisecond), err)) {
+				l.opts.Logf("%v", l.Err())
+			}
+		}
 	}
 }
 
-// Err is the reason the lease was lost, or nil while it is held.
+// setStale records (err != nil) or clears (nil) that the lease could not be
+// renewed in time, and reports whether that changed.
+func (l *PrefixLease) setStale(err error) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	changed := (l.stale == nil) != (err == nil)
+	l.stale = err
+	return changed
+}
+
+// markLost records why the lease is lost, once.
+func (l *PrefixLease) markLost(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil {
+		l.lost = err
+		close(l.lostCh)
+	}
+}
+
+// Err is the reason the lease was lost, or why it cannot be relied on while
+// renewals fail; nil while it is held.
 func (l *PrefixLease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.lost
+	if l.lost != nil {
+		return l.lost
+	}
+	return l.stale
 }
 
 // Lost is closed when another run took the prefix over.
@@ -556,7 +598,10 @@ func (l *PrefixLease) Release() error {
 	close(l.stop)
 	<-l.done
 	defer l.cl.Close()
-	if l.Err() != nil {
+	l.mu.Lock()
+	lost := l.lost
+	l.mu.Unlock()
+	if lost != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)

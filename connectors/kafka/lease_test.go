@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -283,5 +284,81 @@ func TestLeaseTopicNotYetKnown(t *testing.T) {
 	defer l.Release()
 	if n := refused.Load(); n != 2 {
 		t.Fatalf("%d ListOffsets refused, want 2", n)
+	}
+}
+
+// TestLeaseStaleWhenRenewalsFail: a holder that cannot renew (here every
+// ListOffsets request of the renewal fails) stops relying on the lease a
+// renewal interval before others would take it over (Expiry), so its sink
+// pre-commits nothing a taker would fence; once renewals work again (and
+// nobody took over) it holds the lease again.
+func TestLeaseStaleWhenRenewalsFail(t *testing.T) {
+	c, addr := startTxnClusterWith(t)
+	log := &txnLog{}
+	events := make(chan string, 16)
+	logf := func(format string, args ...any) {
+		log.logf(format, args...)
+		msg := fmt.Sprintf(format, args...)
+		for _, e := range []string{"could not be renewed for", "is renewed again"} {
+			if strings.Contains(msg, e) {
+				events <- e
+			}
+		}
+	}
+	opts := LeaseOptions{Owner: "job 'mine'", Renew: 50 * time.Millisecond, Expiry: 500 * time.Millisecond, Logf: logf}
+	l, err := acquireLease(t, addr, txnPrefix, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if l.Err() != nil {
+		t.Fatalf("not held right after the claim: %v", l.Err())
+	}
+	var failing atomic.Bool
+	failing.Store(true)
+	c.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !failing.Load() {
+			return nil, nil, false
+		}
+		r := req.(*kmsg.ListOffsetsRequest)
+		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	await := func(want string) {
+		t.Helper()
+		select {
+		case e := <-events:
+			if e != want {
+				t.Fatalf("event %q, want %q; log:\n%s", e, want, log)
+			}
+		case <-time.After(testTimeout):
+			t.Fatalf("no %q; log:\n%s", want, log)
+		}
+	}
+	await("could not be renewed for")
+	if e := errContains(l.Err(), "pre-commits nothing until it is renewed"); e != nil {
+		t.Fatal(e)
+	}
+	failing.Store(false)
+	await("is renewed again")
+	if err := l.Err(); err != nil {
+		t.Fatalf("renewed, but: %v", err)
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("a stale lease was given up for good")
+	default:
 	}
 }
