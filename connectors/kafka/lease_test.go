@@ -262,20 +262,7 @@ func TestLeaseTopicNotYetKnown(t *testing.T) {
 		}
 		c.KeepControl()
 		refused.Add(1)
-		r := req.(*kmsg.ListOffsetsRequest)
-		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewListOffsetsResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewListOffsetsResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return refusedListOffsets(req, kerr.UnknownTopicOrPartition.Code), nil, true
 	})
 	l, err := acquireLease(t, addr, "orders", leaseOpts("job 'new'", &txnLog{}))
 	if err != nil {
@@ -321,20 +308,7 @@ func TestLeaseStaleWhenRenewalsFail(t *testing.T) {
 		if !failing.Load() {
 			return nil, nil, false
 		}
-		r := req.(*kmsg.ListOffsetsRequest)
-		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewListOffsetsResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewListOffsetsResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return refusedListOffsets(req, kerr.NotLeaderForPartition.Code), nil, true
 	})
 	await := func(want string) {
 		t.Helper()
@@ -361,4 +335,23 @@ func TestLeaseStaleWhenRenewalsFail(t *testing.T) {
 		t.Fatal("a stale lease was given up for good")
 	default:
 	}
+}
+
+// refusedListOffsets answers a ListOffsets request with code for every
+// partition it asks about.
+func refusedListOffsets(req kmsg.Request, code int16) kmsg.Response {
+	r := req.(*kmsg.ListOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range r.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
