@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,76 +10,17 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/flinksql/flinksql/connectors"
-	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
-
 	"github.com/flinksql/flinksql/connectors/builtin"
-	"github.com/flinksql/flinksql/connectors/datagen"
 	"github.com/flinksql/flinksql/session"
 )
 
-// gatedFactory is datagen whose readers fail once, at the first read after
-// failAfter rows that follows a completed checkpoint: the restart then
-// surely restores state (on a loaded machine a checkpoint can take longer
-// than reading failAfter rows).
-type gatedFactory struct {
-	*datagen.Factory
-	failAfter int64
-	read      atomic.Int64
-	completed atomic.Bool // a checkpoint completed (seen in the log)
-	failed    atomic.Bool
-}
-
-func (f *gatedFactory) Identifier() string { return "gated-datagen" }
-
-func (f *gatedFactory) CreateSource(tc *connectors.TableContext) (connectors.ScanSource, error) {
-	inner := *tc
-	inner.Options = map[string]string{}
-	for k, v := range tc.Options {
-		inner.Options[k] = v
-	}
-	inner.Options["connector"] = "datagen"
-	src, err := f.Factory.CreateSource(&inner)
-	if err != nil {
-		return nil, err
-	}
-	return &gatedSource{ScanSource: src, f: f}, nil
-}
-
-type gatedSource struct {
-	connectors.ScanSource
-	f *gatedFactory
-}
-
-func (s *gatedSource) NewReader(subtask, parallelism int) (exec.SourceReader, error) {
-	r, err := s.ScanSource.NewReader(subtask, parallelism)
-	if err != nil {
-		return nil, err
-	}
-	return &gatedReader{CheckpointedReader: r.(exec.CheckpointedReader), f: s.f}, nil
-}
-
-type gatedReader struct {
-	exec.CheckpointedReader
-	f *gatedFactory
-}
-
-func (r *gatedReader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, error) {
-	res, err := r.CheckpointedReader.Read(ctx, b)
-	if r.f.read.Add(int64(b.Len())) > r.f.failAfter && r.f.completed.Load() && r.f.failed.CompareAndSwap(false, true) {
-		return res, fmt.Errorf("injected failure after %d rows", r.f.read.Load())
-	}
-	return res, err
-}
-
 // lockedBuffer collects the session's log (subtasks write concurrently)
-// and tells the factory when a checkpoint completed.
+// and records when a checkpoint completed.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-	t  *testing.T
-	f  *gatedFactory
+	mu        sync.Mutex
+	b         bytes.Buffer
+	t         *testing.T
+	completed *atomic.Bool
 }
 
 func (w *lockedBuffer) Write(p []byte) (int, error) {
@@ -88,7 +28,7 @@ func (w *lockedBuffer) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	if bytes.Contains(p, []byte("Completed checkpoint")) {
-		w.f.completed.Store(true)
+		w.completed.Store(true)
 	}
 	return w.b.Write(p)
 }
@@ -119,11 +59,16 @@ func TestSortAndLimitSurviveRestore(t *testing.T) {
 	} {
 		for _, backend := range []string{"hashmap", "rocksdb"} {
 			t.Run(tc.name+"/"+backend, func(t *testing.T) {
-				f := &gatedFactory{Factory: datagen.NewFactory(), failAfter: 1000}
+				// The failure comes at the first read after 1000 rows that
+				// follows a completed checkpoint, so the restart surely
+				// restores state (on a loaded machine a checkpoint can take
+				// longer than reading 1000 rows).
+				var completed atomic.Bool
+				f := &flakyFactory{failAfter: 1000, ready: completed.Load}
 				reg := builtin.NewRegistry(os.Stdout, os.Stderr)
-				reg.Register(f)
+				reg.Register(f.connector())
 				dir := t.TempDir()
-				log := &lockedBuffer{t: t, f: f}
+				log := &lockedBuffer{t: t, completed: &completed}
 				s, err := session.New(session.Options{Registry: reg, Stderr: log, Config: map[string]string{
 					"execution.checkpointing.interval":      "20 ms",
 					"state.checkpoints.dir":                 filepath.Join(dir, "checkpoints"),
@@ -139,7 +84,7 @@ func TestSortAndLimitSurviveRestore(t *testing.T) {
 				defer s.Close()
 				out := filepath.Join(dir, "out")
 				run(t, s, fmt.Sprintf(`
-CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'gated-datagen', 'rows-per-second' = '4000',
+CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'flaky-datagen', 'rows-per-second' = '4000',
   'number-of-rows' = '%[1]d', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%[2]d',
   'fields.k.min' = '0', 'fields.k.max' = '9');
 CREATE TABLE sink_out (id BIGINT, k INT) WITH ('connector' = 'filesystem', 'path' = '%[3]s', 'format' = 'csv');

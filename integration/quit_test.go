@@ -9,9 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/connectors/builtin"
-	"github.com/flinksql/flinksql/connectors/datagen"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/shell"
@@ -21,40 +19,16 @@ import (
 // countingFactory is datagen whose readers count the rows they hand to the
 // job and close reached once there are at least n.
 type countingFactory struct {
-	*datagen.Factory
 	n       int64
 	read    atomic.Int64
 	reached chan struct{}
 }
 
-func (f *countingFactory) Identifier() string { return "counting-datagen" }
-
-func (f *countingFactory) CreateSource(tc *connectors.TableContext) (connectors.ScanSource, error) {
-	opts := map[string]string{}
-	for k, v := range tc.Options {
-		opts[k] = v
-	}
-	opts["connector"] = "datagen"
-	inner := *tc
-	inner.Options = opts
-	src, err := f.Factory.CreateSource(&inner)
-	if err != nil {
-		return nil, err
-	}
-	return &countingSource{ScanSource: src, f: f}, nil
-}
-
-type countingSource struct {
-	connectors.ScanSource
-	f *countingFactory
-}
-
-func (s *countingSource) NewReader(subtask, parallelism int) (exec.SourceReader, error) {
-	r, err := s.ScanSource.NewReader(subtask, parallelism)
-	if err != nil {
-		return nil, err
-	}
-	return &countingReader{CheckpointedReader: r.(exec.CheckpointedReader), f: s.f}, nil
+// connector is the 'counting-datagen' connector of f.
+func (f *countingFactory) connector() *wrappedDatagen {
+	return newWrappedDatagen("counting-datagen", func(r exec.CheckpointedReader) exec.SourceReader {
+		return &countingReader{CheckpointedReader: r, f: f}
+	})
 }
 
 type countingReader struct {
@@ -93,9 +67,9 @@ INSERT INTO fs_out SELECT id FROM src;
 	// ends the run as SIGTERM does; it returns what the shell printed and
 	// how many rows the source read.
 	runUntilRead := func(n int64) (string, int) {
-		f := &countingFactory{Factory: datagen.NewFactory(), n: n, reached: make(chan struct{})}
+		f := &countingFactory{n: n, reached: make(chan struct{})}
 		reg := builtin.NewRegistry(os.Stdout, os.Stderr)
-		reg.Register(f)
+		reg.Register(f.connector())
 		s, err := session.New(session.Options{Registry: reg, Stderr: testWriter{t}, Config: map[string]string{
 			"execution.checkpointing.interval": "1 h", // no periodic checkpoint during the test
 			"state.checkpoints.dir":            filepath.Join(dir, "checkpoints"),

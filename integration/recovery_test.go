@@ -15,9 +15,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/checkpoint"
-	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/connectors/builtin"
-	"github.com/flinksql/flinksql/connectors/datagen"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/sql/parser"
@@ -27,7 +25,6 @@ import (
 // flakyFactory is datagen whose readers fail once, on the first attempt,
 // after failAfter rows in total: an injected task failure.
 type flakyFactory struct {
-	*datagen.Factory
 	failAfter int64
 	// ready, when set, holds the failure back until it reports true (a
 	// checkpoint exists), so the failed job surely leaves one however slow
@@ -37,34 +34,11 @@ type flakyFactory struct {
 	failed atomic.Bool
 }
 
-func (f *flakyFactory) Identifier() string { return "flaky-datagen" }
-
-func (f *flakyFactory) CreateSource(tc *connectors.TableContext) (connectors.ScanSource, error) {
-	opts := map[string]string{}
-	for k, v := range tc.Options {
-		opts[k] = v
-	}
-	opts["connector"] = "datagen"
-	inner := *tc
-	inner.Options = opts
-	src, err := f.Factory.CreateSource(&inner)
-	if err != nil {
-		return nil, err
-	}
-	return &flakySource{ScanSource: src, f: f}, nil
-}
-
-type flakySource struct {
-	connectors.ScanSource
-	f *flakyFactory
-}
-
-func (s *flakySource) NewReader(subtask, parallelism int) (exec.SourceReader, error) {
-	r, err := s.ScanSource.NewReader(subtask, parallelism)
-	if err != nil {
-		return nil, err
-	}
-	return &flakyReader{CheckpointedReader: r.(exec.CheckpointedReader), f: s.f}, nil
+// connector is the 'flaky-datagen' connector of f.
+func (f *flakyFactory) connector() *wrappedDatagen {
+	return newWrappedDatagen("flaky-datagen", func(r exec.CheckpointedReader) exec.SourceReader {
+		return &flakyReader{CheckpointedReader: r, f: f}
+	})
 }
 
 type flakyReader struct {
@@ -162,9 +136,9 @@ func TestRecoveryFromInjectedFailures(t *testing.T) {
 		for seed := uint64(1); seed <= 3; seed++ {
 			t.Run(fmt.Sprintf("%s/seed%d", backend, seed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 7))
-				f := &flakyFactory{Factory: datagen.NewFactory(), failAfter: 300 + rng.Int64N(rows-600)}
+				f := &flakyFactory{failAfter: 300 + rng.Int64N(rows-600)}
 				reg := builtin.NewRegistry(os.Stdout, os.Stderr)
-				reg.Register(f)
+				reg.Register(f.connector())
 				dir := t.TempDir()
 				s, err := session.New(session.Options{Registry: reg, Stderr: testWriter{t}, Config: map[string]string{
 					"execution.checkpointing.interval":      "50 ms",
@@ -253,9 +227,9 @@ func failedRunAfter(t *testing.T, dir string, conf map[string]string, insert str
 // failedRunWhen is failedRun failing after rows rows once ready.
 func failedRunWhen(t *testing.T, dir string, conf map[string]string, insert string, rows int64, ready func() bool) {
 	t.Helper()
-	f := &flakyFactory{Factory: datagen.NewFactory(), failAfter: rows, ready: ready}
+	f := &flakyFactory{failAfter: rows, ready: ready}
 	reg := builtin.NewRegistry(os.Stdout, os.Stderr)
-	reg.Register(f)
+	reg.Register(f.connector())
 	all := map[string]string{"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": dir, "restart-strategy.type": "none"}
 	for k, v := range conf {
 		all[k] = v
