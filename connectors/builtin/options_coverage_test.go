@@ -63,7 +63,7 @@ var kafkaShared = map[string]cover{
 }
 
 // propertyCoverage are the Kafka client properties the connectors honour
-// (kafka.HonouredProperties).
+// (kafka.HonouredProperties()).
 var propertyCoverage = map[string]cover{
 	"properties.bootstrap.servers":            kafkaShared["properties.bootstrap.servers"],
 	"properties.group.id":                     tested("connectors/kafka.TestOffsetsCommittedOnCheckpointComplete"),
@@ -188,7 +188,7 @@ func acceptedOptions(f connectors.Factory) []string {
 		opts = append(opts, connectors.WatermarkOptions...)
 	}
 	if id := f.Identifier(); id == kafka.Identifier || id == "upsert-kafka" {
-		for _, p := range kafka.HonouredProperties {
+		for _, p := range kafka.HonouredProperties() {
 			opts = append(opts, "properties."+p)
 		}
 	}
@@ -239,11 +239,11 @@ func TestEveryOptionCovered(t *testing.T) {
 			}
 		}
 	}
-	for p, reason := range kafka.NoOpProperties {
+	for p, reason := range kafka.NoOpProperties() {
 		if strings.TrimSpace(reason) == "" {
 			t.Errorf("kafka no-op property '%s' has no reason", p)
 		}
-		if slices.Contains(kafka.HonouredProperties, p) {
+		if slices.Contains(kafka.HonouredProperties(), p) {
 			t.Errorf("kafka property '%s' is both honoured and a no-op", p)
 		}
 	}

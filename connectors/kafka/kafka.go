@@ -518,45 +518,51 @@ func (c *tableConfig) producerOpts() ([]kgo.Opt, error) {
 // HonouredProperties lists the 'properties.*' keys (without the prefix) that
 // change what the connector does. Consumer properties act when the table is
 // read and producer properties when it is written: one table definition
-// serves both directions, as in Flink.
-var HonouredProperties = []string{
-	"bootstrap.servers", "group.id", "commit.offsets.on.checkpoint", "client.id", "request.timeout.ms", "metadata.max.age.ms",
-	"security.protocol",
-	"isolation.level", "auto.offset.reset", "fetch.max.bytes", "max.partition.fetch.bytes",
-	"fetch.min.bytes", "fetch.max.wait.ms",
-	"acks", "enable.idempotence", "linger.ms", "delivery.timeout.ms", "batch.size", "compression.type", "retries",
-	propTransactionTimeout,
+// serves both directions, as in Flink. Each call returns a new slice.
+func HonouredProperties() []string {
+	return []string{
+		"bootstrap.servers", "group.id", "commit.offsets.on.checkpoint", "client.id", "request.timeout.ms", "metadata.max.age.ms",
+		"security.protocol",
+		"isolation.level", "auto.offset.reset", "fetch.max.bytes", "max.partition.fetch.bytes",
+		"fetch.min.bytes", "fetch.max.wait.ms",
+		"acks", "enable.idempotence", "linger.ms", "delivery.timeout.ms", "batch.size", "compression.type", "retries",
+		propTransactionTimeout,
+	}
 }
 
 // NoOpProperties are the Kafka client properties that are accepted and have
 // no effect, each with the reason. Any other 'properties.*' key is refused:
-// the Java client would act on it, this engine's client would not.
-var NoOpProperties = map[string]string{
-	"enable.auto.commit":            "the source never auto-commits; offsets are committed when a checkpoint completes (Flink's KafkaSource overrides it to false as well)",
-	"auto.commit.interval.ms":       "the source never auto-commits (see enable.auto.commit)",
-	"key.deserializer":              "records are read as bytes and decoded by the table's key and value formats (Flink overrides it as well)",
-	"value.deserializer":            "records are read as bytes and decoded by the table's key and value formats (Flink overrides it as well)",
-	"key.serializer":                "rows are encoded by the table's key and value formats (Flink overrides it as well)",
-	"value.serializer":              "rows are encoded by the table's key and value formats (Flink overrides it as well)",
-	"session.timeout.ms":            "group membership setting: the source assigns partitions to its subtasks itself and never joins the group, as Flink's KafkaSource",
-	"heartbeat.interval.ms":         "group membership setting (see session.timeout.ms)",
-	"max.poll.interval.ms":          "group membership setting (see session.timeout.ms)",
-	"partition.assignment.strategy": "group membership setting (see session.timeout.ms)",
-	"group.instance.id":             "group membership setting (see session.timeout.ms)",
-	"max.poll.records":              "the reader hands rows to the engine in the engine's batches, not per poll",
-	"transactional.id":              "the exactly-once sink derives its transactional ids from 'sink.transactional-id-prefix' (Flink overrides it as well)",
+// the Java client would act on it, this engine's client would not. Each
+// call returns a new map.
+func NoOpProperties() map[string]string {
+	return map[string]string{
+		"enable.auto.commit":            "the source never auto-commits; offsets are committed when a checkpoint completes (Flink's KafkaSource overrides it to false as well)",
+		"auto.commit.interval.ms":       "the source never auto-commits (see enable.auto.commit)",
+		"key.deserializer":              "records are read as bytes and decoded by the table's key and value formats (Flink overrides it as well)",
+		"value.deserializer":            "records are read as bytes and decoded by the table's key and value formats (Flink overrides it as well)",
+		"key.serializer":                "rows are encoded by the table's key and value formats (Flink overrides it as well)",
+		"value.serializer":              "rows are encoded by the table's key and value formats (Flink overrides it as well)",
+		"session.timeout.ms":            "group membership setting: the source assigns partitions to its subtasks itself and never joins the group, as Flink's KafkaSource",
+		"heartbeat.interval.ms":         "group membership setting (see session.timeout.ms)",
+		"max.poll.interval.ms":          "group membership setting (see session.timeout.ms)",
+		"partition.assignment.strategy": "group membership setting (see session.timeout.ms)",
+		"group.instance.id":             "group membership setting (see session.timeout.ms)",
+		"max.poll.records":              "the reader hands rows to the engine in the engine's batches, not per poll",
+		"transactional.id":              "the exactly-once sink derives its transactional ids from 'sink.transactional-id-prefix' (Flink overrides it as well)",
+	}
 }
 
 // validateProperties refuses 'properties.*' keys the connector neither
 // honours nor lists as a no-op.
 func validateProperties(tc *connectors.TableContext) error {
+	honoured, noops := HonouredProperties(), NoOpProperties()
 	var bad []string
 	for k := range tc.Options {
 		p, ok := strings.CutPrefix(k, propertiesPrefix)
 		if !ok {
 			continue
 		}
-		if _, noop := NoOpProperties[p]; noop || slices.Contains(HonouredProperties, p) {
+		if _, noop := noops[p]; noop || slices.Contains(honoured, p) {
 			continue
 		}
 		bad = append(bad, k)
@@ -565,8 +571,8 @@ func validateProperties(tc *connectors.TableContext) error {
 		return nil
 	}
 	sort.Strings(bad)
-	supported := append([]string(nil), HonouredProperties...)
-	for p := range NoOpProperties {
+	supported := honoured
+	for p := range noops {
 		supported = append(supported, p)
 	}
 	sort.Strings(supported)

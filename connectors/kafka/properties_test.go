@@ -98,7 +98,7 @@ func TestUnknownClientPropertiesRefused(t *testing.T) {
 		}
 	}
 	opts := map[string]string{"topic": "a", "format": "json", "scan.startup.mode": "earliest-offset"}
-	for p := range NoOpProperties {
+	for p := range NoOpProperties() {
 		opts["properties."+p] = "x"
 	}
 	if _, err := NewFactory().CreateSource(tableContext("127.0.0.1:1", eventSchema, opts)); err != nil {
