@@ -36,6 +36,9 @@ type checkpointing struct {
 	// restored checkpoint's when the option was not set explicitly, as in
 	// Flink.
 	maxParallelism int
+	// named: 'pipeline.name' was set, so running the pipeline again
+	// resumes from the latest retained checkpoint.
+	named bool
 	// lock holds the named job's directory for this process; lease does
 	// the same on S3.
 	lock  *os.File
@@ -104,6 +107,7 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 	retention := strings.ToUpper(s.conf.get("execution.checkpointing.externalized-checkpoint-retention"))
 	c.retainOnCancel = retention == "RETAIN_ON_CANCELLATION"
 	_, named := s.conf.set["pipeline.name"]
+	c.named = named
 	jobDir := unsafePath.ReplaceAllString(job, "_")
 	if !named {
 		jobDir += "-" + newJobID()[:12]

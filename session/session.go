@@ -654,6 +654,9 @@ func (s *Session) stopClean(ctx context.Context, rj *runningJob) (string, error)
 	if lerr != nil || latest == nil {
 		return fmt.Sprintf("Job %s ('%s') has been stopped with a final checkpoint: its committed output holds everything it read.", rj.id, rj.name), nil
 	}
+	if !rj.cp.named {
+		return fmt.Sprintf("Job %s ('%s') has been stopped with a final checkpoint (%d): its committed output holds everything it read. The job has no 'pipeline.name', so running it again starts afresh; to resume, set 'execution.state-recovery.path' to that checkpoint's %s directory under 'state.checkpoints.dir'.", rj.id, rj.name, latest.ID, latest.Dir()), nil
+	}
 	return fmt.Sprintf("Job %s ('%s') has been stopped with a final checkpoint (%d): its committed output holds everything it read; running the pipeline again resumes from that checkpoint.", rj.id, rj.name, latest.ID), nil
 }
 

@@ -100,16 +100,30 @@ func (g *gatedLines) saveHistory(string) {}
 // checkpoint and the sink's committed output holds every row the job read
 // (before, the job was cancelled at exit and, with no checkpoint due yet,
 // none of it was committed).
+// The message says what running the pipeline again does: a named job
+// resumes from the final checkpoint, an unnamed one starts afresh.
 func TestQuitCommitsRunningJobOutput(t *testing.T) {
+	t.Run("named", func(t *testing.T) {
+		quitCommits(t, "quit-repl", "running the pipeline again resumes from that checkpoint.")
+	})
+	t.Run("unnamed", func(t *testing.T) {
+		quitCommits(t, "", "The job has no 'pipeline.name', so running it again starts afresh; to resume, set 'execution.state-recovery.path' to that checkpoint's chk-1 directory")
+	})
+}
+
+func quitCommits(t *testing.T, name, then string) {
 	dir := t.TempDir()
 	gate := &readGate{Factory: datagen.NewFactory(), n: 400, reached: make(chan struct{})}
 	reg := builtin.NewRegistry(os.Stdout, os.Stderr)
 	reg.Register(gate)
-	s, err := session.New(session.Options{Registry: reg, Config: map[string]string{
+	conf := map[string]string{
 		"execution.checkpointing.interval": "1 h",
 		"state.checkpoints.dir":            filepath.Join(dir, "checkpoints"),
-		"pipeline.name":                    "quit-repl",
-	}})
+	}
+	if name != "" {
+		conf["pipeline.name"] = name
+	}
+	s, err := session.New(session.Options{Registry: reg, Config: conf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +147,8 @@ func TestQuitCommitsRunningJobOutput(t *testing.T) {
 	if got := lr.prompts[len(lr.prompts)-1]; got != "Stop them and quit? (y/N) " {
 		t.Fatalf("last prompt %q, want the question", got)
 	}
-	if !strings.Contains(stdout.String(), "has been stopped with a final checkpoint (1): its committed output holds everything it read") {
+	if !strings.Contains(stdout.String(), "has been stopped with a final checkpoint (1): its committed output holds everything it read") ||
+		!strings.Contains(stdout.String(), then) {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 	// Every row read is committed, once: ids 0 .. read-1 in visible files.
