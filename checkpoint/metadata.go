@@ -61,6 +61,10 @@ type Instance struct {
 	Subtask     int    `json:"subtask"`
 	Parallelism int    `json:"parallelism"`
 	StateKind   string `json:"stateKind"`
+	// Format is the layout of the state files: KeyedFormat for the
+	// runtime-owned keyed state of package state/kv, empty for the entry
+	// stores of package state.
+	Format string `json:"format,omitempty"`
 	// KeyGroups is the key-group range of the keyed state, as the state
 	// backend reported it, so that a savepoint can later split it.
 	KeyGroups     [2]int        `json:"keyGroups"`

@@ -63,17 +63,13 @@ func NewRuntimeStore(m *Manager, kind state.Kind, localDir string, restore *Meta
 }
 
 func (rs *runtimeStore) OpenInstance(op exec.OperatorID, subtask, parallelism int) (exec.InstanceState, error) {
-	var in *Instance
-	if rs.restore != nil {
-		if p, ok := rs.restoredParallelism[string(op)]; ok && p != parallelism {
-			return nil, fmt.Errorf("restoring operator %s from checkpoint %d: the checkpoint has parallelism %d, the job %d; changing the parallelism of a job restored from a checkpoint is not supported: %w",
-				op, rs.restore.ID, p, parallelism, ErrIncompatibleRestore)
-		}
-		in = rs.restored[instanceKey{string(op), subtask}]
-		if in != nil && in.StateKind != string(rs.kind) {
-			return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint was taken with state backend %q, the job uses %q, which cannot read it; set 'state.backend.type' = '%s' to restore it (switching backends needs a savepoint, which flinksql does not take yet): %w",
-				op, subtask, rs.restore.ID, in.StateKind, rs.kind, in.StateKind, ErrIncompatibleRestore)
-		}
+	in, err := rs.restoredInstance(op, subtask, parallelism)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil && in.Format != "" {
+		return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint holds its state in the format %q, this operator reads entry stores: %w",
+			op, subtask, rs.restore.ID, in.Format, ErrIncompatibleRestore)
 	}
 	if err := os.MkdirAll(rs.localDir, 0o755); err != nil {
 		return nil, fmt.Errorf("opening state of %s subtask %d: %w", op, subtask, err)
@@ -281,6 +277,7 @@ type sealedState struct {
 	img         *state.Image
 	position    []byte
 	sync        time.Duration
+	format      string // Instance.Format
 }
 
 // instanceHandle is the InstanceAck.Handle of this store.
@@ -305,6 +302,7 @@ func (s *sealedState) Persist(ctx context.Context) (exec.InstanceAck, error) {
 		Subtask:     s.subtask,
 		Parallelism: s.parallelism,
 		StateKind:   string(s.img.Kind),
+		Format:      s.format,
 		KeyGroups:   s.img.KeyGroups,
 		Position:    s.position,
 		Files:       make([]FileRef, 0, len(s.img.Files)),

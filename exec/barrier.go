@@ -83,12 +83,15 @@ func (t *task) openStates() error {
 			}
 			t.cp.sinks = append(t.cp.sinks, s)
 		}
+		if t.keyed[i] != nil {
+			continue // the runtime snapshots its backend
+		}
 		co, ok := op.(CheckpointedOperator)
 		if !ok {
 			if _, stateless := op.(StatelessOperator); stateless {
 				continue
 			}
-			return t.wrapOp(i, fmt.Errorf("operator %s (%T) neither takes part in checkpoints (exec.CheckpointedOperator) nor declares that it has no state (exec.StatelessOperator); a restore would lose what it holds",
+			return t.wrapOp(i, fmt.Errorf("operator %s (%T) neither keeps keyed state (exec.KeyedOperator) nor takes part in checkpoints (exec.CheckpointedOperator) nor declares that it has no state (exec.StatelessOperator); a restore would lose what it holds",
 				t.opName(i), op))
 		}
 		id := t.operatorID(i)
@@ -184,6 +187,15 @@ func (t *task) checkpoint(id CheckpointID) error {
 		sealed = append(sealed, sealedInstance{id: in.id, sealed: ss, sync: time.Since(start)})
 	}
 	for i, op := range t.ops {
+		if t.keyed[i] != nil {
+			t0 := time.Now()
+			ss, err := t.snapshotKeyed(i, id)
+			if err != nil {
+				return fail(t.wrapOp(i, err))
+			}
+			sealed = append(sealed, sealedInstance{id: t.keyed[i].id, sealed: ss, sync: time.Since(t0)})
+			continue
+		}
 		in := t.cp.insts[i]
 		if in == nil {
 			if s, ok := op.(*sink); ok {

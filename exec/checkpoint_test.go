@@ -1069,7 +1069,7 @@ func TestUndeclaredStateRefused(t *testing.T) {
 	src.Chain = chain(opOf(&undeclared{}))
 	src.ChainNames = []string{"Counter"}
 	err := run(t, &JobGraph{Vertices: []*Vertex{src}}, Config{Checkpointing: ckptConfig(newMemStore(), ExactlyOnce)})
-	if err == nil || !strings.Contains(err.Error(), "operator Counter (*exec.undeclared) neither takes part in checkpoints") {
+	if err == nil || !strings.Contains(err.Error(), "operator Counter (*exec.undeclared) neither keeps keyed state (exec.KeyedOperator) nor takes part in checkpoints") {
 		t.Fatalf("got %v, want the refusal of the undeclared operator", err)
 	}
 	src = posSource(1, &posReader{data: seq(1, 3)})

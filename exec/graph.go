@@ -111,6 +111,8 @@ type Config struct {
 	BatchSize             int           // rows per batch (default types.DefaultBatchSize)
 	ChannelCapacity       int           // batches buffered per exchange channel before backpressure (default 4)
 	Now                   func() int64  // processing clock in epoch ms (default wall clock); tests substitute
+	// KeyedState says where keyed operators keep their working state.
+	KeyedState KeyedStateConfig
 	// Checkpointing turns on barrier checkpoints (nil: off).
 	Checkpointing *CheckpointConfig
 	// Fault, when set, is called at the fault-injection points of the

@@ -128,6 +128,20 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 		j.vertices = append(j.vertices, vr)
 	}
 
+	for _, ts := range tasks {
+		for _, t := range ts {
+			t.createErr = t.createOperators()
+		}
+	}
+	budgets, err := memoryBudgets(cfg.KeyedState, tasks)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	for t, bs := range budgets {
+		t.budgets = bs
+	}
+
 	// Wire the exchanges: one channel per (producer subtask, consumer
 	// subtask) pair that the partitioner connects.
 	credits := cfg.ChannelCapacity + 1

@@ -141,8 +141,14 @@ type task struct {
 	cfg     Config
 	ctx     context.Context
 
-	ops     []Operator
-	opened  int
+	ops    []Operator
+	opened int
+	// createErr is why the chain could not be created (reported by run).
+	createErr error
+	// keyed[i] is the keyed state of ops[i], nil when it keeps none;
+	// budgets[i] its memory budget (rocksdb).
+	keyed   []*keyedInstance
+	budgets []int64
 	metrics []*OperatorMetrics
 	// outs[i] is the Output of ops[i].
 	outs  []Output
@@ -197,6 +203,9 @@ func (t *task) run() (err error) {
 		if cerr := t.closeStates(); err == nil {
 			err = cerr
 		}
+		if cerr := t.closeKeyedStates(); err == nil {
+			err = cerr
+		}
 	}()
 	if err := t.openOperators(); err != nil {
 		return err
@@ -207,10 +216,10 @@ func (t *task) run() (err error) {
 	return t.runInputs()
 }
 
-func (t *task) openOperators() error {
-	n := len(t.v.Chain)
-	t.ops = make([]Operator, n)
-	t.outs = make([]Output, n)
+// createOperators creates the chain's operators (in Start, so that the
+// job knows its keyed instances before any opens).
+func (t *task) createOperators() error {
+	t.ops = make([]Operator, len(t.v.Chain))
 	for i, mk := range t.v.Chain {
 		op, err := mk()
 		if err != nil {
@@ -220,6 +229,21 @@ func (t *task) openOperators() error {
 			return fmt.Errorf("create %s: no operator", t.opName(i))
 		}
 		t.ops[i] = op
+	}
+	return nil
+}
+
+func (t *task) openOperators() error {
+	if t.ops == nil && t.createErr == nil {
+		t.createErr = t.createOperators()
+	}
+	if t.createErr != nil {
+		return t.createErr
+	}
+	n := len(t.v.Chain)
+	t.outs = make([]Output, n)
+	if err := t.openKeyedStates(); err != nil {
+		return err
 	}
 	if t.coord != nil {
 		if err := t.openStates(); err != nil {

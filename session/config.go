@@ -40,6 +40,9 @@ var defaults = map[string]string{
 	"execution.checkpointing.incremental":                              "",
 	"execution.checkpointing.externalized-checkpoint-retention":        "NO_EXTERNALIZED_CHECKPOINTS",
 	"state.backend.type":                                               "hashmap",
+	"taskmanager.memory.managed.size":                                  "512 mb",
+	"state.backend.rocksdb.memory.managed":                             "true",
+	"state.backend.rocksdb.memory.fixed-per-slot":                      "",
 	"state.checkpoints.dir":                                            "",
 	"state.checkpoints.num-retained":                                   "1",
 	"execution.state-recovery.path":                                    "",
@@ -112,6 +115,9 @@ var checks = map[string]optionCheck{
 	"execution.checkpointing.incremental":                              optionalEnum("true", "false"),
 	"execution.checkpointing.externalized-checkpoint-retention":        enumOption("RETAIN_ON_CANCELLATION", "DELETE_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"),
 	"state.backend.type":                                               enumOption("hashmap", "rocksdb", "pebble"),
+	"taskmanager.memory.managed.size":                                  memoryOption,
+	"state.backend.rocksdb.memory.managed":                             enumOption("true", "false"),
+	"state.backend.rocksdb.memory.fixed-per-slot":                      optionalMemory,
 	"state.checkpoints.num-retained":                                   intOption(1),
 	"restart-strategy.type":                                            optionalEnum("none", "disable", "off", "fixed-delay", "fixeddelay", "exponential-delay", "exponentialdelay"),
 	"restart-strategy.fixed-delay.attempts":                            intOption(0),
@@ -136,6 +142,25 @@ func floatOption(min, max float64) optionCheck {
 		}
 		return nil
 	}
+}
+
+func memoryOption(v string) error {
+	_, err := connectors.ParseMemorySize(v)
+	return err
+}
+
+// optionalMemory accepts an empty value (unset) or a memory size.
+func optionalMemory(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	return memoryOption(v)
+}
+
+// memory returns a memory-size option (validated when set); 0 when unset.
+func (c *config) memory(key string) int64 {
+	n, _ := connectors.ParseMemorySize(c.get(key))
+	return n
 }
 
 // optionalDuration accepts an empty value (unset) or a duration.

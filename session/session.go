@@ -26,6 +26,7 @@ import (
 	"github.com/flinksql/flinksql/sql/parser"
 	"github.com/flinksql/flinksql/sql/planner"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state"
 )
 
 // Options configure a new session.
@@ -200,6 +201,19 @@ func (s *Session) execConfig() exec.Config {
 		Now:                   func() int64 { return s.now().UnixMilli() },
 		Fault:                 s.fault,
 		Log:                   s.logf,
+		KeyedState:            s.keyedStateConfig(),
+	}
+}
+
+// keyedStateConfig is where keyed operators keep their working state:
+// state.backend.type and the rocksdb memory options (validated on SET).
+func (s *Session) keyedStateConfig() exec.KeyedStateConfig {
+	kind, _ := state.ParseKind(s.conf.get("state.backend.type"))
+	return exec.KeyedStateConfig{
+		Kind:          kind,
+		ManagedMemory: s.conf.memory("taskmanager.memory.managed.size"),
+		FixedPerSlot:  s.conf.memory("state.backend.rocksdb.memory.fixed-per-slot"),
+		Unmanaged:     strings.EqualFold(s.conf.get("state.backend.rocksdb.memory.managed"), "false"),
 	}
 }
 
@@ -438,14 +452,13 @@ func (s *Session) startAttempt(plan *planner.Plan, name string, cp *checkpointin
 		return nil, nil, err
 	}
 	cfg := s.execConfig()
-	cleanup := func() {}
+	removeStaleStateDirs(os.TempDir(), s.stderr)
+	local, cleanup, err := newLocalStateDir(os.TempDir())
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.KeyedState.Dir = local
 	if cp != nil {
-		removeStaleStateDirs(os.TempDir(), s.stderr)
-		local, release, err := newLocalStateDir(os.TempDir())
-		if err != nil {
-			return nil, nil, err
-		}
-		cleanup = release
 		cfg.Checkpointing = cp.attemptConfig(local)
 		cfg.MaxParallelism = cp.maxParallelism
 	}

@@ -272,7 +272,9 @@ type Step interface {
 // of every step and runs the rest of the script: the output, and the late
 // rows, must be the same, and a full snapshot of the restored operator must
 // equal the incremental checkpoint it came from. It returns the store of
-// the uninterrupted run. An operator that declares itself stateless
+// the uninterrupted run (nil for a KeyedOperator, which is checked on a
+// backend of every kind in Kinds, comparing the restored backend's entries
+// with the snapshot's instead). An operator that declares itself stateless
 // (exec.StatelessOperator) is checked the same way with empty checkpoints;
 // one that neither checkpoints nor declares that fails the test.
 // newCollector gives the package's formatting of the output.
@@ -290,6 +292,12 @@ func CheckRestores[S Step](t *testing.T, build func() (exec.Operator, error), ne
 		if err := op.Open(rt.Context()); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, ok := mk().(exec.KeyedOperator); ok {
+		for _, kind := range Kinds {
+			checkKeyedRestores(t, kind, mk, newCollector, start, script, late, want...)
+		}
+		return nil
 	}
 	op := mk()
 	rt := &Runtime{Now: start}

@@ -1,0 +1,124 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
+)
+
+// KeyedFormat is Instance.Format of the state of a keyed operator instance:
+// the image of its state/kv backend.
+const KeyedFormat = "kv/1"
+
+// OpenKeyedInstance implements exec.KeyedCheckpointStore: the backend is
+// opened in a working directory of its own under the store's local
+// directory, from the restored checkpoint's files when it holds the
+// instance.
+func (rs *runtimeStore) OpenKeyedInstance(op exec.OperatorID, subtask, parallelism int, cfg kv.Config) (exec.KeyedInstance, error) {
+	in, err := rs.restoredInstance(op, subtask, parallelism)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil && len(in.Files) > 0 && in.Format != KeyedFormat {
+		return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint holds its state in the format %q of an earlier flinksql, which this release does not read (keyed state is now %q); start the job afresh: %w",
+			op, subtask, rs.restore.ID, in.Format, KeyedFormat, ErrIncompatibleRestore)
+	}
+	if err := os.MkdirAll(rs.localDir, 0o755); err != nil {
+		return nil, fmt.Errorf("opening state of %s subtask %d: %w", op, subtask, err)
+	}
+	dir, err := os.MkdirTemp(rs.localDir, dirElement(string(op))+"-"+strconv.Itoa(subtask)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("opening state of %s subtask %d: %w", op, subtask, err)
+	}
+	cfg.Kind = rs.kind
+	cfg.Dir = filepath.Join(dir, "db")
+	ki := &keyedInstance{rs: rs, op: op, subtask: subtask, parallelism: parallelism, dir: dir}
+	if in == nil || len(in.Files) == 0 {
+		ki.b, err = kv.Open(cfg)
+	} else {
+		var files []image.File
+		if err = os.MkdirAll(cfg.Dir, 0o755); err == nil {
+			files, err = rs.download(context.Background(), in, cfg.Dir)
+		}
+		if err == nil {
+			if ki.b, err = kv.Restore(cfg, files); err != nil {
+				err = fmt.Errorf("restoring from checkpoint %d: %w: %w", rs.restore.ID, err, exec.ErrCheckpointUnrestorable)
+			}
+		}
+		ki.restored = err == nil
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("opening state of %s subtask %d: %w", op, subtask, err)
+	}
+	return ki, nil
+}
+
+// restoredInstance returns the restored checkpoint's part for the instance
+// (nil on a fresh start or when the checkpoint has none), refusing another
+// parallelism or state backend.
+func (rs *runtimeStore) restoredInstance(op exec.OperatorID, subtask, parallelism int) (*Instance, error) {
+	if rs.restore == nil {
+		return nil, nil
+	}
+	if p, ok := rs.restoredParallelism[string(op)]; ok && p != parallelism {
+		return nil, fmt.Errorf("restoring operator %s from checkpoint %d: the checkpoint has parallelism %d, the job %d; changing the parallelism of a job restored from a checkpoint is not supported: %w",
+			op, rs.restore.ID, p, parallelism, ErrIncompatibleRestore)
+	}
+	in := rs.restored[instanceKey{string(op), subtask}]
+	if in != nil && in.StateKind != string(rs.kind) {
+		return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint was taken with state backend %q, the job uses %q, which cannot read it; set 'state.backend.type' = '%s' to restore it (switching backends needs a savepoint, which flinksql does not take yet): %w",
+			op, subtask, rs.restore.ID, in.StateKind, rs.kind, in.StateKind, ErrIncompatibleRestore)
+	}
+	return in, nil
+}
+
+// keyedInstance is the backend of one keyed operator instance.
+type keyedInstance struct {
+	rs          *runtimeStore
+	op          exec.OperatorID
+	subtask     int
+	parallelism int
+	dir         string
+	b           *kv.Backend
+	restored    bool
+}
+
+func (ki *keyedInstance) Backend() *kv.Backend { return ki.b }
+func (ki *keyedInstance) Restored() bool       { return ki.restored }
+
+func (ki *keyedInstance) Seal(id exec.CheckpointID) (exec.SealedState, error) {
+	start := time.Now()
+	img, err := ki.b.Snapshot(int64(id))
+	if err != nil {
+		return nil, fmt.Errorf("sealing state of %s subtask %d for checkpoint %d: %w", ki.op, ki.subtask, id, err)
+	}
+	return &sealedState{
+		m:           ki.rs.m,
+		id:          int64(id),
+		op:          ki.op,
+		subtask:     ki.subtask,
+		parallelism: ki.parallelism,
+		img:         img,
+		sync:        time.Since(start),
+		format:      KeyedFormat,
+	}, nil
+}
+
+func (ki *keyedInstance) Close() error {
+	err := ki.b.Close()
+	if rerr := os.RemoveAll(ki.dir); err == nil && rerr != nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("closing state of %s subtask %d: %w", ki.op, ki.subtask, err)
+	}
+	return nil
+}
