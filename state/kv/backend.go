@@ -114,6 +114,7 @@ func decodeDeclaration(name string, v []byte) (*declaration, error) {
 // comment.
 type Backend struct {
 	kind   image.Kind
+	budget int64
 	dir    string
 	eng    engine
 	maxPar int
@@ -197,7 +198,7 @@ func Restore(cfg Config, files []image.File) (*Backend, error) {
 }
 
 func newBackend(cfg Config) (*Backend, error) {
-	b := &Backend{kind: cfg.Kind, dir: cfg.Dir, maxPar: cfg.MaxParallelism, clock: cfg.Clock, byName: make(map[string]*declaration)}
+	b := &Backend{kind: cfg.Kind, budget: cfg.MemoryBudget, dir: cfg.Dir, maxPar: cfg.MaxParallelism, clock: cfg.Clock, byName: make(map[string]*declaration)}
 	if b.maxPar == 0 {
 		b.maxPar = DefaultMaxParallelism
 	}
@@ -316,6 +317,14 @@ func (b *Backend) setTTL(d *declaration) {
 
 // MaxParallelism is the number of key groups.
 func (b *Backend) MaxParallelism() int { return b.maxPar }
+
+// Kind is the backend's kind (image.Hashmap or image.RocksDB).
+func (b *Backend) Kind() image.Kind { return b.kind }
+
+// MemoryBudget is a rocksdb backend's memory budget (0 for hashmap, whose
+// state is bounded only by the process). An operator that keeps decoded
+// entries of its own in front of the backend sizes that cache from it.
+func (b *Backend) MemoryBudget() int64 { return b.budget }
 
 // KeyGroups is the key-group range the backend owns.
 func (b *Backend) KeyGroups() KeyGroupRange { return b.kgs }
