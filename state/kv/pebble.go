@@ -145,7 +145,9 @@ func workingOptions(memtable, blockCache int64) *pebble.Options {
 		L0CompactionThreshold:       6,
 		L0StopWritesThreshold:       1 << 10,
 		MaxManifestFileSize:         1 << 20,
-		Cache:                       pebble.NewCache(blockCache),
+		// Pebble charges its memtables to the block cache (a reservation):
+		// without their share the cache would hold no block at all.
+		Cache:                       pebble.NewCache(blockCache + 2*memtable),
 		MaxOpenFiles:                256,
 	}
 	for i := range o.Levels {
