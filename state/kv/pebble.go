@@ -147,8 +147,8 @@ func workingOptions(memtable, blockCache int64) *pebble.Options {
 		MaxManifestFileSize:         1 << 20,
 		// Pebble charges its memtables to the block cache (a reservation):
 		// without their share the cache would hold no block at all.
-		Cache:                       pebble.NewCache(blockCache + 2*memtable),
-		MaxOpenFiles:                256,
+		Cache:        pebble.NewCache(blockCache + 2*memtable),
+		MaxOpenFiles: 256,
 	}
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
