@@ -11,13 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/state"
 )
 
@@ -63,31 +63,37 @@ var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // name: default names such as insert-into_<sink> are shared by different
 // queries.
 func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*checkpointing, error) {
-	iv := strings.TrimSpace(s.conf.get("execution.checkpointing.interval"))
-	recovery := strings.TrimSpace(s.conf.get("execution.state-recovery.path"))
+	iv := strings.TrimSpace(s.conf.Get(options.CheckpointInterval.Key))
+	recovery := strings.TrimSpace(options.RecoveryPath.Get(s.conf))
 	if iv == "" && recovery == "" {
 		return nil, nil
 	}
 	c := &checkpointing{}
 	if iv != "" {
-		c.cfg.Interval = s.conf.duration("execution.checkpointing.interval")
+		c.cfg.Interval = options.CheckpointInterval.Get(s.conf)
 		if c.cfg.Interval <= 0 {
 			return nil, fmt.Errorf("'execution.checkpointing.interval' must be a positive duration, but was '%s'", iv)
 		}
 	}
-	if strings.EqualFold(s.conf.get("execution.checkpointing.mode"), "AT_LEAST_ONCE") {
+	if options.CheckpointMode.Get(s.conf) == "AT_LEAST_ONCE" {
 		c.cfg.Mode = exec.AtLeastOnce
 	}
-	c.cfg.Timeout = s.conf.duration("execution.checkpointing.timeout")
-	c.cfg.MinPause = s.conf.duration("execution.checkpointing.min-pause")
-	c.cfg.MaxConcurrent = s.conf.intValue("execution.checkpointing.max-concurrent-checkpoints")
-	c.cfg.TolerableFailures = s.conf.intValue("execution.checkpointing.tolerable-failed-checkpoints")
-	kind, err := state.ParseKind(s.conf.get("state.backend.type"))
+	c.cfg.Timeout = options.CheckpointTimeout.Get(s.conf)
+	c.cfg.MinPause = options.CheckpointMinPause.Get(s.conf)
+	c.cfg.MaxConcurrent = options.CheckpointMaxConcurrent.Get(s.conf)
+	c.cfg.TolerableFailures = options.TolerableFailures.Get(s.conf)
+	kind, err := state.ParseKind(options.StateBackend.Get(s.conf))
 	if err != nil {
 		return nil, err
 	}
 	c.kind = kind
-	dir := strings.TrimSpace(s.conf.get("state.checkpoints.dir"))
+	switch inc := options.Incremental.Get(s.conf); {
+	case inc == "false" && kind == state.RocksDB:
+		return nil, fmt.Errorf("'%s' = 'false' is not supported with '%s' = 'rocksdb': its checkpoints are always incremental (they upload only new SST files); leave the option unset or use 'hashmap'", options.Incremental.Key, options.StateBackend.Key)
+	case inc == "true" && kind == state.Hashmap:
+		return nil, fmt.Errorf("'%s' = 'true' is not supported with '%s' = 'hashmap': its checkpoints are always full; leave the option unset or use 'rocksdb'", options.Incremental.Key, options.StateBackend.Key)
+	}
+	dir := strings.TrimSpace(options.CheckpointsDir.Get(s.conf))
 	if dir == "" {
 		// Flink keeps checkpoints in the JobManager's memory when no directory
 		// is set; a single process keeps them on local disk instead, so a
@@ -95,18 +101,16 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 		dir = filepath.Join(os.TempDir(), "flinksql-checkpoints")
 	}
 	storageOpts := map[string]string{}
-	for k, v := range s.conf.set {
-		if strings.HasPrefix(k, "s3.") {
-			storageOpts[k] = v
-		}
+	for k, v := range s.conf.WithPrefix("s3.") {
+		storageOpts[k] = v
 	}
 	st, err := checkpoint.OpenStorage(ctx, dir, storageOpts)
 	if err != nil {
 		return nil, fmt.Errorf("state.checkpoints.dir: %w", err)
 	}
-	retention := strings.ToUpper(s.conf.get("execution.checkpointing.externalized-checkpoint-retention"))
+	retention := options.CheckpointRetention.Get(s.conf)
 	c.retainOnCancel = retention == "RETAIN_ON_CANCELLATION"
-	_, named := s.conf.set["pipeline.name"]
+	named := options.PipelineName.IsSet(s.conf)
 	c.named = named
 	jobDir := unsafePath.ReplaceAllString(job, "_")
 	if !named {
@@ -128,7 +132,7 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 	if c.lease != nil {
 		mopts = append(mopts, checkpoint.WithGuard(c.lease.Check))
 	}
-	m, err := checkpoint.NewManager(ctx, st, jobDir, s.conf.intValue("state.checkpoints.num-retained"), c.retainOnCancel, mopts...)
+	m, err := checkpoint.NewManager(ctx, st, jobDir, options.NumRetained.Get(s.conf), c.retainOnCancel, mopts...)
 	if err != nil {
 		c.unlock()
 		return nil, err
@@ -171,11 +175,11 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 // groups, on other subtasks). As in Flink, a job that does not set the option
 // adopts the restored checkpoint's; one that sets another value is refused.
 func (s *Session) checkMaxParallelism(c *checkpointing, job string) error {
-	c.maxParallelism = s.conf.intValue("pipeline.max-parallelism")
+	c.maxParallelism = options.MaxParallelism.Get(s.conf)
 	if c.restore == nil || c.restore.MaxParallelism <= 0 || c.restore.MaxParallelism == c.maxParallelism {
 		return nil
 	}
-	if _, explicit := s.conf.set["pipeline.max-parallelism"]; explicit {
+	if options.MaxParallelism.IsSet(s.conf) {
 		return fmt.Errorf("The maximum parallelism (%d) with which the latest checkpoint (%d) of job '%s' has been taken and the current maximum parallelism (%d) changed. This is currently not supported. "+
 			"Set 'pipeline.max-parallelism' to %d (or leave it unset) to restore this checkpoint.",
 			c.restore.MaxParallelism, c.restore.ID, job, c.maxParallelism, c.restore.MaxParallelism)
@@ -311,7 +315,7 @@ type restartStrategy struct {
 }
 
 func (s *Session) restartStrategy(checkpointing bool) *restartStrategy {
-	kind := strings.ToLower(strings.TrimSpace(s.conf.get("restart-strategy.type")))
+	kind := strings.ToLower(options.RestartStrategy.Get(s.conf))
 	switch kind {
 	case "":
 		// Flink's default: exponential-delay when checkpointing is on, none otherwise.
@@ -330,16 +334,16 @@ func (s *Session) restartStrategy(checkpointing bool) *restartStrategy {
 	r := &restartStrategy{kind: kind, random: rand.Float64}
 	switch kind {
 	case "fixed-delay":
-		r.attempts = s.conf.intValue("restart-strategy.fixed-delay.attempts")
-		r.delay = s.conf.duration("restart-strategy.fixed-delay.delay")
+		r.attempts = options.FixedDelayAttempts.Get(s.conf)
+		r.delay = options.FixedDelay.Get(s.conf)
 	case "exponential-delay":
-		r.attempts = s.conf.intValue("restart-strategy.exponential-delay.attempts-before-reset-backoff")
-		r.initial = s.conf.duration("restart-strategy.exponential-delay.initial-backoff")
-		r.max = s.conf.duration("restart-strategy.exponential-delay.max-backoff")
-		r.reset = s.conf.duration("restart-strategy.exponential-delay.reset-backoff-threshold")
+		r.attempts = options.ExpAttemptsBeforeReset.Get(s.conf)
+		r.initial = options.ExpInitialBackoff.Get(s.conf)
+		r.max = options.ExpMaxBackoff.Get(s.conf)
+		r.reset = options.ExpResetThreshold.Get(s.conf)
 		// Both were validated when set (checks in config.go).
-		r.multiplier, _ = strconv.ParseFloat(strings.TrimSpace(s.conf.get("restart-strategy.exponential-delay.backoff-multiplier")), 64)
-		r.jitter, _ = strconv.ParseFloat(strings.TrimSpace(s.conf.get("restart-strategy.exponential-delay.jitter-factor")), 64)
+		r.multiplier = options.ExpMultiplier.Get(s.conf)
+		r.jitter = options.ExpJitter.Get(s.conf)
 	}
 	return r
 }

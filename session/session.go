@@ -20,6 +20,7 @@ import (
 	"github.com/flinksql/flinksql/connectors/builtin"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/groupagg"
+	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/expr/agg"
@@ -52,7 +53,7 @@ type Session struct {
 	logMu  sync.Mutex // serializes job log lines (subtasks write concurrently)
 	cat    *catalog.Catalog
 	reg    *connectors.Registry
-	conf   config
+	conf   *options.Values
 	now    func() time.Time
 	fault  exec.FaultFunc
 	mu     sync.Mutex // guards jobs
@@ -109,13 +110,13 @@ func New(opts Options) (*Session, error) {
 		}
 		fault = f
 	}
-	s := &Session{stderr: opts.Stderr, cat: catalog.New(), reg: reg, conf: config{set: map[string]string{}}, now: now, fault: fault, jobs: map[string]*runningJob{}}
+	s := &Session{stderr: opts.Stderr, cat: catalog.New(), reg: reg, conf: options.Session().NewValues(), now: now, fault: fault, jobs: map[string]*runningJob{}}
 	for k, v := range opts.Config {
-		k = canonicalKey(k)
-		if err := checkOption(k, v); err != nil {
+		if warning, err := s.conf.Set(k, v); err != nil {
 			return nil, err
+		} else if warning != "" {
+			fmt.Fprintf(s.stderr, "[WARNING] %s\n", warning)
 		}
-		s.conf.set[k] = v
 	}
 	return s, nil
 }
@@ -139,7 +140,7 @@ func (s *Session) Close() error {
 func (s *Session) logLine(msg string) { s.logf("%s", msg) }
 
 // Get returns the current value of an option.
-func (s *Session) Get(key string) string { return s.conf.get(key) }
+func (s *Session) Get(key string) string { return s.conf.Get(key) }
 
 // Completions returns table and view names and SQL keywords for the REPL.
 func (s *Session) Completions() []string {
@@ -152,52 +153,52 @@ func (s *Session) Completions() []string {
 }
 
 func (s *Session) planner(ctx context.Context) (*planner.Planner, error) {
-	loc, err := resolveZone(s.conf.get("table.local-time-zone"))
+	loc, err := options.ResolveZone(options.LocalTimeZone.Get(s.conf))
 	if err != nil {
 		return nil, err
 	}
-	if mode := strings.ToLower(s.conf.get("execution.runtime-mode")); mode != "streaming" {
+	if mode := options.RuntimeMode.Get(s.conf); mode != "streaming" {
 		return nil, &planner.UnsupportedError{Msg: fmt.Sprintf("execution.runtime-mode '%s' is not supported yet; flinksql runs queries in streaming mode", mode)}
 	}
 	mb := groupagg.MiniBatch{
-		Enabled:      strings.EqualFold(s.conf.get("table.exec.mini-batch.enabled"), "true"),
-		AllowLatency: s.conf.duration("table.exec.mini-batch.allow-latency"),
-		Size:         s.conf.intValue("table.exec.mini-batch.size"),
+		Enabled:      options.MiniBatchEnabled.Get(s.conf),
+		AllowLatency: options.MiniBatchLatency.Get(s.conf),
+		Size:         options.MiniBatchSize.Get(s.conf),
 	}
 	if mb.Enabled && (mb.AllowLatency <= 0 || mb.Size <= 0) {
 		return nil, fmt.Errorf("With 'table.exec.mini-batch.enabled' = 'true', 'table.exec.mini-batch.allow-latency' must be greater than 0 (is '%s') and 'table.exec.mini-batch.size' must be greater than 0 (is '%s').",
-			s.conf.get("table.exec.mini-batch.allow-latency"), s.conf.get("table.exec.mini-batch.size"))
+			s.conf.Get(options.MiniBatchLatency.Key), s.conf.Get(options.MiniBatchSize.Key))
 	}
-	notNull, err := exec.ParseNotNullAction(s.conf.get(exec.NotNullEnforcerOption))
+	notNull, err := exec.ParseNotNullAction(options.NotNullEnforcer.Get(s.conf))
 	if err != nil {
 		return nil, err
 	}
 	return planner.New(s.cat, s.reg, planner.Config{
-		Parallelism:    s.conf.intValue("parallelism.default"),
-		MaxParallelism: s.conf.intValue("pipeline.max-parallelism"),
+		Parallelism:    options.Parallelism.Get(s.conf),
+		MaxParallelism: options.MaxParallelism.Get(s.conf),
 		Loc:            loc,
 		Now:            s.now,
-		StateTTL:       s.conf.duration("table.exec.state.ttl"),
+		StateTTL:       options.StateTTL.Get(s.conf),
 		MiniBatch:      mb,
 		// Jobs log to the session's stderr, as the runtime's other warnings.
 		NotNullEnforcer: notNull,
 		Log:             s.logLine,
 		Emit: planner.EmitOptions{
-			AllowLateness:     s.conf.duration("table.exec.emit.allow-lateness"),
-			AllowLatenessText: s.conf.get("table.exec.emit.allow-lateness"),
-			EarlyFire:         strings.EqualFold(s.conf.get("table.exec.emit.early-fire.enabled"), "true"),
-			LateFire:          strings.EqualFold(s.conf.get("table.exec.emit.late-fire.enabled"), "true"),
+			AllowLateness:     options.AllowLateness.Get(s.conf),
+			AllowLatenessText: s.conf.Get(options.AllowLateness.Key),
+			EarlyFire:         options.EarlyFireEnabled.Get(s.conf),
+			LateFire:          options.LateFireEnabled.Get(s.conf),
 		},
-		IdleTimeout: s.conf.duration("table.exec.source.idle-timeout"),
+		IdleTimeout: options.IdleTimeout.Get(s.conf),
 	}).WithContext(ctx), nil // Ctrl-C or SIGTERM cancels the planning of a statement
 }
 
 func (s *Session) execConfig() exec.Config {
 	return exec.Config{
-		MaxParallelism:        s.conf.intValue("pipeline.max-parallelism"),
-		BufferTimeout:         s.conf.duration("execution.buffer-timeout"),
-		AutoWatermarkInterval: s.conf.duration("pipeline.auto-watermark-interval"),
-		IdleTimeout:           s.conf.duration("table.exec.source.idle-timeout"),
+		MaxParallelism:        options.MaxParallelism.Get(s.conf),
+		BufferTimeout:         options.BufferTimeout.Get(s.conf),
+		AutoWatermarkInterval: options.AutoWatermarkInterval.Get(s.conf),
+		IdleTimeout:           options.IdleTimeout.Get(s.conf),
 		Now:                   func() int64 { return s.now().UnixMilli() },
 		Fault:                 s.fault,
 		Log:                   s.logf,
@@ -208,12 +209,12 @@ func (s *Session) execConfig() exec.Config {
 // keyedStateConfig is where keyed operators keep their working state:
 // state.backend.type and the rocksdb memory options (validated on SET).
 func (s *Session) keyedStateConfig() exec.KeyedStateConfig {
-	kind, _ := state.ParseKind(s.conf.get("state.backend.type"))
+	kind, _ := state.ParseKind(options.StateBackend.Get(s.conf))
 	return exec.KeyedStateConfig{
 		Kind:          kind,
-		ManagedMemory: s.conf.memory("taskmanager.memory.managed.size"),
-		FixedPerSlot:  s.conf.memory("state.backend.rocksdb.memory.fixed-per-slot"),
-		Unmanaged:     strings.EqualFold(s.conf.get("state.backend.rocksdb.memory.managed"), "false"),
+		ManagedMemory: options.ManagedMemory.Get(s.conf),
+		FixedPerSlot:  options.RocksDBFixedPerSlot.Get(s.conf),
+		Unmanaged:     !options.RocksDBManaged.Get(s.conf),
 	}
 }
 
@@ -310,20 +311,18 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		return okResult, nil
 	case *parser.Set:
 		if x.Key == "" {
-			return &Result{Table: &StaticTable{Columns: []string{"key", "value"}, Rows: s.conf.list()}}, nil
+			return &Result{Table: &StaticTable{Columns: []string{"key", "value"}, Rows: s.conf.List()}}, nil
 		}
-		key := canonicalKey(x.Key)
-		if err := checkOption(key, x.Value); err != nil {
+		warning, err := s.conf.Set(x.Key, x.Value)
+		if err != nil {
 			return nil, err
 		}
-		s.conf.set[key] = x.Value
+		if warning != "" {
+			s.logf("[WARNING] %s", warning)
+		}
 		return okResult, nil
 	case *parser.Reset:
-		if x.Key == "" {
-			s.conf.set = map[string]string{}
-		} else {
-			delete(s.conf.set, canonicalKey(x.Key))
-		}
+		s.conf.Reset(x.Key)
 		return okResult, nil
 	case *parser.Show:
 		return s.show(x)
@@ -401,7 +400,7 @@ func newJobID() string {
 }
 
 func (s *Session) jobName(plan *planner.Plan) string {
-	if n := s.conf.get("pipeline.name"); n != "" {
+	if n := options.PipelineName.Get(s.conf); n != "" {
 		return n
 	}
 	return plan.Name
@@ -690,7 +689,7 @@ func (s *Session) executeQuery(ctx context.Context, q *parser.QueryStmt) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	loc, _ := resolveZone(s.conf.get("table.local-time-zone"))
+	loc, _ := options.ResolveZone(options.LocalTimeZone.Get(s.conf))
 	qr := &QueryResult{Schema: plan.Schema, Loc: loc, ChangelogMode: plan.Mode}
 	qr.next = func(ctx context.Context) ([]Change, error) {
 		select {

@@ -1,0 +1,7 @@
+package options
+
+import "flag"
+
+var update = flag.Bool("update", false, "rewrite docs/options.md")
+
+func updateDoc() bool { return *update }
