@@ -172,7 +172,11 @@ const stateChildEnv = "FLINKSQL_STATE_DIR_TEST_CHILD"
 // fresh one without a lock file yet.
 func TestStaleStateDirsRemoved(t *testing.T) {
 	if ckpts := os.Getenv(stateChildEnv); ckpts != "" {
-		s, err := New(Options{Stderr: os.Stderr, Config: map[string]string{
+		fault, err := ParseFault(os.Getenv(FaultEnv), os.Stderr)
+		if err != nil {
+			os.Exit(3)
+		}
+		s, err := New(Options{Stderr: os.Stderr, Fault: fault, Config: map[string]string{
 			"execution.checkpointing.interval": "20 ms", "state.checkpoints.dir": ckpts, "pipeline.name": "stale-dirs",
 			"state.backend.type": "rocksdb"}})
 		if err != nil {

@@ -41,8 +41,8 @@ type Options struct {
 	// Now overrides the processing clock (tests).
 	Now func() time.Time
 	// Fault is called at the runtime's fault-injection points (crash
-	// drills, see exec.FaultPoints). When nil, New arms the point named by
-	// the FLINKSQL_FAULT environment variable (FaultEnv), if any.
+	// drills, see exec.FaultPoints; ParseFault builds it from the text of
+	// FaultEnv, which cmd/flinksql reads). Nil in production.
 	Fault exec.FaultFunc
 }
 
@@ -103,13 +103,6 @@ func New(opts Options) (*Session, error) {
 		now = time.Now
 	}
 	fault := opts.Fault
-	if fault == nil {
-		f, err := ParseFault(os.Getenv(FaultEnv), opts.Stderr)
-		if err != nil {
-			return nil, err
-		}
-		fault = f
-	}
 	s := &Session{stderr: opts.Stderr, cat: catalog.New(), reg: reg, conf: options.Session().NewValues(), now: now, fault: fault, jobs: map[string]*runningJob{}}
 	for k, v := range opts.Config {
 		if warning, err := s.conf.Set(k, v); err != nil {

@@ -90,7 +90,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer b.Close()
 		fmt.Fprintf(stderr, "Kafka broker listening on %s\n", b.Addr())
 	}
-	sess, err := session.New(session.Options{Stdout: stdout, Stderr: stderr, Config: conf})
+	// Crash drills arm a fault-injection point through the environment;
+	// the process reads it here, and the session only gets the hook.
+	fault, err := session.ParseFault(os.Getenv(session.FaultEnv), stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "flinksql: %v\n", err)
+		return 2
+	}
+	sess, err := session.New(session.Options{Stdout: stdout, Stderr: stderr, Config: conf, Fault: fault})
 	if err != nil {
 		fmt.Fprintf(stderr, "flinksql: %v\n", err)
 		return 2

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/flinksql/flinksql/session"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -97,4 +98,15 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestBadFaultRefusedAtStart: the process reads FLINKSQL_FAULT (the
+// session no longer reads the environment) and refuses a bad one at start.
+func TestBadFaultRefusedAtStart(t *testing.T) {
+	t.Setenv(session.FaultEnv, "sometime")
+	var out, errOut strings.Builder
+	code := run([]string{"-e", "SELECT 1;"}, strings.NewReader(""), &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), `unknown fault point "sometime"`) {
+		t.Fatalf("exit %d, stderr %q; want exit 2 naming the bad point", code, errOut.String())
+	}
 }
