@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"fmt"
+	"github.com/flinksql/flinksql/units"
 	"sort"
 	"strconv"
 	"strings"
@@ -291,83 +292,9 @@ func (o Options) Enum(key string, allowed []string, def string) (string, error) 
 	return "", invalid(key, "one of ["+strings.Join(allowed, ", ")+"]", v)
 }
 
-// durationUnits maps Flink's duration unit labels to their length.
-var durationUnits = map[string]time.Duration{
-	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
-	"h": time.Hour, "hour": time.Hour, "hours": time.Hour,
-	"min": time.Minute, "m": time.Minute, "minute": time.Minute, "minutes": time.Minute,
-	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
-	"ms": time.Millisecond, "milli": time.Millisecond, "millis": time.Millisecond,
-	"millisecond": time.Millisecond, "milliseconds": time.Millisecond,
-	"µs": time.Microsecond, "us": time.Microsecond, "micro": time.Microsecond, "micros": time.Microsecond,
-	"microsecond": time.Microsecond, "microseconds": time.Microsecond,
-	"ns": time.Nanosecond, "nano": time.Nanosecond, "nanos": time.Nanosecond,
-	"nanosecond": time.Nanosecond, "nanoseconds": time.Nanosecond,
-}
+// ParseDuration parses Flink's duration syntax (see units.ParseDuration).
+func ParseDuration(s string) (time.Duration, error) { return units.ParseDuration(s) }
 
-// ParseDuration parses Flink's duration syntax: a non-negative integer
-// followed by an optional unit (d, h, min/m, s, ms, us, ns and their long
-// forms, any case, optionally separated by spaces). A bare number is
-// milliseconds.
-func ParseDuration(s string) (time.Duration, error) {
-	num, unit, err := splitNumber(s)
-	if err != nil {
-		return 0, err
-	}
-	mult := time.Millisecond
-	if unit != "" {
-		var ok bool
-		if mult, ok = durationUnits[strings.ToLower(unit)]; !ok {
-			return 0, fmt.Errorf("unknown time unit %q in %q", unit, s)
-		}
-	}
-	if num > uint64(1<<63-1)/uint64(mult) {
-		return 0, fmt.Errorf("duration %q overflows", s)
-	}
-	return time.Duration(num) * mult, nil
-}
-
-// ParseMemorySize parses Flink's memory size syntax: a non-negative integer
-// followed by an optional unit (b/bytes, k/kb, m/mb, g/gb, t/tb and the
-// …ibibytes forms, powers of 1024, any case). A bare number is bytes.
-func ParseMemorySize(s string) (int64, error) {
-	num, unit, err := splitNumber(s)
-	if err != nil {
-		return 0, err
-	}
-	var mult uint64
-	switch strings.ToLower(unit) {
-	case "", "b", "bytes":
-		mult = 1
-	case "k", "kb", "kibibytes":
-		mult = 1 << 10
-	case "m", "mb", "mebibytes":
-		mult = 1 << 20
-	case "g", "gb", "gibibytes":
-		mult = 1 << 30
-	case "t", "tb", "tebibytes":
-		mult = 1 << 40
-	default:
-		return 0, fmt.Errorf("unknown memory unit %q in %q", unit, s)
-	}
-	if num > uint64(1<<63-1)/mult {
-		return 0, fmt.Errorf("memory size %q overflows", s)
-	}
-	return int64(num * mult), nil
-}
-
-func splitNumber(s string) (uint64, string, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
-		i++
-	}
-	if i == 0 {
-		return 0, "", fmt.Errorf("%q does not start with a number", s)
-	}
-	n, err := strconv.ParseUint(t[:i], 10, 64)
-	if err != nil {
-		return 0, "", fmt.Errorf("number in %q: %w", s, err)
-	}
-	return n, strings.TrimSpace(t[i:]), nil
-}
+// ParseMemorySize parses Flink's memory size syntax (see
+// units.ParseMemorySize).
+func ParseMemorySize(s string) (int64, error) { return units.ParseMemorySize(s) }

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"github.com/flinksql/flinksql/state"
 	"time"
 )
 
@@ -21,25 +22,15 @@ import (
 type CheckpointID int64
 
 // KeyGroupNone marks operator (non-keyed) state entries.
-const KeyGroupNone = -1
+const KeyGroupNone = state.KeyGroupNone
 
 // StateWriter receives one operator instance's snapshot during the
-// synchronous part of a checkpoint. Keys and values are copied; the caller may
-// reuse its buffers.
-type StateWriter interface {
-	// Full reports whether every live entry must be written (the first
-	// snapshot after a start or restore, or a backend that only keeps full
-	// snapshots); otherwise only entries changed since the previous snapshot.
-	Full() bool
-	Put(keyGroup int, key, value []byte) error
-	Delete(keyGroup int, key []byte) error
-}
+// synchronous part of a checkpoint (see state.Writer).
+type StateWriter = state.Writer
 
-// StateReader replays a restored snapshot into an operator instance: every
-// live entry once, in key order within a key group.
-type StateReader interface {
-	Each(fn func(keyGroup int, key, value []byte) error) error
-}
+// StateReader replays a restored snapshot into an operator instance (see
+// state.Reader).
+type StateReader = state.Reader
 
 // CheckpointedOperator is implemented by operators with state.
 type CheckpointedOperator interface {

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/units"
 )
 
 // Spec is what every option declares, whatever the Go type of its value.
@@ -97,7 +97,7 @@ func Duration(key, def, desc string, deprecated ...string) *Option[time.Duration
 		if strings.TrimSpace(v) == "" && def == "" {
 			return 0, nil
 		}
-		return connectors.ParseDuration(v)
+		return units.ParseDuration(v)
 	}, deprecated...)
 }
 
@@ -108,7 +108,7 @@ func Memory(key, def, desc string, deprecated ...string) *Option[int64] {
 		if strings.TrimSpace(v) == "" && def == "" {
 			return 0, nil
 		}
-		return connectors.ParseMemorySize(v)
+		return units.ParseMemorySize(v)
 	}, deprecated...)
 }
 

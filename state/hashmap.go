@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/state/image"
 )
 
@@ -252,11 +251,11 @@ func (s *hashStore) merge() {
 	}
 }
 
-func (s *hashStore) Writer() exec.StateWriter { return &s.writer }
+func (s *hashStore) Writer() Writer { return &s.writer }
 
 func (s *hashStore) Len() int { return len(s.index) }
 
-func (s *hashStore) Reader() exec.StateReader {
+func (s *hashStore) Reader() Reader {
 	return readerFunc(func(fn func(keyGroup int, key, value []byte) error) error {
 		if s.closed {
 			return fmt.Errorf("state: hashmap store in %s is closed", s.dir)
@@ -379,7 +378,7 @@ func (s *hashStore) Close() error {
 	return nil
 }
 
-// hashWriter is the hashmap store's exec.StateWriter.
+// hashWriter is the hashmap store's Writer.
 type hashWriter struct{ s *hashStore }
 
 func (w *hashWriter) Full() bool { return w.s.full }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/state/image"
 )
 
@@ -194,7 +193,7 @@ func (s *pebbleStore) commit() error {
 	return nil
 }
 
-func (s *pebbleStore) Writer() exec.StateWriter { return &s.writer }
+func (s *pebbleStore) Writer() Writer { return &s.writer }
 
 // Freeze is Seal: a Pebble checkpoint is already just a flush and hard
 // links, and its files are immutable once linked.
@@ -272,7 +271,7 @@ func (s *pebbleStore) keyGroupRange() ([2]int, error) {
 	return kgs, nil
 }
 
-func (s *pebbleStore) Reader() exec.StateReader {
+func (s *pebbleStore) Reader() Reader {
 	return readerFunc(func(fn func(keyGroup int, key, value []byte) error) error {
 		if err := s.checkOpen(); err != nil {
 			return err
@@ -340,7 +339,7 @@ func (s *pebbleStore) Close() error {
 	return nil
 }
 
-// pebbleWriter is the rocksdb store's exec.StateWriter: writes go to a
+// pebbleWriter is the rocksdb store's Writer: writes go to a
 // batch committed at Seal (or when it grows large).
 type pebbleWriter struct{ s *pebbleStore }
 

@@ -2,7 +2,7 @@
 // stores that hold snapshotted state, hashmap and Pebble, and their sealed
 // local images.
 //
-// A Store receives an operator instance's snapshot through exec.StateWriter
+// A Store receives an operator instance's snapshot through Writer
 // during the synchronous part of a checkpoint, keeps the complete state
 // locally, and turns it into an immutable Image at Seal. Package checkpoint
 // uploads an Image's files and, on recovery, downloads them again and calls
@@ -12,7 +12,7 @@
 //
 //	[key group: 2 bytes big-endian][key bytes]
 //
-// with exec.KeyGroupNone (operator state) encoded as 0xFFFF, so each
+// with KeyGroupNone (operator state) encoded as 0xFFFF, so each
 // key-group range is contiguous and sorted and operator state sorts last.
 //
 // File naming. An image's files carry two names: LocalName, the name inside
@@ -38,7 +38,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/state/image"
 )
 
@@ -74,7 +73,7 @@ type Store interface {
 	// complete image. A full snapshot replaces the store's contents: entries
 	// the operator does not write again are dropped (the store is cleared
 	// when the first entry is written, or at Seal if none is).
-	Writer() exec.StateWriter
+	Writer() Writer
 	// Seal makes everything written so far an immutable local image for
 	// checkpoint id, which must be greater than the id of the previous Seal
 	// or Freeze of this store. The Image stays valid, and unchanged, whatever
@@ -88,7 +87,7 @@ type Store interface {
 	// Reader replays the live entries in key order: key groups ascending,
 	// KeyGroupNone last. The slices passed to fn are not reused by the store
 	// and stay valid after fn returns. fn must not write to the store.
-	Reader() exec.StateReader
+	Reader() Reader
 	// Len is the number of live entries. For rocksdb it counts them by
 	// scanning the DB (for tests and metrics, not for hot paths).
 	Len() int
@@ -145,7 +144,7 @@ const (
 )
 
 func checkKeyGroup(kg int) error {
-	if kg == exec.KeyGroupNone || (kg >= 0 && kg <= maxKeyGroup) {
+	if kg == KeyGroupNone || (kg >= 0 && kg <= maxKeyGroup) {
 		return nil
 	}
 	return fmt.Errorf("key group %d out of range [0, %d] (or KeyGroupNone)", kg, maxKeyGroup)
@@ -153,7 +152,7 @@ func checkKeyGroup(kg int) error {
 
 func putPrefix(dst []byte, kg int) {
 	code := uint16(keyGroupNoneCode)
-	if kg != exec.KeyGroupNone {
+	if kg != KeyGroupNone {
 		code = uint16(kg)
 	}
 	binary.BigEndian.PutUint16(dst, code)
@@ -163,7 +162,7 @@ func putPrefix(dst []byte, kg int) {
 func decodeKeyGroup(k []byte) int {
 	code := binary.BigEndian.Uint16(k)
 	if code == keyGroupNoneCode {
-		return exec.KeyGroupNone
+		return KeyGroupNone
 	}
 	return int(code)
 }
@@ -196,7 +195,7 @@ func (s *slab) copy(b []byte) []byte {
 	return s.buf[n : n+len(b) : n+len(b)]
 }
 
-// readerFunc adapts a function to exec.StateReader.
+// readerFunc adapts a function to Reader.
 type readerFunc func(fn func(keyGroup int, key, value []byte) error) error
 
 func (f readerFunc) Each(fn func(keyGroup int, key, value []byte) error) error { return f(fn) }

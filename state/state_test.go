@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flinksql/flinksql/exec"
 )
 
-const none = exec.KeyGroupNone
+const none = KeyGroupNone
 
 type entry struct {
 	kg         int
@@ -38,14 +37,14 @@ func open(t testing.TB, kind Kind) Store {
 	return st
 }
 
-func put(t testing.TB, w exec.StateWriter, kg int, key, value string) {
+func put(t testing.TB, w Writer, kg int, key, value string) {
 	t.Helper()
 	if err := w.Put(kg, []byte(key), []byte(value)); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func del(t testing.TB, w exec.StateWriter, kg int, key string) {
+func del(t testing.TB, w Writer, kg int, key string) {
 	t.Helper()
 	if err := w.Delete(kg, []byte(key)); err != nil {
 		t.Fatal(err)
@@ -143,7 +142,7 @@ func TestParseKind(t *testing.T) {
 
 // writeSample writes entries in several key groups and operator state, out
 // of order, with an overwrite and deletes.
-func writeSample(t *testing.T, w exec.StateWriter) {
+func writeSample(t *testing.T, w Writer) {
 	put(t, w, 5, "b", "v5b")
 	put(t, w, 5, "a", "old")
 	put(t, w, 300, "k", "v300")

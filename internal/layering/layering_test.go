@@ -1,0 +1,145 @@
+package layering
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/flinksql/flinksql/"
+
+// rule forbids packages under from (a path prefix) to import, directly or
+// not, any package under one of the prefixes of mustNot.
+type rule struct {
+	from    string
+	mustNot []string
+	why     string
+}
+
+var rules = []rule{
+	{"sql/types", []string{"sql/parser", "sql/catalog", "sql/expr", "sql/planner", "exec", "state", "connectors", "formats", "session", "shell", "checkpoint"},
+		"the row types are the bottom of the house: everything imports them"},
+	{"state", []string{"exec", "checkpoint", "session", "shell", "sql/planner", "connectors"},
+		"the runtime is built over the state backends, not the reverse"},
+	{"exec", []string{"sql/parser", "sql/catalog", "sql/expr", "sql/planner", "connectors", "formats", "checkpoint", "session", "shell", "broker"},
+		"the runtime knows no SQL and no connector: it is driven through narrow interfaces"},
+	{"units", []string{""}, "value syntax shared by every layer imports nothing of the module"},
+	{"checkpoint", []string{"sql/parser", "sql/catalog", "sql/expr", "sql/planner", "connectors", "formats", "session", "shell"},
+		"checkpoint storage serves the runtime only"},
+	{"connectors", []string{"sql/planner", "sql/parser", "session", "shell", "checkpoint"},
+		"connectors are below the planner and the session"},
+	{"formats", []string{"exec", "connectors", "sql/planner", "session", "shell"},
+		"formats encode rows and know nothing of the runtime"},
+	{"sql/", []string{"session", "shell", "checkpoint"},
+		"the compile path is below the session"},
+	{"options", []string{"session", "shell", "exec", "state", "sql/"},
+		"the option registry is read by the session and the job supervision"},
+	{"session", []string{"shell", "cmd"}, "the session is below the shell and the process"},
+}
+
+// deps returns every package of the module with its transitive imports
+// inside the module (paths relative to the module).
+func deps(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "../../...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	m := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || !strings.HasPrefix(f[0], module) {
+			continue
+		}
+		var own []string
+		for _, d := range f[1:] {
+			if strings.HasPrefix(d, module) {
+				own = append(own, strings.TrimPrefix(d, module))
+			}
+		}
+		m[strings.TrimPrefix(f[0], module)] = own
+	}
+	return m
+}
+
+func under(pkg, prefix string) bool {
+	if prefix == "" {
+		return true
+	}
+	if strings.HasSuffix(prefix, "/") {
+		return strings.HasPrefix(pkg, prefix)
+	}
+	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
+}
+
+// TestLayering: no package imports a package of a higher layer.
+func TestLayering(t *testing.T) {
+	all := deps(t)
+	if len(all) < 20 {
+		t.Fatalf("go list found only %d packages of the module", len(all))
+	}
+	for pkg, ds := range all {
+		for _, r := range rules {
+			if !under(pkg, r.from) {
+				continue
+			}
+			for _, d := range ds {
+				for _, bad := range r.mustNot {
+					if under(d, bad) {
+						t.Errorf("%s imports %s (through its dependencies or directly): %s", pkg, d, r.why)
+					}
+				}
+			}
+		}
+		if pkg != "cmd/flinksql" && !strings.HasPrefix(pkg, "cmd/") && pkg != "integration" && pkg != "bench" && pkg != "shell" {
+			for _, d := range ds {
+				if under(d, "shell") {
+					t.Errorf("%s imports %s: only the process (cmd) uses the shell", pkg, d)
+				}
+			}
+		}
+	}
+}
+
+// TestNoEnvironmentBelowCmd: only the process reads environment variables;
+// everything below gets its settings passed in (tests excepted).
+func TestNoEnvironmentBelowCmd(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if rel == "cmd" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, call := range []string{"os.Getenv(", "os.LookupEnv(", "os.Environ("} {
+			if bytes.Contains(src, []byte(call)) {
+				t.Errorf("%s calls %s: read the environment in cmd/ and pass the setting in", rel, strings.TrimSuffix(call, "("))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
