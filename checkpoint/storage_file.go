@@ -99,6 +99,15 @@ func (s *fileStorage) Get(ctx context.Context, p string) (io.ReadCloser, error) 
 	return f, nil
 }
 
+// link hard-links the stored file p to the local path to (see fetchFile).
+func (s *fileStorage) link(p, to string) error {
+	name, err := s.file(p)
+	if err != nil {
+		return err
+	}
+	return os.Link(name, to)
+}
+
 func (s *fileStorage) Stat(ctx context.Context, p string) (int64, bool, error) {
 	name, err := s.file(p)
 	if err != nil {
