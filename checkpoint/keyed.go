@@ -49,7 +49,7 @@ func (rs *runtimeStore) OpenKeyedInstance(op exec.OperatorID, subtask, paralleli
 		}
 		if err == nil {
 			cfg.SumsVerified = true // download compared them
-		if ki.b, err = kv.Restore(cfg, files); err != nil {
+			if ki.b, err = kv.Restore(cfg, files); err != nil {
 				err = fmt.Errorf("restoring from checkpoint %d: %w: %w", rs.restore.ID, err, exec.ErrCheckpointUnrestorable)
 			}
 		}
