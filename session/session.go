@@ -19,7 +19,6 @@ import (
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/connectors/builtin"
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/groupagg"
 	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
@@ -153,7 +152,7 @@ func (s *Session) planner(ctx context.Context) (*planner.Planner, error) {
 	if mode := options.RuntimeMode.Get(s.conf); mode != "streaming" {
 		return nil, &planner.UnsupportedError{Msg: fmt.Sprintf("execution.runtime-mode '%s' is not supported yet; flinksql runs queries in streaming mode", mode)}
 	}
-	mb := groupagg.MiniBatch{
+	mb := planner.MiniBatch{
 		Enabled:      options.MiniBatchEnabled.Get(s.conf),
 		AllowLatency: options.MiniBatchLatency.Get(s.conf),
 		Size:         options.MiniBatchSize.Get(s.conf),

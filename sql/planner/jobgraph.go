@@ -117,7 +117,7 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			KeyCols:              x.KeyCols,
 			GenerateUpdateBefore: x.GenerateUpdateBefore,
 			StateTTL:             gb.p.cfg.StateTTL,
-			MiniBatch:            gb.p.cfg.MiniBatch,
+			MiniBatch:            groupagg.MiniBatch(gb.p.cfg.MiniBatch),
 		}
 		retracts := x.InputRetracts
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/groupagg"
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
@@ -26,7 +25,7 @@ type Config struct {
 	Loc            *time.Location // table.local-time-zone, resolved
 	Now            func() time.Time
 	StateTTL       time.Duration      // table.exec.state.ttl
-	MiniBatch      groupagg.MiniBatch // table.exec.mini-batch.*
+	MiniBatch      MiniBatch // table.exec.mini-batch.*
 	IdleTimeout    time.Duration      // table.exec.source.idle-timeout (EXPLAIN shows it)
 	// NotNullEnforcer is table.exec.sink.not-null-enforcer.
 	NotNullEnforcer exec.NotNullAction
@@ -34,6 +33,14 @@ type Config struct {
 	// discards them.
 	Log  func(msg string)
 	Emit EmitOptions // table.exec.emit.*
+}
+
+// MiniBatch is the mini-batch setting of unwindowed aggregations
+// (table.exec.mini-batch.*).
+type MiniBatch struct {
+	Enabled      bool
+	AllowLatency time.Duration // table.exec.mini-batch.allow-latency
+	Size         int           // table.exec.mini-batch.size: rows buffered before a flush
 }
 
 // EmitOptions are the table.exec.emit.* options: Flink's emit strategy of
