@@ -101,14 +101,19 @@ func Duration(key, def, desc string, deprecated ...string) *Option[time.Duration
 	}, deprecated...)
 }
 
-// Memory declares a memory-size option ("256 mb", "1gb", bytes when bare);
-// with an empty default, an empty value means unset and reads as 0.
+// Memory declares a memory-size option ("256 mb", "1gb", bytes when bare)
+// of more than 0 bytes (the runtime reads 0 as unset); with an empty
+// default, an empty value means unset and reads as 0.
 func Memory(key, def, desc string, deprecated ...string) *Option[int64] {
 	return declare(key, def, "MemorySize", desc, func(v string) (int64, error) {
 		if strings.TrimSpace(v) == "" && def == "" {
 			return 0, nil
 		}
-		return units.ParseMemorySize(v)
+		n, err := units.ParseMemorySize(v)
+		if err == nil && n == 0 {
+			return 0, fmt.Errorf("the memory must be more than 0 bytes")
+		}
+		return n, err
 	}, deprecated...)
 }
 

@@ -44,6 +44,8 @@ func TestSetValidatesAndReads(t *testing.T) {
 		{"state.backend.type", "leveldb", "Could not parse value 'leveldb' for key 'state.backend.type': expected one of [hashmap, rocksdb, pebble]."},
 		{"state.backend", "leveldb", "for key 'state.backend.type'"},
 		{"taskmanager.memory.managed.size", "lots", "Could not parse value 'lots' for key 'taskmanager.memory.managed.size'"},
+		{"taskmanager.memory.managed.size", "0 mb", "the memory must be more than 0 bytes"},
+		{"state.backend.rocksdb.memory.fixed-per-slot", "0", "the memory must be more than 0 bytes"},
 		{"table.exec.mini-batch.enabled", "yes", "expected one of [true, false]"},
 		{"restart-strategy.exponential-delay.jitter-factor", "1.5", "expected a number between 0 and 1"},
 		{"table.local-time-zone", "Mars/Olympus", "the supported Zone ID is"},
