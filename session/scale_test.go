@@ -98,7 +98,7 @@ func TestExecuteCancelledWhilePlanning(t *testing.T) {
 			t.Errorf("%.30s…: got %v, want context.Canceled", sql, err)
 		}
 	}
-	if n := len(s.jobs); n != 0 {
+	if n := len(s.jobs.List()); n != 0 {
 		t.Fatalf("%d jobs started by cancelled statements", n)
 	}
 }

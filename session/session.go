@@ -5,12 +5,8 @@ package session
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +15,7 @@ import (
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/connectors/builtin"
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/jobs"
 	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
@@ -55,34 +52,10 @@ type Session struct {
 	conf   *options.Values
 	now    func() time.Time
 	fault  exec.FaultFunc
-	mu     sync.Mutex // guards jobs
-	jobs   map[string]*runningJob
-	order  []string // job ids in start order
-	jobsWG sync.WaitGroup
+	jobs   *jobs.Supervisor
 	// pendingSet collects INSERTs between BEGIN STATEMENT SET and END.
 	pendingSet []*parser.Insert
 	inSet      bool
-}
-
-type runningJob struct {
-	id, name string
-	start    time.Time
-	current  *exec.Job // the running attempt; guarded by Session.mu
-	restarts int
-	status   string // RUNNING, FINISHED, FAILED, CANCELED
-	err      error
-	done     chan struct{}
-	stopCh   chan struct{} // closed by stop
-	stopOnce sync.Once
-	// txnPrefixes are the transactional-id prefixes of its exactly-once sinks.
-	txnPrefixes []string
-	// cp is its checkpointing, nil when off.
-	cp *checkpointing
-	// stopping is set by stopClean (guarded by Session.mu): the job is
-	// being stopped with a final checkpoint, which is kept.
-	stopping bool
-	// releaseLeases gives back the job's prefix leases when it has ended.
-	releaseLeases func()
 }
 
 // New creates a session.
@@ -102,7 +75,8 @@ func New(opts Options) (*Session, error) {
 		now = time.Now
 	}
 	fault := opts.Fault
-	s := &Session{stderr: opts.Stderr, cat: catalog.New(), reg: reg, conf: options.Session().NewValues(), now: now, fault: fault, jobs: map[string]*runningJob{}}
+	s := &Session{stderr: opts.Stderr, cat: catalog.New(), reg: reg, conf: options.Session().NewValues(), now: now, fault: fault}
+	s.jobs = jobs.New(jobs.Config{Stderr: opts.Stderr, Logf: s.logf, Now: now})
 	for k, v := range opts.Config {
 		if warning, err := s.conf.Set(k, v); err != nil {
 			return nil, err
@@ -115,16 +89,7 @@ func New(opts Options) (*Session, error) {
 
 // Close stops every running job and waits for them.
 func (s *Session) Close() error {
-	s.mu.Lock()
-	jobs := make([]*runningJob, 0, len(s.jobs))
-	for _, j := range s.jobs {
-		jobs = append(jobs, j)
-	}
-	s.mu.Unlock()
-	for _, j := range jobs {
-		s.stop(j)
-	}
-	s.jobsWG.Wait()
+	s.jobs.Close()
 	return nil
 }
 
@@ -343,7 +308,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		if err != nil {
 			return nil, err
 		}
-		return s.submit(plan)
+		return s.submit(ctx, plan)
 	case *parser.StatementSet:
 		return s.executeStatementSet(ctx, x)
 	case *parser.BeginStatementSet:
@@ -382,286 +347,7 @@ func (s *Session) executeStatementSet(ctx context.Context, x *parser.StatementSe
 	if err != nil {
 		return nil, err
 	}
-	return s.submit(plan)
-}
-
-func newJobID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func (s *Session) jobName(plan *planner.Plan) string {
-	if n := options.PipelineName.Get(s.conf); n != "" {
-		return n
-	}
-	return plan.Name
-}
-
-// start builds and starts the job of a plan and registers it. A supervisor
-// goroutine restarts it after failures, as the restart strategy allows, from
-// the latest completed checkpoint.
-func (s *Session) start(plan *planner.Plan) (*runningJob, error) {
-	name := s.jobName(plan)
-	ctx := context.Background()
-	cp, err := s.checkpointSetup(ctx, name, plan.Fingerprint())
-	if err != nil {
-		return nil, err
-	}
-	prefixes, err := s.validateSinks(ctx, plan, cp)
-	if err != nil {
-		cp.abandon()
-		return nil, err
-	}
-	releaseLeases, err := s.acquirePrefixLeases(ctx, plan, name)
-	if err != nil {
-		cp.abandon()
-		return nil, err
-	}
-	j, cleanup, err := s.startAttempt(plan, name, cp)
-	if err != nil {
-		releaseLeases()
-		cp.abandon()
-		return nil, err
-	}
-	rj := &runningJob{id: newJobID(), name: name, start: s.now(), current: j, status: "RUNNING",
-		done: make(chan struct{}), stopCh: make(chan struct{}), txnPrefixes: prefixes, cp: cp, releaseLeases: releaseLeases}
-	s.mu.Lock()
-	s.jobs[rj.id] = rj
-	s.order = append(s.order, rj.id)
-	s.mu.Unlock()
-	s.jobsWG.Add(1)
-	go s.supervise(rj, plan, cp, j, cleanup)
-	return rj, nil
-}
-
-// startAttempt starts one attempt of a job: a fresh job graph, restoring from
-// cp.restore when there is one.
-func (s *Session) startAttempt(plan *planner.Plan, name string, cp *checkpointing) (*exec.Job, func(), error) {
-	g, err := plan.JobGraph(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := s.execConfig()
-	removeStaleStateDirs(os.TempDir(), s.stderr)
-	local, cleanup, err := newLocalStateDir(os.TempDir())
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg.KeyedState.Dir = local
-	if cp != nil {
-		cfg.Checkpointing = cp.attemptConfig(local)
-		cfg.MaxParallelism = cp.maxParallelism
-	}
-	j, err := exec.Start(context.Background(), g, cfg)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return j, cleanup, nil
-}
-
-// supervise waits for a job's attempts and restarts failed ones.
-func (s *Session) supervise(rj *runningJob, plan *planner.Plan, cp *checkpointing, j *exec.Job, cleanup func()) {
-	defer s.jobsWG.Done()
-	defer close(rj.done)
-	defer rj.releaseLeases()
-	strategy := s.restartStrategy(cp != nil && cp.cfg.Interval > 0)
-	finish := func(status string, err error) {
-		s.mu.Lock()
-		if rj.status != "CANCELED" {
-			rj.status, rj.err = status, err
-		}
-		s.mu.Unlock()
-	}
-	started := time.Now()
-	for n := 1; ; n++ {
-		err := j.Wait()
-		ran := time.Since(started)
-		cleanup()
-		if rj.stoppedNow() {
-			finish("CANCELED", nil)
-			break
-		}
-		if err == nil {
-			finish("FINISHED", nil)
-			break
-		}
-		// A restore that cannot succeed from its checkpoint goes back to
-		// the previous retained one at once; lost output, and restores that
-		// no restart can make succeed, fail for good.
-		// A run that lost its checkpoint lease to another run must not
-		// restore at all, not even an earlier checkpoint.
-		if lerr := cp.leaseLost(); lerr != nil {
-			finish("FAILED", fmt.Errorf("the job is not restarted: %w (job error: %v)", lerr, err))
-			break
-		}
-		fellBack := cp.fallBack(s.logf, rj.name, err)
-		if !fellBack && errors.Is(err, exec.ErrOutputLost) {
-			finish("FAILED", err)
-			break
-		}
-		if !fellBack {
-			if perr := permanentFailure(err, cp); perr != nil {
-				finish("FAILED", perr)
-				break
-			}
-		}
-		var delay time.Duration
-		ok := true
-		if fellBack {
-			n-- // not a failure of the job's own: no backoff, no attempt used
-		} else {
-			delay, ok = strategy.onFailure(ran)
-		}
-		if !ok {
-			if n > 1 {
-				err = fmt.Errorf("job '%s' failed after %d restarts: %w", rj.name, n-1, err)
-			}
-			finish("FAILED", err)
-			break
-		}
-		fmt.Fprintf(s.stderr, "[WARN] Job '%s' failed: %v\n[INFO] Restarting it in %s (restart %d, strategy %s).\n", rj.name, err, delay, n, strategy.kind)
-		select {
-		case <-time.After(delay):
-		case <-rj.stopCh:
-		}
-		if rj.stoppedNow() {
-			break
-		}
-		if cp != nil {
-			if lerr := s.pickRestore(rj.name, cp, fellBack); lerr != nil {
-				finish("FAILED", lerr)
-				break
-			}
-		}
-		next, nextCleanup, serr := s.startAttempt(plan, rj.name, cp)
-		if serr != nil {
-			finish("FAILED", serr)
-			break
-		}
-		started = time.Now()
-		s.mu.Lock()
-		rj.current, rj.restarts = next, n
-		// A stop that came while the attempt was starting cancelled the old
-		// attempt; cancel this one too.
-		stopped, stopping := rj.stoppedNow(), rj.stopping
-		s.mu.Unlock()
-		if stopped {
-			next.Cancel()
-		} else if stopping {
-			next.StopSources(cp == nil)
-		}
-		j, cleanup = next, nextCleanup
-	}
-	if cp != nil {
-		// As in Flink: a finished job discards its checkpoints, a cancelled one
-		// too unless RETAIN_ON_CANCELLATION; a failed one keeps them, so that
-		// running the pipeline again resumes where it stopped.
-		s.mu.Lock()
-		status, stopping := rj.status, rj.stopping
-		s.mu.Unlock()
-		var err error
-		switch {
-		case status == "FINISHED" && stopping:
-			err = cp.manager.Close(false) // stopped with a final checkpoint: resumable
-		case status == "FINISHED":
-			err = cp.manager.Discard()
-		case status == "CANCELED":
-			err = cp.manager.Close(true)
-		default:
-			err = cp.manager.Close(false)
-		}
-		if err != nil {
-			fmt.Fprintf(s.stderr, "[WARN] %v\n", err)
-		}
-		cp.unlock()
-	}
-}
-
-func (rj *runningJob) stoppedNow() bool {
-	select {
-	case <-rj.stopCh:
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *Session) stop(rj *runningJob) {
-	s.mu.Lock()
-	if rj.status == "RUNNING" {
-		rj.status = "CANCELED"
-	}
-	// Closing stopCh under the lock pairs with the supervisor's check after
-	// it installs a new attempt: either it sees the stop, or this cancels it.
-	rj.stopOnce.Do(func() { close(rj.stopCh) })
-	j := rj.current
-	s.mu.Unlock()
-	j.Cancel()
-	<-rj.done
-}
-
-func (s *Session) submit(plan *planner.Plan) (*Result, error) {
-	rj, err := s.start(plan)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Job: &Job{
-		ID:   rj.id,
-		Name: rj.name,
-		wait: func(ctx context.Context) error {
-			select {
-			case <-rj.done:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return rj.err
-		},
-		stop:      func() { s.stop(rj) },
-		stopClean: func(ctx context.Context) (string, error) { return s.stopClean(ctx, rj) },
-		done:      rj.done,
-	}}, nil
-}
-
-// stopClean stops a job without losing what it read: its sources stop, and
-// with checkpointing a final checkpoint commits the output of everything
-// read so far and is kept, so that running the pipeline again resumes from
-// it; without checkpointing the job ends as if its input had ended (open
-// windows fire, sinks write out what they hold). It waits until the job
-// ended, or ctx is done, and describes what happened.
-func (s *Session) stopClean(ctx context.Context, rj *runningJob) (string, error) {
-	s.mu.Lock()
-	rj.stopping = true
-	j := rj.current
-	s.mu.Unlock()
-	j.StopSources(rj.cp == nil)
-	select {
-	case <-rj.done:
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-	s.mu.Lock()
-	status, err := rj.status, rj.err
-	s.mu.Unlock()
-	switch {
-	case status == "FAILED":
-		return "", fmt.Errorf("job %s ('%s') failed while stopping: %w", rj.id, rj.name, err)
-	case status == "CANCELED":
-		return fmt.Sprintf("Job %s ('%s') was cancelled before it could be stopped cleanly.", rj.id, rj.name), nil
-	case rj.cp == nil:
-		return fmt.Sprintf("Job %s ('%s') has been stopped: its sources stopped reading and, with checkpointing off, it ended as at the end of its input (windows fired, sinks wrote out everything they held).", rj.id, rj.name), nil
-	}
-	latest, lerr := rj.cp.manager.Latest(context.Background())
-	if lerr != nil || latest == nil {
-		return fmt.Sprintf("Job %s ('%s') has been stopped with a final checkpoint: its committed output holds everything it read.", rj.id, rj.name), nil
-	}
-	if !rj.cp.named {
-		return fmt.Sprintf("Job %s ('%s') has been stopped with a final checkpoint (%d): its committed output holds everything it read. The job has no 'pipeline.name', so running it again starts afresh; to resume, set 'execution.state-recovery.path' to that checkpoint's %s directory under 'state.checkpoints.dir'.", rj.id, rj.name, latest.ID, latest.Dir()), nil
-	}
-	return fmt.Sprintf("Job %s ('%s') has been stopped with a final checkpoint (%d): its committed output holds everything it read; running the pipeline again resumes from that checkpoint.", rj.id, rj.name, latest.ID), nil
+	return s.submit(ctx, plan)
 }
 
 // executeQuery runs a SELECT into a collect sink read by QueryResult.Next.
@@ -677,7 +363,7 @@ func (s *Session) executeQuery(ctx context.Context, q *parser.QueryStmt) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	rj, err := s.start(plan)
+	rj, err := s.jobs.Submit(ctx, plan, s.conf, s.execConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -689,7 +375,7 @@ func (s *Session) executeQuery(ctx context.Context, q *parser.QueryStmt) (*Resul
 			return c, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-rj.done:
+		case <-rj.Done():
 		}
 		// The job ended: everything it wrote is already in the channel.
 		select {
@@ -697,15 +383,13 @@ func (s *Session) executeQuery(ctx context.Context, q *parser.QueryStmt) (*Resul
 			return c, nil
 		default:
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if rj.err != nil {
-			return nil, rj.err
+		if err := rj.Wait(context.Background()); err != nil {
+			return nil, err
 		}
 		return nil, io.EOF
 	}
 	var once sync.Once
-	qr.cancel = func() { once.Do(func() { s.stop(rj) }) }
+	qr.cancel = func() { once.Do(rj.Stop) }
 	return &Result{Query: qr}, nil
 }
 
@@ -739,13 +423,11 @@ func (s *Session) stopJob(x *parser.StopJob) (*Result, error) {
 	if x.WithSavepoint {
 		return nil, &planner.UnsupportedError{Msg: "STOP JOB ... WITH SAVEPOINT is not supported yet"}
 	}
-	s.mu.Lock()
-	rj, ok := s.jobs[x.JobID]
-	s.mu.Unlock()
+	rj, ok := s.jobs.Lookup(x.JobID)
 	if !ok {
 		return nil, fmt.Errorf("Could not stop job %s: no such job in this session", x.JobID)
 	}
-	s.stop(rj)
+	rj.Stop()
 	return okResult, nil
 }
 
@@ -778,12 +460,9 @@ func (s *Session) show(x *parser.Show) (*Result, error) {
 	case "CURRENT DATABASE":
 		return listTable("current database name", []string{s.cat.CurrentDatabase()}), nil
 	case "JOBS":
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		t := &StaticTable{Columns: []string{"job id", "job name", "status", "start time"}}
-		for _, id := range s.order {
-			j := s.jobs[id]
-			t.Rows = append(t.Rows, []string{j.id, j.name, j.status, j.start.UTC().Format("2006-01-02T15:04:05.000Z")})
+		for _, j := range s.jobs.List() {
+			t.Rows = append(t.Rows, []string{j.ID, j.Name, j.Status, j.Start.UTC().Format("2006-01-02T15:04:05.000Z")})
 		}
 		return &Result{Table: t}, nil
 	case "COLUMNS":
@@ -936,55 +615,18 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 	return &Result{Table: tbl}, nil
 }
 
-// validateSinks runs the checks sinks need before a job starts (an
-// exactly-once Kafka sink asks the broker about transaction timeouts) and
-// makes sure no running job of this session uses the same transactional-id
-// prefix. It returns the prefixes the job will use.
-func (s *Session) validateSinks(ctx context.Context, plan *planner.Plan, cp *checkpointing) ([]string, error) {
-	var interval time.Duration
-	if cp != nil {
-		interval = cp.cfg.Interval
+// submit starts the job of plan and returns it as a statement's result.
+func (s *Session) submit(ctx context.Context, plan *planner.Plan) (*Result, error) {
+	rj, err := s.jobs.Submit(ctx, plan, s.conf, s.execConfig())
+	if err != nil {
+		return nil, err
 	}
-	var prefixes []string
-	for _, sink := range plan.Sinks {
-		if p, ok := sink.Sink.(interface{ TransactionalIDPrefix() string }); ok && p.TransactionalIDPrefix() != "" {
-			prefix := p.TransactionalIDPrefix()
-			s.mu.Lock()
-			for _, other := range s.jobs {
-				if other.status != "RUNNING" {
-					continue
-				}
-				for _, used := range other.txnPrefixes {
-					if used == prefix {
-						s.mu.Unlock()
-						return nil, fmt.Errorf("The 'sink.transactional-id-prefix' '%s' of table '%s' is already used by running job %s ('%s'); every exactly-once sink needs a prefix of its own.",
-							prefix, sink.Name, other.id, other.name)
-					}
-				}
-			}
-			s.mu.Unlock()
-			for _, used := range prefixes {
-				if used == prefix {
-					return nil, fmt.Errorf("The 'sink.transactional-id-prefix' '%s' is used by two sinks of the same job; every exactly-once sink needs a prefix of its own.", prefix)
-				}
-			}
-			prefixes = append(prefixes, prefix)
-		}
-		if v, ok := sink.Sink.(interface {
-			ValidateTransactionTimeout(need time.Duration, what string) error
-		}); ok && cp != nil && interval > 0 {
-			need, what := s.transactionBudget(cp)
-			if err := v.ValidateTransactionTimeout(need, what); err != nil {
-				return nil, err
-			}
-		}
-		if v, ok := sink.Sink.(interface {
-			ValidateStart(context.Context, time.Duration) error
-		}); ok {
-			if err := v.ValidateStart(ctx, interval); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return prefixes, nil
+	return &Result{Job: &Job{
+		ID:        rj.ID(),
+		Name:      rj.Name(),
+		wait:      rj.Wait,
+		stop:      rj.Stop,
+		stopClean: rj.StopClean,
+		done:      rj.Done(),
+	}}, nil
 }

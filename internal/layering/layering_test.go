@@ -39,6 +39,7 @@ var rules = []rule{
 	{"options", []string{"session", "shell", "exec", "state", "sql/"},
 		"the option registry is read by the session and the job supervision"},
 	{"session", []string{"shell", "cmd"}, "the session is below the shell and the process"},
+	{"jobs", []string{"session", "shell", "cmd"}, "job supervision is below the session that submits jobs"},
 }
 
 // directRules are rules on direct imports only.

@@ -1,4 +1,4 @@
-package session
+package jobs
 
 import (
 	"context"
@@ -62,38 +62,38 @@ var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // explicit name checkpoints into a directory of its own and never resumes by
 // name: default names such as insert-into_<sink> are shared by different
 // queries.
-func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*checkpointing, error) {
-	iv := strings.TrimSpace(s.conf.Get(options.CheckpointInterval.Key))
-	recovery := strings.TrimSpace(options.RecoveryPath.Get(s.conf))
+func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, job, plan string) (*checkpointing, error) {
+	iv := strings.TrimSpace(conf.Get(options.CheckpointInterval.Key))
+	recovery := strings.TrimSpace(options.RecoveryPath.Get(conf))
 	if iv == "" && recovery == "" {
 		return nil, nil
 	}
 	c := &checkpointing{}
 	if iv != "" {
-		c.cfg.Interval = options.CheckpointInterval.Get(s.conf)
+		c.cfg.Interval = options.CheckpointInterval.Get(conf)
 		if c.cfg.Interval <= 0 {
 			return nil, fmt.Errorf("'execution.checkpointing.interval' must be a positive duration, but was '%s'", iv)
 		}
 	}
-	if options.CheckpointMode.Get(s.conf) == "AT_LEAST_ONCE" {
+	if options.CheckpointMode.Get(conf) == "AT_LEAST_ONCE" {
 		c.cfg.Mode = exec.AtLeastOnce
 	}
-	c.cfg.Timeout = options.CheckpointTimeout.Get(s.conf)
-	c.cfg.MinPause = options.CheckpointMinPause.Get(s.conf)
-	c.cfg.MaxConcurrent = options.CheckpointMaxConcurrent.Get(s.conf)
-	c.cfg.TolerableFailures = options.TolerableFailures.Get(s.conf)
-	kind, err := state.ParseKind(options.StateBackend.Get(s.conf))
+	c.cfg.Timeout = options.CheckpointTimeout.Get(conf)
+	c.cfg.MinPause = options.CheckpointMinPause.Get(conf)
+	c.cfg.MaxConcurrent = options.CheckpointMaxConcurrent.Get(conf)
+	c.cfg.TolerableFailures = options.TolerableFailures.Get(conf)
+	kind, err := state.ParseKind(options.StateBackend.Get(conf))
 	if err != nil {
 		return nil, err
 	}
 	c.kind = kind
-	switch inc := options.Incremental.Get(s.conf); {
+	switch inc := options.Incremental.Get(conf); {
 	case inc == "false" && kind == state.RocksDB:
 		return nil, fmt.Errorf("'%s' = 'false' is not supported with '%s' = 'rocksdb': its checkpoints are always incremental (they upload only new SST files); leave the option unset or use 'hashmap'", options.Incremental.Key, options.StateBackend.Key)
 	case inc == "true" && kind == state.Hashmap:
 		return nil, fmt.Errorf("'%s' = 'true' is not supported with '%s' = 'hashmap': its checkpoints are always full; leave the option unset or use 'rocksdb'", options.Incremental.Key, options.StateBackend.Key)
 	}
-	dir := strings.TrimSpace(options.CheckpointsDir.Get(s.conf))
+	dir := strings.TrimSpace(options.CheckpointsDir.Get(conf))
 	if dir == "" {
 		// Flink keeps checkpoints in the JobManager's memory when no directory
 		// is set; a single process keeps them on local disk instead, so a
@@ -101,16 +101,16 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 		dir = filepath.Join(os.TempDir(), "flinksql-checkpoints")
 	}
 	storageOpts := map[string]string{}
-	for k, v := range s.conf.WithPrefix("s3.") {
+	for k, v := range conf.WithPrefix("s3.") {
 		storageOpts[k] = v
 	}
 	st, err := checkpoint.OpenStorage(ctx, dir, storageOpts)
 	if err != nil {
 		return nil, fmt.Errorf("state.checkpoints.dir: %w", err)
 	}
-	retention := options.CheckpointRetention.Get(s.conf)
+	retention := options.CheckpointRetention.Get(conf)
 	c.retainOnCancel = retention == "RETAIN_ON_CANCELLATION"
-	named := options.PipelineName.IsSet(s.conf)
+	named := options.PipelineName.IsSet(conf)
 	c.named = named
 	jobDir := unsafePath.ReplaceAllString(job, "_")
 	if !named {
@@ -124,15 +124,15 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 	} else if checkpoint.SupportsLease(st) {
 		// The same on S3, where there are no file locks: a lease object
 		// written with conditional PUTs and renewed while the run lives.
-		if c.lease, err = checkpoint.AcquireLease(ctx, st, jobDir, checkpoint.LeaseOptions{Where: dir, Log: s.stderr}); err != nil {
+		if c.lease, err = checkpoint.AcquireLease(ctx, st, jobDir, checkpoint.LeaseOptions{Where: dir, Log: s.cfg.Stderr}); err != nil {
 			return nil, fmt.Errorf("'pipeline.name' '%s': %w", job, err)
 		}
 	}
-	mopts := []checkpoint.Option{checkpoint.WithLog(s.stderr), checkpoint.WithPlan(plan)}
+	mopts := []checkpoint.Option{checkpoint.WithLog(s.cfg.Stderr), checkpoint.WithPlan(plan)}
 	if c.lease != nil {
 		mopts = append(mopts, checkpoint.WithGuard(c.lease.Check))
 	}
-	m, err := checkpoint.NewManager(ctx, st, jobDir, options.NumRetained.Get(s.conf), c.retainOnCancel, mopts...)
+	m, err := checkpoint.NewManager(ctx, st, jobDir, options.NumRetained.Get(conf), c.retainOnCancel, mopts...)
 	if err != nil {
 		c.unlock()
 		return nil, err
@@ -156,14 +156,14 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 			"Use another 'pipeline.name', delete that job's checkpoints from '%s', or set 'execution.state-recovery.path' to a checkpoint of this plan.",
 			c.restore.ID, job, dir)
 	}
-	if err := s.checkMaxParallelism(c, job); err != nil {
+	if err := s.checkMaxParallelism(conf, c, job); err != nil {
 		c.unlock()
 		return nil, err
 	}
 	m.SetMaxParallelism(c.maxParallelism)
 	c.firstID = m.NextID()
 	if c.restore != nil {
-		fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d (taken %s).\n",
+		fmt.Fprintf(s.cfg.Stderr, "[INFO] Restoring job '%s' from checkpoint %d (taken %s).\n",
 			job, c.restore.ID, c.restore.Timestamp.UTC().Format(time.RFC3339))
 	}
 	return c, nil
@@ -174,17 +174,17 @@ func (s *Session) checkpointSetup(ctx context.Context, job, plan string) (*check
 // number cannot be read with another (keys would be looked up in other key
 // groups, on other subtasks). As in Flink, a job that does not set the option
 // adopts the restored checkpoint's; one that sets another value is refused.
-func (s *Session) checkMaxParallelism(c *checkpointing, job string) error {
-	c.maxParallelism = options.MaxParallelism.Get(s.conf)
+func (s *Supervisor) checkMaxParallelism(conf *options.Values, c *checkpointing, job string) error {
+	c.maxParallelism = options.MaxParallelism.Get(conf)
 	if c.restore == nil || c.restore.MaxParallelism <= 0 || c.restore.MaxParallelism == c.maxParallelism {
 		return nil
 	}
-	if options.MaxParallelism.IsSet(s.conf) {
+	if options.MaxParallelism.IsSet(conf) {
 		return fmt.Errorf("The maximum parallelism (%d) with which the latest checkpoint (%d) of job '%s' has been taken and the current maximum parallelism (%d) changed. This is currently not supported. "+
 			"Set 'pipeline.max-parallelism' to %d (or leave it unset) to restore this checkpoint.",
 			c.restore.MaxParallelism, c.restore.ID, job, c.maxParallelism, c.restore.MaxParallelism)
 	}
-	fmt.Fprintf(s.stderr, "[INFO] Job '%s' uses the maximum parallelism %d of checkpoint %d ('pipeline.max-parallelism' is not set).\n",
+	fmt.Fprintf(s.cfg.Stderr, "[INFO] Job '%s' uses the maximum parallelism %d of checkpoint %d ('pipeline.max-parallelism' is not set).\n",
 		job, c.restore.MaxParallelism, c.restore.ID)
 	c.maxParallelism = c.restore.MaxParallelism
 	return nil
@@ -193,7 +193,7 @@ func (s *Session) checkMaxParallelism(c *checkpointing, job string) error {
 // pickRestore chooses what a restarted attempt restores: the newest
 // restorable checkpoint of this run, or, until it has one, the checkpoint it
 // started from (a newer checkpoint of an earlier run must not be picked up).
-func (s *Session) pickRestore(job string, c *checkpointing, fellBack bool) error {
+func (s *Supervisor) pickRestore(job string, c *checkpointing, fellBack bool) error {
 	if !fellBack {
 		latest, err := c.manager.LatestRestorable(context.Background(), c.firstID)
 		if err != nil {
@@ -207,7 +207,7 @@ func (s *Session) pickRestore(job string, c *checkpointing, fellBack bool) error
 		}
 	}
 	if c.restore != nil {
-		fmt.Fprintf(s.stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", job, c.restore.ID)
+		fmt.Fprintf(s.cfg.Stderr, "[INFO] Restoring job '%s' from checkpoint %d.\n", job, c.restore.ID)
 	}
 	return nil
 }
@@ -314,8 +314,8 @@ type restartStrategy struct {
 	backoff  time.Duration // the current exponential backoff, before jitter
 }
 
-func (s *Session) restartStrategy(checkpointing bool) *restartStrategy {
-	kind := strings.ToLower(options.RestartStrategy.Get(s.conf))
+func (s *Supervisor) restartStrategy(conf *options.Values, checkpointing bool) *restartStrategy {
+	kind := strings.ToLower(options.RestartStrategy.Get(conf))
 	switch kind {
 	case "":
 		// Flink's default: exponential-delay when checkpointing is on, none otherwise.
@@ -334,16 +334,16 @@ func (s *Session) restartStrategy(checkpointing bool) *restartStrategy {
 	r := &restartStrategy{kind: kind, random: rand.Float64}
 	switch kind {
 	case "fixed-delay":
-		r.attempts = options.FixedDelayAttempts.Get(s.conf)
-		r.delay = options.FixedDelay.Get(s.conf)
+		r.attempts = options.FixedDelayAttempts.Get(conf)
+		r.delay = options.FixedDelay.Get(conf)
 	case "exponential-delay":
-		r.attempts = options.ExpAttemptsBeforeReset.Get(s.conf)
-		r.initial = options.ExpInitialBackoff.Get(s.conf)
-		r.max = options.ExpMaxBackoff.Get(s.conf)
-		r.reset = options.ExpResetThreshold.Get(s.conf)
-		// Both were validated when set (checks in config.go).
-		r.multiplier = options.ExpMultiplier.Get(s.conf)
-		r.jitter = options.ExpJitter.Get(s.conf)
+		r.attempts = options.ExpAttemptsBeforeReset.Get(conf)
+		r.initial = options.ExpInitialBackoff.Get(conf)
+		r.max = options.ExpMaxBackoff.Get(conf)
+		r.reset = options.ExpResetThreshold.Get(conf)
+		// Both were validated when set (package options).
+		r.multiplier = options.ExpMultiplier.Get(conf)
+		r.jitter = options.ExpJitter.Get(conf)
 	}
 	return r
 }
@@ -440,14 +440,15 @@ func (r *restartStrategy) jittered(d time.Duration) time.Duration {
 	return time.Duration(out)
 }
 
-// Local state directories: each attempt of a checkpointed job keeps its
+// Local state directories: each attempt of a job keeps its
 // operators' working state in <tmp>/flinksql-state-*, removed when the
 // attempt ends. A process killed with -9 cannot remove its own, so every
 // start removes those whose owner is gone. The owner holds a flock on
 // <dir>/.owner.lock for as long as it uses the directory; the kernel drops it
 // when the process dies.
 const (
-	localStatePrefix = "flinksql-state-"
+	// LocalStatePrefix starts the names of local state directories.
+	LocalStatePrefix = "flinksql-state-"
 	localStateLock   = ".owner.lock"
 	// staleUnlocked is how old a directory without a lock file must be to be
 	// removed: one being created has its lock within microseconds, and one of
@@ -455,10 +456,11 @@ const (
 	staleUnlocked = 10 * time.Minute
 )
 
-// newLocalStateDir creates a local state directory under tmp, locked by this
-// process until release, which also removes it.
-func newLocalStateDir(tmp string) (dir string, release func(), err error) {
-	dir, err = os.MkdirTemp(tmp, localStatePrefix)
+// NewLocalStateDir creates a local state directory under tmp, locked by this
+// process until release, which also removes it. Attempts make theirs with
+// it; other users of the prefix (tests of the clean-up) too.
+func NewLocalStateDir(tmp string) (dir string, release func(), err error) {
+	dir, err = os.MkdirTemp(tmp, LocalStatePrefix)
 	if err != nil {
 		return "", nil, fmt.Errorf("local state directory: %w", err)
 	}
@@ -493,7 +495,7 @@ func removeStaleStateDirs(tmp string, log io.Writer) {
 		return
 	}
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), localStatePrefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), LocalStatePrefix) {
 			continue
 		}
 		dir := filepath.Join(tmp, e.Name())
@@ -580,14 +582,14 @@ func (c *checkpointing) unlock() {
 // one that completes, each up to its timeout, then the longest delay before
 // a restarted attempt commits it. what spells the sum out with the options'
 // names and values.
-func (s *Session) transactionBudget(cp *checkpointing) (time.Duration, string) {
+func (s *Supervisor) transactionBudget(conf *options.Values, cp *checkpointing) (time.Duration, string) {
 	cc := cp.cfg
 	timeout := cc.Timeout
 	if timeout <= 0 {
 		timeout = exec.DefaultCheckpointTimeout
 	}
 	tolerable := max(cc.TolerableFailures, 0)
-	strategy := s.restartStrategy(cc.Interval > 0)
+	strategy := s.restartStrategy(conf, cc.Interval > 0)
 	restart, restartWhat := strategy.longestDelay(), strategy.longestDelayOption()
 	const most = time.Duration(1<<63 - 1)
 	need := cc.Interval

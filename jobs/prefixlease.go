@@ -1,4 +1,4 @@
-package session
+package jobs
 
 import (
 	"context"
@@ -18,14 +18,14 @@ type prefixLeaser interface {
 // acquirePrefixLeases takes the prefix leases of the job's sinks before
 // the job starts; release gives them back when the job has ended. The
 // running jobs of this session were checked by validateSinks.
-func (s *Session) acquirePrefixLeases(ctx context.Context, plan *planner.Plan, job string) (release func(), err error) {
+func (s *Supervisor) acquirePrefixLeases(ctx context.Context, plan *planner.Plan, job string) (release func(), err error) {
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("job '%s' of flinksql", job)
 	if host != "" {
 		owner = fmt.Sprintf("job '%s' of flinksql on %s", job, host)
 	}
 	logf := func(format string, args ...any) {
-		fmt.Fprintf(s.stderr, "[INFO] "+format+"\n", args...)
+		fmt.Fprintf(s.cfg.Stderr, "[INFO] "+format+"\n", args...)
 	}
 	var releases []func()
 	release = func() {
