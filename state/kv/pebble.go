@@ -60,6 +60,12 @@ type pebbleEngine struct {
 	limit    int64
 	dirty    []uint32 // slots made dirty since the last flush (may be stale)
 	mapDirty []uint32 // the same, for keys of map states
+	// dirtyBytes estimates what the dirty entries hold; past dirtyLimit
+	// the oldest are written back (they stay cached, clean), so that a
+	// snapshot has little left to write in its synchronous part.
+	dirtyBytes, dirtyLimit int64
+	dirtyHead              int   // e.dirty[:dirtyHead] were already trimmed
+	trimErr                error // a write-back of trimDirty that failed
 
 	last   uint32 // the slot lookup found last (lastOK: if any)
 	lastOK bool
@@ -101,7 +107,8 @@ func openPebble(dir string, cfg Config, files []image.File) (*pebbleEngine, erro
 	e := &pebbleEngine{
 		dir: dir, dbDir: filepath.Join(dir, pebbleDBDir),
 		batchLimit: batch, memtable: memtable, blockCache: blockCache, limit: cacheBytes,
-		index: make(map[string]uint32),
+		dirtyLimit: max(cacheBytes/8, 64<<10),
+		index:      make(map[string]uint32),
 	}
 	if files != nil {
 		if err := os.Mkdir(e.dbDir, 0o755); err != nil {
@@ -137,9 +144,9 @@ func openPebble(dir string, cfg Config, files []image.File) (*pebbleEngine, erro
 // Pebble blocks its whole pipeline.
 func workingOptions(memtable, blockCache int64) *pebble.Options {
 	o := &pebble.Options{
-		DisableWAL:                  true,
 		FormatMajorVersion:          pebble.FormatNewest,
 		Logger:                      pebbleLogger{},
+		DisableWAL:                  true,
 		MemTableSize:                uint64(memtable),
 		MemTableStopWritesThreshold: 2,
 		L0CompactionThreshold:       6,
@@ -235,9 +242,36 @@ func (e *pebbleEngine) insert(k, v []byte, flags uint8) (uint32, error) {
 }
 
 func (e *pebbleEngine) noteDirty(slot uint32, k []byte) {
+	e.dirtyBytes += int64(len(e.ents[slot].buf)) + cacheEntryOverhead
+	if e.dirtyBytes > e.dirtyLimit {
+		e.trimDirty()
+	}
 	e.dirty = append(e.dirty, slot)
 	if k[kgLen]&0x80 != 0 {
 		e.mapDirty = append(e.mapDirty, slot)
+	}
+}
+
+// trimDirty writes back the oldest dirty entries until the dirty bytes are
+// half their limit. It does not evict: the entries stay cached for reads,
+// and a hot key that turns dirty again is simply noted again. A write-back
+// error is kept for the next commit (the batch holds what was written).
+func (e *pebbleEngine) trimDirty() {
+	for e.dirtyHead < len(e.dirty) && e.dirtyBytes > e.dirtyLimit/2 {
+		slot := e.dirty[e.dirtyHead]
+		e.dirtyHead++
+		if c := &e.ents[slot]; c.flags&(fUsed|fDirty) == fUsed|fDirty {
+			if err := e.writeBack(c); err != nil && e.trimErr == nil {
+				e.trimErr = err
+			}
+		}
+	}
+	if e.dirtyHead == len(e.dirty) {
+		e.dirty, e.dirtyHead = e.dirty[:0], 0
+		e.dirtyBytes = 0
+	} else if e.dirtyHead > len(e.dirty)/2 {
+		n := copy(e.dirty, e.dirty[e.dirtyHead:])
+		e.dirty, e.dirtyHead = e.dirty[:n], 0
 	}
 }
 
@@ -285,6 +319,7 @@ func (e *pebbleEngine) writeBack(c *cacheEntry) error {
 		return fmt.Errorf("writing key %x: %w", prefix32(c.key()), err)
 	}
 	c.flags &^= fDirty
+	e.dirtyBytes = max(0, e.dirtyBytes-int64(len(c.buf))-cacheEntryOverhead)
 	if e.batch.Len() >= e.batchLimit {
 		return e.commit()
 	}
@@ -318,6 +353,11 @@ func (e *pebbleEngine) flush(onlyMaps bool) error {
 	*list = (*list)[:0]
 	if !onlyMaps {
 		e.mapDirty = e.mapDirty[:0]
+		e.dirtyHead, e.dirtyBytes = 0, 0
+	}
+	if err := e.trimErr; err != nil {
+		e.trimErr = nil
+		return err
 	}
 	return nil
 }
@@ -497,14 +537,16 @@ func (e *pebbleEngine) snapshot(id int64, _ func(k, v []byte) bool) (*image.Imag
 	if err := e.commit(); err != nil {
 		return nil, err
 	}
-	if err := e.db.Flush(); err != nil {
-		return nil, fmt.Errorf("flushing: %w", err)
-	}
 	kgs, err := e.keyGroupRange()
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(e.dir, image.DirName(id))
+	// WAL off: the memtable goes into an SST before the checkpoint. The
+	// dirty bound (trimDirty) keeps what the cache adds to it small.
+	if err := e.db.Flush(); err != nil {
+		return nil, fmt.Errorf("flushing: %w", err)
+	}
 	if err := e.db.Checkpoint(dir); err != nil {
 		return nil, fmt.Errorf("pebble checkpoint into %s: %w", dir, err)
 	}
