@@ -56,13 +56,15 @@ func (kvs *keyedValues) get(t *testing.T, key string) (string, bool) {
 }
 
 // checkpointKeyed takes checkpoint id of one keyed instance as the runtime
-// does: Seal on the task's goroutine, Persist off it, then Complete.
+// does: Seal and measure the backend on the task's goroutine, Persist off
+// it, then Complete.
 func checkpointKeyed(t *testing.T, rs exec.CheckpointStore, ki exec.KeyedInstance, id exec.CheckpointID) exec.InstanceAck {
 	t.Helper()
 	ss, err := ki.Seal(id)
 	if err != nil {
 		t.Fatal(err)
 	}
+	size := ki.Backend().Size()
 	done := make(chan struct{})
 	var ack exec.InstanceAck
 	go func() {
@@ -74,6 +76,7 @@ func checkpointKeyed(t *testing.T, rs exec.CheckpointStore, ki exec.KeyedInstanc
 	if err != nil {
 		t.Fatalf("persist %d: %v", id, err)
 	}
+	ack.StateSize = &size
 	if err := rs.Complete(context.Background(), id, []exec.InstanceAck{ack}); err != nil {
 		t.Fatalf("complete %d: %v", id, err)
 	}
@@ -157,6 +160,28 @@ func TestKeyedInstanceEndToEnd(t *testing.T) {
 				if in.KeyGroups[0] < 0 || in.KeyGroups[1] > 63 || in.KeyGroups[0] > in.KeyGroups[1] {
 					t.Errorf("checkpoint %d: key groups %v, want inside [0, 63]", md.ID, in.KeyGroups)
 				}
+				// The state size the runtime measured is recorded.
+				sz := acks[md.ID-1].StateSize
+				if in.StateEntries != sz.Entries || in.EntriesEstimated == sz.EntriesExact || in.MemoryBytes != sz.MemoryBytes || in.DiskBytes != sz.DiskBytes {
+					t.Errorf("checkpoint %d records entries %d (estimated %v), memory %d, disk %d; measured %+v",
+						md.ID, in.StateEntries, in.EntriesEstimated, in.MemoryBytes, in.DiskBytes, *sz)
+				}
+				switch kind {
+				case state.Hashmap:
+					if in.StateEntries != 20000 || in.EntriesEstimated || in.MemoryBytes < 20000*120 || in.DiskBytes != 0 {
+						t.Errorf("checkpoint %d: hashmap state of %d entries (estimated %v), %d bytes in memory, %d on disk; want 20000 exact, ≥ 2.4 MB, none on disk",
+							md.ID, in.StateEntries, in.EntriesEstimated, in.MemoryBytes, in.DiskBytes)
+					}
+				case state.RocksDB:
+					if in.StateEntries < 20000 || !in.EntriesEstimated || in.DiskBytes <= 0 || in.MemoryBytes <= 0 {
+						t.Errorf("checkpoint %d: rocksdb state of %d entries (estimated %v), %d bytes in memory, %d on disk; want ≥ 20000 estimated, some memory and disk",
+							md.ID, in.StateEntries, in.EntriesEstimated, in.MemoryBytes, in.DiskBytes)
+					}
+				}
+				sizes := md.StateSizes()
+				if len(sizes) != 1 || !sizes[0].Keyed || sizes[0].Entries != in.StateEntries || sizes[0].Subtasks != 1 || sizes[0].FullBytes != in.FullBytes {
+					t.Errorf("checkpoint %d: StateSizes %+v", md.ID, sizes)
+				}
 			}
 			if ack1.UploadedBytes != ack1.FullBytes || ack1.FullBytes == 0 {
 				t.Errorf("checkpoint 1 uploaded %d of %d bytes, want all of them", ack1.UploadedBytes, ack1.FullBytes)
@@ -223,16 +248,34 @@ func TestKeyedInstanceEndToEnd(t *testing.T) {
 				t.Fatal("the restored keyed instance reports a fresh start")
 			}
 			vals2 := declareValues(t, ki2.Backend())
+			// Every entry is there (one scan), and point reads of the
+			// changed keys and some others find the latest values.
+			got := map[string]string{}
+			err = ki2.Backend().Entries(ki2.Backend().KeyGroups(), func(e kv.Entry) error {
+				if e.State != "v" {
+					return fmt.Errorf("entry of state %q", e.State)
+				}
+				got[string(e.Key)] = string(e.Value)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			bad := 0
 			for k, v := range want {
-				if got, ok := vals2.get(t, k); !ok || got != v {
+				if got[k] != v {
 					if bad++; bad <= 3 {
-						t.Errorf("restored %s = %q (%v), want %q", k, got, ok, v)
+						t.Errorf("restored %s = %q, want %q", k, got[k], v)
 					}
 				}
 			}
-			if bad > 0 {
-				t.Errorf("%d of %d keys restored wrong", bad, len(want))
+			if bad > 0 || len(got) != len(want) {
+				t.Errorf("%d of %d keys restored wrong; %d restored", bad, len(want), len(got))
+			}
+			for _, k := range keys[:200] {
+				if got, ok := vals2.get(t, k); !ok || got != want[k] {
+					t.Errorf("restored %s = %q (%v), want %q", k, got, ok, want[k])
+				}
 			}
 			for i := 1_000_000; ; i++ {
 				k := keyName(i)

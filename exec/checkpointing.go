@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // Checkpointing contracts (DESIGN.md §3-4). Operators keep their working
@@ -292,4 +294,7 @@ type InstanceAck struct {
 	UploadedBytes int64 // bytes uploaded for it by this checkpoint
 	SyncDuration  time.Duration
 	AsyncDuration time.Duration
+	// StateSize is the size of a keyed operator instance's backend when it
+	// was sealed (nil for other instances), measured by the runtime.
+	StateSize *kv.Sizes
 }

@@ -403,3 +403,78 @@ func TestMemoryBudgets(t *testing.T) {
 		t.Errorf("Start with 12 MB for 4 instances: %v", err)
 	}
 }
+
+// TestKeyedStateSizeReported: the runtime measures each keyed instance's
+// backend when it opens it and at every checkpoint, in the operator's
+// metrics and in the checkpoint's acknowledgement (which the store records
+// per instance).
+func TestKeyedStateSizeReported(t *testing.T) {
+	for _, kind := range []image.Kind{image.Hashmap, image.RocksDB} {
+		t.Run(string(kind), func(t *testing.T) {
+			const par = 2
+			store := newMemStore().withKeyed(kind, t.TempDir())
+			cfg := Config{KeyedState: KeyedStateConfig{Kind: kind}, Checkpointing: ckptConfig(store, ExactlyOnce)}
+			r := &posReader{data: keyedData(), allow: make(chan int)}
+			j, err := Start(context.Background(), keyedGraph(r, par, &keyedLog{}, newCollectSink()), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				j.Cancel()
+				waitJob(t, j)
+			}()
+			sizes := func() (total StateSize, subtasks []StateSize) {
+				for _, v := range j.Metrics() {
+					if v.Name != "KeyedCount" {
+						continue
+					}
+					for _, s := range v.Operators[0].Subtasks {
+						subtasks = append(subtasks, s.StateSize)
+					}
+					return v.Operators[0].StateSize, subtasks
+				}
+				t.Fatal("no KeyedCount vertex in the metrics")
+				return
+			}
+			// Checkpoint 1 before any row: the backends are empty.
+			if id := awaitTrigger(t, triggerAsync(j)); id != 1 {
+				t.Fatalf("checkpoint %d", id)
+			}
+			if total, _ := sizes(); total.Entries != 0 {
+				t.Errorf("empty backends report %d entries", total.Entries)
+			}
+			// 24 rows hold all six keys: checkpoint 2 measures six count
+			// entries over the two subtasks.
+			grant(t, j, r, 24)
+			if id := awaitTrigger(t, triggerAsync(j)); id != 2 {
+				t.Fatalf("checkpoint %d", id)
+			}
+			total, subtasks := sizes()
+			switch kind {
+			case image.Hashmap:
+				if total.Entries != 6 || total.MemoryBytes <= 0 || total.DiskBytes != 0 {
+					t.Errorf("hashmap state size %+v, want 6 entries, some memory, no disk", total)
+				}
+			case image.RocksDB:
+				// Entries are estimated from the SSTs the checkpoint flushed.
+				if total.Entries < 6 || total.MemoryBytes <= 0 || total.DiskBytes <= 0 {
+					t.Errorf("rocksdb state size %+v, want at least 6 entries, some memory and disk", total)
+				}
+			}
+			// The checkpoint records what the gauges say, per instance.
+			for st := range par {
+				img := store.image(2, "v2-0", st)
+				if img == nil || img.keyed == nil {
+					t.Fatalf("checkpoint 2 has no keyed image of subtask %d", st)
+				}
+				got := StateSize{Entries: img.keyed.size.Entries, MemoryBytes: img.keyed.size.MemoryBytes, DiskBytes: img.keyed.size.DiskBytes}
+				if got != subtasks[st] {
+					t.Errorf("subtask %d: checkpoint 2 records %+v, the metrics %+v", st, got, subtasks[st])
+				}
+				if exact := img.keyed.size.EntriesExact; exact != (kind == image.Hashmap) {
+					t.Errorf("subtask %d: entries exact %v on %s", st, exact, kind)
+				}
+			}
+		})
+	}
+}

@@ -266,7 +266,11 @@ func (s *memStore) Complete(_ context.Context, id CheckpointID, acks []InstanceA
 	defer s.mu.Unlock()
 	imgs := map[instKey]*memImage{}
 	for _, a := range acks {
-		imgs[instKey{a.Op, a.Subtask}] = a.Handle.(*memImage)
+		img := a.Handle.(*memImage)
+		if img.keyed != nil && a.StateSize != nil {
+			img.keyed.size = *a.StateSize
+		}
+		imgs[instKey{a.Op, a.Subtask}] = img
 	}
 	s.completed[id] = imgs
 	s.order = append(s.order, id)
