@@ -2,9 +2,13 @@ package session
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/parser"
 	"github.com/flinksql/flinksql/state/image"
 )
 
@@ -53,5 +57,74 @@ func TestKeyedStateOptions(t *testing.T) {
 	}
 	if got := s.keyedStateConfig(); got != want {
 		t.Errorf("after refused SETs: %+v, want %+v unchanged", got, want)
+	}
+}
+
+// TestKeyedStateBudgetRefused: a rocksdb job whose managed memory leaves a
+// keyed operator instance less than the backend needs is refused when it
+// starts, naming the option.
+func TestKeyedStateBudgetRefused(t *testing.T) {
+	s := newTestSession(t, map[string]string{"state.backend.type": "rocksdb", "taskmanager.memory.managed.size": "1 mb"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := s.Execute(ctx, `
+CREATE TABLE gen (k INT) WITH ('connector' = 'datagen', 'number-of-rows' = '10');
+CREATE TABLE out_t (k INT) WITH ('connector' = 'blackhole');
+INSERT INTO out_t SELECT k FROM gen ORDER BY k LIMIT 3;`)
+	want := "'taskmanager.memory.managed.size' (1048576 bytes) split among the job's 1 keyed operator instances gives each 1048576 bytes, less than the 4194304 bytes a rocksdb state backend needs"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("job with 1 MB of managed memory: %v\nwant an error containing %s", err, want)
+	}
+}
+
+// TestKeyedStateSizeInCheckpoint: a checkpointed job's keyed operator
+// records its state size in the checkpoint, which 'flinksql checkpoints'
+// lists per operator: here the final checkpoint of a stopped job.
+func TestKeyedStateSizeInCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestSession(t, map[string]string{"state.backend.type": "rocksdb",
+		"execution.checkpointing.interval": "1 h", "state.checkpoints.dir": dir, "pipeline.name": "limited"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stmts, err := parser.ParseScript(`
+CREATE TABLE gen (k INT) WITH ('connector' = 'datagen', 'rows-per-second' = '1000');
+CREATE TABLE out_t (k INT) WITH ('connector' = 'blackhole');
+INSERT INTO out_t SELECT k FROM gen LIMIT 30;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job *Job
+	for _, st := range stmts {
+		r, err := s.ExecuteStatement(ctx, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Job != nil {
+			job = r.Job
+		}
+	}
+	if job == nil {
+		t.Fatal("the INSERT started no job")
+	}
+	if _, err := job.StopClean(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := checkpoint.OpenStorage(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mds, err := checkpoint.ListCheckpoints(ctx, st, "limited")
+	if err != nil || len(mds) == 0 {
+		t.Fatalf("checkpoints of the stopped job: %v, %v", mds, err)
+	}
+	var keyed []checkpoint.StateSize
+	for _, sz := range mds[len(mds)-1].StateSizes() {
+		if sz.Keyed {
+			keyed = append(keyed, sz)
+		}
+	}
+	// The limit's state, on rocksdb: entries estimated, a DB on disk.
+	if len(keyed) != 1 || keyed[0].StateKind != "rocksdb" || keyed[0].Subtasks != 1 || !keyed[0].Estimated || keyed[0].DiskBytes <= 0 {
+		t.Errorf("keyed state sizes of the final checkpoint: %+v, want the limit's on rocksdb, on disk", keyed)
 	}
 }
