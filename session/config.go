@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -115,9 +116,9 @@ var checks = map[string]optionCheck{
 	"execution.checkpointing.incremental":                              optionalEnum("true", "false"),
 	"execution.checkpointing.externalized-checkpoint-retention":        enumOption("RETAIN_ON_CANCELLATION", "DELETE_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"),
 	"state.backend.type":                                               enumOption("hashmap", "rocksdb", "pebble"),
-	"taskmanager.memory.managed.size":                                  memoryOption,
+	"taskmanager.memory.managed.size":                                  positiveMemory,
 	"state.backend.rocksdb.memory.managed":                             enumOption("true", "false"),
-	"state.backend.rocksdb.memory.fixed-per-slot":                      optionalMemory,
+	"state.backend.rocksdb.memory.fixed-per-slot":                      optionalPositiveMemory,
 	"state.checkpoints.num-retained":                                   intOption(1),
 	"restart-strategy.type":                                            optionalEnum("none", "disable", "off", "fixed-delay", "fixeddelay", "exponential-delay", "exponentialdelay"),
 	"restart-strategy.fixed-delay.attempts":                            intOption(0),
@@ -144,17 +145,24 @@ func floatOption(min, max float64) optionCheck {
 	}
 }
 
-func memoryOption(v string) error {
-	_, err := connectors.ParseMemorySize(v)
+// positiveMemory accepts a memory size above zero: the managed memory is
+// what rocksdb keyed state lives in (exec.KeyedStateConfig would read 0 as
+// its default, so 0 would be accepted and ignored).
+func positiveMemory(v string) error {
+	n, err := connectors.ParseMemorySize(v)
+	if err == nil && n == 0 {
+		err = errors.New("the memory must be more than 0 bytes: it holds the rocksdb state backend's caches")
+	}
 	return err
 }
 
-// optionalMemory accepts an empty value (unset) or a memory size.
-func optionalMemory(v string) error {
+// optionalPositiveMemory accepts an empty value (unset) or a memory size
+// above zero.
+func optionalPositiveMemory(v string) error {
 	if strings.TrimSpace(v) == "" {
 		return nil
 	}
-	return memoryOption(v)
+	return positiveMemory(v)
 }
 
 // memory returns a memory-size option (validated when set); 0 when unset.
