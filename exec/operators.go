@@ -442,26 +442,35 @@ type SortKey struct {
 //
 // Its state is keyed state under one constant key (it runs as one subtask
 // after a GLOBAL exchange, as Flink's sort-limit and limit do on a rank
-// with an empty key): the rows by arrival index in a sorted map state and
-// the held-back watermark in a value state. Rows arriving are buffered
-// decoded, as before, and written to the backend at each checkpoint
-// (PrepareSnapshot) and, on rocksdb, whenever the buffer outgrows a
+// with an empty key): the rows in chunks of up to sortChunkBytes, by
+// chunk number in arrival order, in a sorted map state, and the held-back
+// watermark in a value state. Rows arriving are buffered decoded, as
+// before, and written to the backend at each checkpoint (PrepareSnapshot).
+// On hashmap, whose state is in memory anyway, the decoded rows stay (a
+// restore decodes them at once, as before); on rocksdb they are dropped
+// once written, and written back also whenever the buffer outgrows a
 // quarter of the backend's memory budget, so that a long input waits on
-// disk rather than in memory until Finish sorts it.
+// disk rather than in memory until Finish reads it back and sorts it. (Chunks rather than an entry per row: a row is
+// only ever appended and read back once, at Finish, so a per-row entry
+// would pay the backend's per-entry cost for nothing.)
 type sortOp struct {
 	keys          []SortKey
 	offset, limit int
 
 	width  int
-	values []types.Value // rows not yet in the backend, width values each
+	values []types.Value // buffered rows, width values each
 	kinds  []types.RowKind
-	order  []int
-	wm     int64
+	// written counts the leading buffered rows already in the backend
+	// (kept decoded on hashmap: keep).
+	written int
+	keep    bool
+	order   []int
+	wm      int64
 
 	b        *kv.Backend
-	rows     *kv.SortedMapState[int64, []byte] // arrival index → [kind][row]
+	chunks   *kv.SortedMapState[int64, []byte] // chunk number → ([kind][row])…
 	heldWM   *kv.ValueState[int64]
-	stored   int64 // rows in the backend: indices 0…stored-1
+	stored   int64 // chunks in the backend: numbers 0…stored-1
 	storedWM int64 // the watermark in the backend
 	bufBytes int64 // estimated memory of the buffered rows
 	maxBuf   int64 // write the buffer back beyond this (0: only at checkpoints)
@@ -478,9 +487,12 @@ func NewSort(keys []SortKey, offset, limit int) Operator {
 	return &sortOp{keys: keys, offset: offset, limit: limit, wm: MinWatermark, storedWM: MinWatermark}
 }
 
+// sortChunkBytes bounds the encoded rows of one chunk of sortOp's state.
+const sortChunkBytes = 256 << 10
+
 // Keyed state names of sortOp and limitOp.
 const (
-	sortRowsState  = "sort/rows"
+	sortRowsState  = "sort/chunks"
 	sortWMState    = "sort/wm"
 	limitSeenState = "limit/seen"
 )
@@ -491,31 +503,33 @@ func setConstantKey(b *kv.Backend) error {
 	return b.SetCurrentKeyInGroup(b.KeyGroups().First, nil)
 }
 
-// OpenKeyedState implements KeyedOperator. A restored backend's rows stay
-// there until Finish; only their count and width are read.
+// OpenKeyedState implements KeyedOperator. A restored rocksdb backend's
+// rows stay there until Finish; only the number of chunks and the rows'
+// width are read. A hashmap backend's are decoded now.
 func (s *sortOp) OpenKeyedState(b *kv.Backend) error {
 	s.b = b
 	var err error
-	if s.rows, err = kv.NewSortedMapState(b, sortRowsState, kv.Int64{}, kv.Bytes{}, kv.Options{}); err != nil {
+	if s.chunks, err = kv.NewSortedMapState(b, sortRowsState, kv.Int64{}, kv.Bytes{}, kv.Options{}); err != nil {
 		return fmt.Errorf("sort: %w", err)
 	}
 	if s.heldWM, err = kv.NewValueState(b, sortWMState, kv.Int64{}, kv.Options{}); err != nil {
 		return fmt.Errorf("sort: %w", err)
 	}
-	if b.Kind() == image.RocksDB {
+	s.keep = b.Kind() != image.RocksDB
+	if !s.keep {
 		s.maxBuf = b.MemoryBudget() / 4
 	}
 	if err := setConstantKey(b); err != nil {
 		return fmt.Errorf("sort: %w", err)
 	}
-	last, v, ok, err := s.rows.Last(nil)
+	last, v, ok, err := s.chunks.Last(nil)
 	if err != nil {
 		return fmt.Errorf("sort: reading the restored rows: %w", err)
 	}
 	if ok {
-		row, err := decodeSortRow(v)
+		_, row, _, err := decodeSortRow(v)
 		if err != nil {
-			return fmt.Errorf("sort: restored row %d: %w", last, err)
+			return fmt.Errorf("sort: restored chunk %d: %w", last, err)
 		}
 		s.stored, s.width = last+1, len(row)
 	}
@@ -525,6 +539,12 @@ func (s *sortOp) OpenKeyedState(b *kv.Backend) error {
 	}
 	if ok {
 		s.wm, s.storedWM = wm, wm
+	}
+	if s.keep && s.stored > 0 {
+		if s.values, s.kinds, err = s.decodeStored(); err != nil {
+			return err
+		}
+		s.written = len(s.kinds)
 	}
 	return nil
 }
@@ -547,36 +567,43 @@ func (s *sortOp) PrepareSnapshot(CheckpointID) error {
 	return nil
 }
 
-// writeBack moves the buffered rows into the backend, under the arrival
-// indices that follow the stored ones.
+// writeBack writes the buffered rows not yet in the backend to it, in
+// chunks numbered after the stored ones, and drops them from memory
+// unless keep.
 func (s *sortOp) writeBack() error {
-	if len(s.kinds) == 0 {
+	if len(s.kinds) == s.written {
 		return nil
 	}
 	if err := setConstantKey(s.b); err != nil {
 		return fmt.Errorf("sort: %w", err)
 	}
-	for i := range s.kinds {
-		s.enc = types.AppendRow(append(s.enc[:0], byte(s.kinds[i])), s.row(i))
-		if err := s.rows.Put(nil, s.stored, s.enc); err != nil {
-			return fmt.Errorf("sort: writing row %d: %w", s.stored, err)
+	s.enc = s.enc[:0]
+	for i := s.written; i < len(s.kinds); i++ {
+		s.enc = types.AppendRow(append(s.enc, byte(s.kinds[i])), s.row(i))
+		if len(s.enc) >= sortChunkBytes || i == len(s.kinds)-1 {
+			if err := s.chunks.Put(nil, s.stored, s.enc); err != nil {
+				return fmt.Errorf("sort: writing chunk %d: %w", s.stored, err)
+			}
+			s.stored++
+			s.enc = s.enc[:0]
 		}
-		s.stored++
+	}
+	if s.keep {
+		s.written = len(s.kinds)
+		return nil
 	}
 	clear(s.values)
-	s.values, s.kinds, s.bufBytes = s.values[:0], s.kinds[:0], 0
+	s.values, s.kinds, s.bufBytes, s.written = s.values[:0], s.kinds[:0], 0, 0
 	return nil
 }
 
-func decodeSortRow(v []byte) (types.Row, error) {
+// decodeSortRow decodes the first [kind][row] of v and returns the rest.
+func decodeSortRow(v []byte) (types.RowKind, types.Row, []byte, error) {
 	if len(v) < 1 {
-		return nil, errors.New("empty row entry")
+		return 0, nil, nil, errors.New("empty row entry")
 	}
 	row, rest, err := types.DecodeRow(v[1:])
-	if err == nil && len(rest) != 0 {
-		err = fmt.Errorf("%d bytes after the row", len(rest))
-	}
-	return row, err
+	return types.RowKind(v[0]), row, rest, err
 }
 
 func (s *sortOp) Open(*OperatorContext) error { return nil }
@@ -645,44 +672,13 @@ func (s *sortOp) compare(a, b types.Row) int {
 	return 0
 }
 
-// loadStored puts the rows of the backend, in arrival order, before the
-// buffered ones.
+// loadStored puts the rows of a rocksdb backend, in arrival order, before
+// the buffered ones (on hashmap they are in memory already).
 func (s *sortOp) loadStored() error {
-	if s.stored == 0 {
+	if s.stored == 0 || s.keep {
 		return nil
 	}
-	if err := setConstantKey(s.b); err != nil {
-		return fmt.Errorf("sort: %w", err)
-	}
-	values := make([]types.Value, 0, (int(s.stored)+len(s.kinds))*s.width)
-	kinds := make([]types.RowKind, 0, int(s.stored)+len(s.kinds))
-	next := int64(0)
-	var derr error
-	err := s.rows.Ascend(nil, nil, func(idx int64, v []byte) bool {
-		if idx != next {
-			derr = fmt.Errorf("sort: stored row %d out of sequence (have %d rows)", idx, next)
-			return false
-		}
-		row, err := decodeSortRow(v)
-		if err != nil {
-			derr = fmt.Errorf("sort: stored row %d: %w", idx, err)
-			return false
-		}
-		if len(row) != s.width {
-			derr = errors.New("sort: stored rows of different widths")
-			return false
-		}
-		values = append(values, row...)
-		kinds = append(kinds, types.RowKind(v[0]))
-		next++
-		return true
-	})
-	if err == nil {
-		err = derr
-	}
-	if err == nil && next != s.stored {
-		err = fmt.Errorf("sort: the backend holds %d rows, %d were stored", next, s.stored)
-	}
+	values, kinds, err := s.decodeStored()
 	if err != nil {
 		return err
 	}
@@ -691,10 +687,53 @@ func (s *sortOp) loadStored() error {
 	return nil
 }
 
+// decodeStored decodes the rows of every stored chunk, in arrival order.
+func (s *sortOp) decodeStored() ([]types.Value, []types.RowKind, error) {
+	if err := setConstantKey(s.b); err != nil {
+		return nil, nil, fmt.Errorf("sort: %w", err)
+	}
+	var values []types.Value
+	var kinds []types.RowKind
+	next := int64(0)
+	var derr error
+	err := s.chunks.Ascend(nil, nil, func(n int64, v []byte) bool {
+		if n != next {
+			derr = fmt.Errorf("sort: stored chunk %d out of sequence (have %d)", n, next)
+			return false
+		}
+		for len(v) > 0 {
+			kind, row, rest, err := decodeSortRow(v)
+			if err != nil {
+				derr = fmt.Errorf("sort: stored chunk %d: %w", n, err)
+				return false
+			}
+			if len(row) != s.width {
+				derr = errors.New("sort: stored rows of different widths")
+				return false
+			}
+			values = append(values, row...)
+			kinds = append(kinds, kind)
+			v = rest
+		}
+		next++
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	if err == nil && next != s.stored {
+		err = fmt.Errorf("sort: the backend holds %d chunks, %d were stored", next, s.stored)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return values, kinds, nil
+}
+
 // clearState empties the backend once Finish emitted everything: the rows
 // and the watermark are no state any more.
 func (s *sortOp) clearState() error {
-	s.values, s.kinds, s.order = nil, nil, nil
+	s.values, s.kinds, s.order, s.written = nil, nil, nil, 0
 	if s.b == nil || (s.stored == 0 && s.storedWM == MinWatermark) {
 		s.storedWM = s.wm
 		return nil
@@ -702,13 +741,13 @@ func (s *sortOp) clearState() error {
 	if err := setConstantKey(s.b); err != nil {
 		return fmt.Errorf("sort: %w", err)
 	}
-	if err := s.rows.Clear(nil); err != nil {
+	if err := s.chunks.Clear(nil); err != nil {
 		return fmt.Errorf("sort: clearing the emitted rows: %w", err)
 	}
 	if err := s.heldWM.Clear(nil); err != nil {
 		return fmt.Errorf("sort: clearing the watermark: %w", err)
 	}
-	s.stored, s.storedWM = 0, s.wm
+	s.stored, s.storedWM, s.written = 0, s.wm, 0
 	return nil
 }
 
