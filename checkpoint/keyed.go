@@ -27,8 +27,12 @@ func (rs *runtimeStore) OpenKeyedInstance(op exec.OperatorID, subtask, paralleli
 		return nil, err
 	}
 	if in != nil && len(in.Files) > 0 && in.Format != KeyedFormat {
-		return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint holds its state in the format %q of an earlier flinksql, which this release does not read (keyed state is now %q); start the job afresh: %w",
-			op, subtask, rs.restore.ID, in.Format, KeyedFormat, ErrIncompatibleRestore)
+		what := fmt.Sprintf("in the format %q", in.Format)
+		if in.Format == "" {
+			what = "as entries of its own (the format of flinksql releases before keyed state)"
+		}
+		return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint holds the operator's state %s, which this release does not read into keyed state (format %q); start the job afresh (without 'execution.state-recovery.path', or with another 'pipeline.name'): %w",
+			op, subtask, rs.restore.ID, what, KeyedFormat, ErrIncompatibleRestore)
 	}
 	if err := os.MkdirAll(rs.localDir, 0o755); err != nil {
 		return nil, fmt.Errorf("opening state of %s subtask %d: %w", op, subtask, err)

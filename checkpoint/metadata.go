@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -74,6 +75,87 @@ type Instance struct {
 	SyncDuration  time.Duration `json:"syncNanos"`
 	AsyncDuration time.Duration `json:"asyncNanos"`
 	Files         []FileRef     `json:"files"`
+	// The size of a keyed instance's state when it was sealed, as its
+	// backend reported it (kv.Backend.Size): entries (estimated from the
+	// SST statistics for rocksdb: EntriesEstimated), bytes in memory and
+	// bytes of the working DB on local disk. Recorded for Format
+	// KeyedFormat only.
+	StateEntries     int64 `json:"stateEntries,omitempty"`
+	EntriesEstimated bool  `json:"entriesEstimated,omitempty"`
+	MemoryBytes      int64 `json:"memoryBytes,omitempty"`
+	DiskBytes        int64 `json:"diskBytes,omitempty"`
+}
+
+// StateSize sums the state sizes of the instances of one operator in a
+// checkpoint.
+type StateSize struct {
+	Operator    string
+	Subtasks    int
+	StateKind   string
+	Keyed       bool // the instances are keyed state (sizes recorded)
+	Entries     int64
+	Estimated   bool // some entry count is an estimate
+	MemoryBytes int64
+	DiskBytes   int64
+	FullBytes   int64
+}
+
+// StateSizes returns the state size per operator, in operator order.
+func (m *Metadata) StateSizes() []StateSize {
+	var out []StateSize
+	at := map[string]int{}
+	for _, in := range m.Instances {
+		i, ok := at[in.Operator]
+		if !ok {
+			i = len(out)
+			at[in.Operator] = i
+			out = append(out, StateSize{Operator: in.Operator, StateKind: in.StateKind})
+		}
+		s := &out[i]
+		s.Subtasks++
+		s.FullBytes += in.FullBytes
+		if in.Format == KeyedFormat {
+			s.Keyed = true
+			s.Entries += in.StateEntries
+			s.Estimated = s.Estimated || in.EntriesEstimated
+			s.MemoryBytes += in.MemoryBytes
+			s.DiskBytes += in.DiskBytes
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return operatorLess(out[i].Operator, out[j].Operator) })
+	return out
+}
+
+// operatorLess orders operator ids "v<vertex>-<index>" (and a vertex's
+// "v<vertex>-source" first) numerically, others by name after them.
+func operatorLess(a, b string) bool {
+	va, ia, oka := parseOperatorID(a)
+	vb, ib, okb := parseOperatorID(b)
+	switch {
+	case oka && okb:
+		if va != vb {
+			return va < vb
+		}
+		return ia < ib
+	case oka != okb:
+		return oka
+	}
+	return a < b
+}
+
+func parseOperatorID(s string) (vertex, index int, ok bool) {
+	v, i, found := strings.Cut(strings.TrimPrefix(s, "v"), "-")
+	if !found || !strings.HasPrefix(s, "v") {
+		return 0, 0, false
+	}
+	var err1, err2 error
+	vertex, err1 = strconv.Atoi(v)
+	if i == "source" {
+		index = -1
+	} else {
+		index, err2 = strconv.Atoi(i)
+	}
+	return vertex, index, err1 == nil && err2 == nil
 }
 
 // FileRef is a file of an instance's state in storage.

@@ -240,6 +240,12 @@ func (rs *runtimeStore) Complete(ctx context.Context, id exec.CheckpointID, acks
 		}
 		// The runtime may measure the phases more precisely than the store.
 		in.SyncDuration, in.AsyncDuration = a.SyncDuration, a.AsyncDuration
+		// The runtime measures a keyed backend's size on the task's
+		// goroutine, which owns it.
+		if sz := a.StateSize; sz != nil && in.Format == KeyedFormat {
+			in.StateEntries, in.EntriesEstimated = sz.Entries, !sz.EntriesExact
+			in.MemoryBytes, in.DiskBytes = sz.MemoryBytes, sz.DiskBytes
+		}
 		md.Instances = append(md.Instances, in)
 		md.FullBytes += in.FullBytes
 		md.UploadedBytes += in.UploadedBytes

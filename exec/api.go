@@ -110,6 +110,10 @@ type OperatorMetrics struct {
 	// sink set to continue after such a loss (AbortedCommitError.Continue).
 	LostCommits      Counter
 	CurrentWatermark Gauge
+	// The size of a keyed operator instance's state (kv.Backend.Size), set
+	// by the runtime when the backend is opened and at every checkpoint:
+	// entries (estimated for rocksdb), bytes in memory, bytes on disk.
+	StateEntries, StateMemoryBytes, StateDiskBytes Gauge
 }
 
 // SourceReader reads the splits assigned to one source subtask.

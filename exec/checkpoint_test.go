@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
 )
 
 // countOp is a stateful operator: it counts the rows it passed and sums
@@ -493,8 +494,8 @@ func TestTwoPhaseCommitSink(t *testing.T) {
 	// Source → [Sort at Finish → 2PC sink]: checkpoint 1 commits rows 3, 1;
 	// the rest only reaches the sink through the sort's Finish, which runs
 	// before the final checkpoint's barrier, so the final checkpoint (2)
-	// commits it before the job ends.
-	store := newMemStore()
+	// commits it before the job ends. (The sort keeps keyed state.)
+	store := newMemStore().withKeyed(image.Hashmap, t.TempDir())
 	tl := newTPCLog(store)
 	tl.commits = make(chan string, 8)
 	r := &posReader{data: []int64{3, 1, 9, 7}, allow: make(chan int)}

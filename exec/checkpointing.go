@@ -5,6 +5,8 @@ import (
 	"errors"
 	"github.com/flinksql/flinksql/state"
 	"time"
+
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // Checkpointing contracts (DESIGN.md §3-4). Operators keep their working
@@ -283,4 +285,7 @@ type InstanceAck struct {
 	UploadedBytes int64 // bytes uploaded for it by this checkpoint
 	SyncDuration  time.Duration
 	AsyncDuration time.Duration
+	// StateSize is the size of a keyed operator instance's backend when it
+	// was sealed (nil for other instances), measured by the runtime.
+	StateSize *kv.Sizes
 }

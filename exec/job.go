@@ -338,6 +338,8 @@ type OperatorSnapshot struct {
 	LostCommits int64
 	// Watermark is the lowest current watermark over the subtasks.
 	Watermark int64
+	// StateSize sums the keyed-state sizes of the subtasks.
+	StateSize StateSize
 	Subtasks  []SubtaskMetrics
 }
 
@@ -346,6 +348,14 @@ type SubtaskMetrics struct {
 	RowsIn, RowsOut, LateRowsDropped int64
 	NotNullRowsDropped               int64
 	Watermark                        int64
+	StateSize                        StateSize
+}
+
+// StateSize is the size of keyed state as last measured (when the backend
+// was opened, and at each checkpoint): zero for operators without keyed
+// state.
+type StateSize struct {
+	Entries, MemoryBytes, DiskBytes int64
 }
 
 // Metrics returns a snapshot of every vertex's counters. The runtime counts
@@ -367,7 +377,11 @@ func (j *Job) Metrics() []VertexMetrics {
 			for _, ms := range vr.ops {
 				m := ms[i]
 				s := SubtaskMetrics{RowsIn: m.RowsIn.Load(), RowsOut: m.RowsOut.Load(), LateRowsDropped: m.LateRowsDropped.Load(),
-					NotNullRowsDropped: m.NotNullRowsDropped.Load(), Watermark: m.CurrentWatermark.Load()}
+					NotNullRowsDropped: m.NotNullRowsDropped.Load(), Watermark: m.CurrentWatermark.Load(),
+					StateSize: StateSize{Entries: m.StateEntries.Load(), MemoryBytes: m.StateMemoryBytes.Load(), DiskBytes: m.StateDiskBytes.Load()}}
+				os.StateSize.Entries += s.StateSize.Entries
+				os.StateSize.MemoryBytes += s.StateSize.MemoryBytes
+				os.StateSize.DiskBytes += s.StateSize.DiskBytes
 				os.RowsIn += s.RowsIn
 				os.RowsOut += s.RowsOut
 				os.LateRowsDropped += s.LateRowsDropped

@@ -250,8 +250,20 @@ func (t *task) openKeyedStates() error {
 		if err := ko.OpenKeyedState(in.b); err != nil {
 			return t.wrapOp(i, fmt.Errorf("declare the keyed state of %s: %w", id, err))
 		}
+		t.reportStateSize(i)
 	}
 	return nil
+}
+
+// reportStateSize sets the state-size gauges of keyed chained operator i
+// from its backend and returns the size.
+func (t *task) reportStateSize(i int) kv.Sizes {
+	s := t.keyed[i].b.Size()
+	m := t.metrics[i]
+	m.StateEntries.Set(s.Entries)
+	m.StateMemoryBytes.Set(s.MemoryBytes)
+	m.StateDiskBytes.Set(s.DiskBytes)
+	return s
 }
 
 // closeKeyedStates closes every opened keyed backend.

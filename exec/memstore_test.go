@@ -3,10 +3,16 @@ package exec
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // memStore is an in-memory CheckpointStore for tests. Instance states keep
@@ -27,6 +33,14 @@ type memStore struct {
 	// completeHook in Complete.
 	persistHook  func(ctx context.Context, id CheckpointID, k instKey) error
 	completeHook func(id CheckpointID) error
+
+	// Keyed instances (OpenKeyedInstance) are real kv backends of kind
+	// (hashmap when empty) working under root/work; their persisted
+	// images are copied under root/chk. Set by withKeyed.
+	kind image.Kind
+	root string
+	// keyedOpen counts the keyed backends open now.
+	keyedOpen int
 }
 
 type instKey struct {
@@ -42,6 +56,18 @@ type entryKey struct {
 type memImage struct {
 	entries map[entryKey][]byte
 	pos     []byte
+	// keyed is the image of a keyed instance's backend (OpenKeyedInstance).
+	keyed *memKeyedImage
+}
+
+// memKeyedImage is a persisted kv image: its files copied into dir, and
+// the backend's entries when it was sealed.
+type memKeyedImage struct {
+	kind    image.Kind
+	dir     string
+	files   []image.File
+	entries []string
+	size    kv.Sizes
 }
 
 func newMemStore() *memStore {
@@ -53,6 +79,7 @@ func (s *memStore) restoredFrom(id CheckpointID) *memStore {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ns := newMemStore()
+	ns.kind, ns.root = s.kind, s.root
 	ns.restore = s.completed[id]
 	if ns.restore == nil {
 		panic(fmt.Sprintf("checkpoint %d did not complete", id))
@@ -63,6 +90,155 @@ func (s *memStore) restoredFrom(id CheckpointID) *memStore {
 	}
 	return ns
 }
+
+// withKeyed makes s keep keyed instances on real backends of kind under
+// root (a test's temporary directory).
+func (s *memStore) withKeyed(kind image.Kind, root string) *memStore {
+	s.kind, s.root = kind, root
+	return s
+}
+
+func (s *memStore) dir(what string) (string, error) {
+	d, err := os.MkdirTemp(s.root, what+"-")
+	if err != nil {
+		return "", fmt.Errorf("memStore: %w", err)
+	}
+	return filepath.Join(d, "db"), nil
+}
+
+// OpenKeyedInstance implements KeyedCheckpointStore: a fresh backend, or
+// one restored from the restored checkpoint's image of the instance (its
+// files copied into a working directory, as a download would).
+func (s *memStore) OpenKeyedInstance(op OperatorID, subtask, parallelism int, cfg kv.Config) (KeyedInstance, error) {
+	if s.root == "" {
+		return nil, fmt.Errorf("memStore: keyed instance %s/%d opened without withKeyed", op, subtask)
+	}
+	cfg.Kind = s.kind
+	if cfg.Kind == "" {
+		cfg.Kind = image.Hashmap
+	}
+	var err error
+	if cfg.Dir, err = s.dir("work"); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	img := s.restore[instKey{op, subtask}]
+	s.mu.Unlock()
+	in := &memKeyedInstance{store: s, key: instKey{op, subtask}}
+	if img == nil {
+		in.b, err = kv.Open(cfg)
+	} else {
+		if img.keyed == nil {
+			return nil, fmt.Errorf("memStore: the restored image of %s/%d is not a keyed backend's", op, subtask)
+		}
+		if err := copyFiles(img.keyed.dir, cfg.Dir, img.keyed.files); err != nil {
+			return nil, err
+		}
+		in.b, err = kv.Restore(cfg, img.keyed.files)
+		in.restored = true
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.opened[in.key]++
+	s.keyedOpen++
+	s.mu.Unlock()
+	return in, nil
+}
+
+func copyFiles(from, to string, files []image.File) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		src, err := os.Open(filepath.Join(from, f.LocalName))
+		if err != nil {
+			return err
+		}
+		dst, err := os.Create(filepath.Join(to, f.LocalName))
+		if err == nil {
+			_, err = io.Copy(dst, src)
+			if cerr := dst.Close(); err == nil {
+				err = cerr
+			}
+		}
+		src.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type memKeyedInstance struct {
+	store    *memStore
+	key      instKey
+	b        *kv.Backend
+	restored bool
+}
+
+func (in *memKeyedInstance) Backend() *kv.Backend { return in.b }
+func (in *memKeyedInstance) Restored() bool       { return in.restored }
+
+func (in *memKeyedInstance) Seal(id CheckpointID) (SealedState, error) {
+	entries, err := dumpBackend(in.b)
+	if err != nil {
+		return nil, err
+	}
+	im, err := in.b.Snapshot(int64(id))
+	if err != nil {
+		return nil, err
+	}
+	return &memKeyedSealed{in: in, id: id, im: im, entries: entries}, nil
+}
+
+func (in *memKeyedInstance) Close() error {
+	in.store.mu.Lock()
+	in.store.closed++
+	in.store.keyedOpen--
+	in.store.mu.Unlock()
+	return in.b.Close()
+}
+
+// dumpBackend lists b's live entries as "kg state key/ns/uk=value".
+func dumpBackend(b *kv.Backend) ([]string, error) {
+	var out []string
+	err := b.Entries(b.KeyGroups(), func(e kv.Entry) error {
+		out = append(out, fmt.Sprintf("%d %s %x/%x/%x=%x", e.KeyGroup, e.State, e.Key, e.Namespace, e.UserKey, e.Value))
+		return nil
+	})
+	return out, err
+}
+
+type memKeyedSealed struct {
+	in      *memKeyedInstance
+	id      CheckpointID
+	im      *image.Image
+	entries []string
+}
+
+func (s *memKeyedSealed) Persist(ctx context.Context) (InstanceAck, error) {
+	if h := s.in.store.persistHook; h != nil {
+		if err := h(ctx, s.id, s.in.key); err != nil {
+			return InstanceAck{}, err
+		}
+	}
+	if err := s.im.Finish(); err != nil {
+		return InstanceAck{}, err
+	}
+	dir, err := s.in.store.dir("chk")
+	if err != nil {
+		return InstanceAck{}, err
+	}
+	if err := copyFiles(s.im.Dir, dir, s.im.Files); err != nil {
+		return InstanceAck{}, err
+	}
+	img := &memImage{keyed: &memKeyedImage{kind: s.im.Kind, dir: dir, files: slices.Clone(s.im.Files), entries: s.entries}}
+	return InstanceAck{Op: s.in.key.op, Subtask: s.in.key.subtask, Handle: img, FullBytes: s.im.Bytes, UploadedBytes: s.im.Bytes}, nil
+}
+
+func (s *memKeyedSealed) Discard() { _ = s.im.Discard() }
 
 func (s *memStore) OpenInstance(op OperatorID, subtask, parallelism int) (InstanceState, error) {
 	s.mu.Lock()
@@ -90,7 +266,11 @@ func (s *memStore) Complete(_ context.Context, id CheckpointID, acks []InstanceA
 	defer s.mu.Unlock()
 	imgs := map[instKey]*memImage{}
 	for _, a := range acks {
-		imgs[instKey{a.Op, a.Subtask}] = a.Handle.(*memImage)
+		img := a.Handle.(*memImage)
+		if img.keyed != nil && a.StateSize != nil {
+			img.keyed.size = *a.StateSize
+		}
+		imgs[instKey{a.Op, a.Subtask}] = img
 	}
 	s.completed[id] = imgs
 	s.order = append(s.order, id)

@@ -3,13 +3,15 @@ package exec
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // base gives operators no-op defaults for the lifecycle calls they do not
@@ -437,6 +439,20 @@ type SortKey struct {
 }
 
 // sortOp buffers its whole (bounded) input and emits it sorted at Finish.
+//
+// Its state is keyed state under one constant key (it runs as one subtask
+// after a GLOBAL exchange, as Flink's sort-limit and limit do on a rank
+// with an empty key): the rows in chunks of up to sortChunkBytes, by
+// chunk number in arrival order, in a sorted map state, and the held-back
+// watermark in a value state. Rows arriving are buffered decoded, as
+// before, and written to the backend at each checkpoint (PrepareSnapshot).
+// On hashmap, whose state is in memory anyway, the decoded rows stay (a
+// restore decodes them at once, as before); on rocksdb they are dropped
+// once written, and written back also whenever the buffer outgrows a
+// quarter of the backend's memory budget, so that a long input waits on
+// disk rather than in memory until Finish reads it back and sorts it. (Chunks rather than an entry per row: a row is
+// only ever appended and read back once, at Finish, so a per-row entry
+// would pay the backend's per-entry cost for nothing.)
 type sortOp struct {
 	keys          []SortKey
 	offset, limit int
@@ -444,25 +460,157 @@ type sortOp struct {
 	width  int
 	values []types.Value // buffered rows, width values each
 	kinds  []types.RowKind
-	order  []int
-	wm     int64
+	// written counts the leading buffered rows already in the backend
+	// (kept decoded on hashmap: keep).
+	written int
+	keep    bool
+	order   []int
+	wm      int64
 
-	persisted   int   // rows already in the checkpointed state
-	persistedWM int64 // watermark already in the checkpointed state
+	b        *kv.Backend
+	chunks   *kv.SortedMapState[int64, []byte] // chunk number → ([kind][row])…
+	heldWM   *kv.ValueState[int64]
+	stored   int64 // chunks in the backend: numbers 0…stored-1
+	storedWM int64 // the watermark in the backend
+	bufBytes int64 // estimated memory of the buffered rows
+	maxBuf   int64 // write the buffer back beyond this (0: only at checkpoints)
+	enc      []byte
 }
 
 // NewSort returns an operator that sorts its bounded input by keys (stable:
 // ties keep arrival order) and emits rows [offset, offset+limit) at Finish;
 // limit -1 means no limit. Watermarks are held back and the last one is
 // emitted after the rows, so downstream event-time operators do not see the
-// rows as late. The buffered rows and the held-back watermark are
-// checkpointed, so a restored sort still sorts everything it was given.
+// rows as late. The buffered rows and the held-back watermark are keyed
+// state, so a restored sort still sorts everything it was given.
 func NewSort(keys []SortKey, offset, limit int) Operator {
-	return &sortOp{keys: keys, offset: offset, limit: limit, wm: MinWatermark, persistedWM: MinWatermark}
+	return &sortOp{keys: keys, offset: offset, limit: limit, wm: MinWatermark, storedWM: MinWatermark}
+}
+
+// sortChunkBytes bounds the encoded rows of one chunk of sortOp's state.
+const sortChunkBytes = 256 << 10
+
+// Keyed state names of sortOp and limitOp.
+const (
+	sortRowsState  = "sort/chunks"
+	sortWMState    = "sort/wm"
+	limitSeenState = "limit/seen"
+)
+
+// setConstantKey makes the one key of a global operator's state current:
+// the first key group of the instance (all of them at parallelism 1).
+func setConstantKey(b *kv.Backend) error {
+	return b.SetCurrentKeyInGroup(b.KeyGroups().First, nil)
+}
+
+// OpenKeyedState implements KeyedOperator. A restored rocksdb backend's
+// rows stay there until Finish; only the number of chunks and the rows'
+// width are read. A hashmap backend's are decoded now.
+func (s *sortOp) OpenKeyedState(b *kv.Backend) error {
+	s.b = b
+	var err error
+	if s.chunks, err = kv.NewSortedMapState(b, sortRowsState, kv.Int64{}, kv.Bytes{}, kv.Options{}); err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	if s.heldWM, err = kv.NewValueState(b, sortWMState, kv.Int64{}, kv.Options{}); err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	s.keep = b.Kind() != image.RocksDB
+	if !s.keep {
+		s.maxBuf = b.MemoryBudget() / 4
+	}
+	if err := setConstantKey(b); err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	last, v, ok, err := s.chunks.Last(nil)
+	if err != nil {
+		return fmt.Errorf("sort: reading the restored rows: %w", err)
+	}
+	if ok {
+		_, row, _, err := decodeSortRow(v)
+		if err != nil {
+			return fmt.Errorf("sort: restored chunk %d: %w", last, err)
+		}
+		s.stored, s.width = last+1, len(row)
+	}
+	wm, ok, err := s.heldWM.Get(nil)
+	if err != nil {
+		return fmt.Errorf("sort: reading the restored watermark: %w", err)
+	}
+	if ok {
+		s.wm, s.storedWM = wm, wm
+	}
+	if s.keep && s.stored > 0 {
+		if s.values, s.kinds, err = s.decodeStored(); err != nil {
+			return err
+		}
+		s.written = len(s.kinds)
+	}
+	return nil
+}
+
+// PrepareSnapshot implements KeyedOperator: the buffered rows and a
+// changed watermark go to the backend.
+func (s *sortOp) PrepareSnapshot(CheckpointID) error {
+	if err := s.writeBack(); err != nil {
+		return err
+	}
+	if s.wm != s.storedWM {
+		if err := setConstantKey(s.b); err != nil {
+			return fmt.Errorf("sort: %w", err)
+		}
+		if err := s.heldWM.Put(nil, s.wm); err != nil {
+			return fmt.Errorf("sort: writing the watermark: %w", err)
+		}
+		s.storedWM = s.wm
+	}
+	return nil
+}
+
+// writeBack writes the buffered rows not yet in the backend to it, in
+// chunks numbered after the stored ones, and drops them from memory
+// unless keep.
+func (s *sortOp) writeBack() error {
+	if len(s.kinds) == s.written {
+		return nil
+	}
+	if err := setConstantKey(s.b); err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	s.enc = s.enc[:0]
+	for i := s.written; i < len(s.kinds); i++ {
+		s.enc = types.AppendRow(append(s.enc, byte(s.kinds[i])), s.row(i))
+		if len(s.enc) >= sortChunkBytes || i == len(s.kinds)-1 {
+			if err := s.chunks.Put(nil, s.stored, s.enc); err != nil {
+				return fmt.Errorf("sort: writing chunk %d: %w", s.stored, err)
+			}
+			s.stored++
+			s.enc = s.enc[:0]
+		}
+	}
+	if s.keep {
+		s.written = len(s.kinds)
+		return nil
+	}
+	clear(s.values)
+	s.values, s.kinds, s.bufBytes, s.written = s.values[:0], s.kinds[:0], 0, 0
+	return nil
+}
+
+// decodeSortRow decodes the first [kind][row] of v and returns the rest.
+func decodeSortRow(v []byte) (types.RowKind, types.Row, []byte, error) {
+	if len(v) < 1 {
+		return 0, nil, nil, errors.New("empty row entry")
+	}
+	row, rest, err := types.DecodeRow(v[1:])
+	return types.RowKind(v[0]), row, rest, err
 }
 
 func (s *sortOp) Open(*OperatorContext) error { return nil }
 func (s *sortOp) Close() error                { s.values, s.kinds, s.order = nil, nil, nil; return nil }
+
+// valueSize is the memory of one buffered value, strings' bytes aside.
+const valueSize = int64(unsafe.Sizeof(types.Value{}))
 
 func (s *sortOp) ProcessBatch(_ int, b *types.Batch, _ Output) error {
 	if b.Len() == 0 {
@@ -477,6 +625,15 @@ func (s *sortOp) ProcessBatch(_ int, b *types.Batch, _ Output) error {
 	for i, r := range b.Rows {
 		s.values = append(s.values, r...)
 		s.kinds = append(s.kinds, b.Kinds[i])
+		if s.maxBuf > 0 {
+			s.bufBytes += int64(len(r)) * valueSize
+			for _, v := range r {
+				s.bufBytes += int64(len(v.S))
+			}
+		}
+	}
+	if s.maxBuf > 0 && s.bufBytes > s.maxBuf {
+		return s.writeBack()
 	}
 	return nil
 }
@@ -515,7 +672,89 @@ func (s *sortOp) compare(a, b types.Row) int {
 	return 0
 }
 
+// loadStored puts the rows of a rocksdb backend, in arrival order, before
+// the buffered ones (on hashmap they are in memory already).
+func (s *sortOp) loadStored() error {
+	if s.stored == 0 || s.keep {
+		return nil
+	}
+	values, kinds, err := s.decodeStored()
+	if err != nil {
+		return err
+	}
+	s.values = append(values, s.values...)
+	s.kinds = append(kinds, s.kinds...)
+	return nil
+}
+
+// decodeStored decodes the rows of every stored chunk, in arrival order.
+func (s *sortOp) decodeStored() ([]types.Value, []types.RowKind, error) {
+	if err := setConstantKey(s.b); err != nil {
+		return nil, nil, fmt.Errorf("sort: %w", err)
+	}
+	var values []types.Value
+	var kinds []types.RowKind
+	next := int64(0)
+	var derr error
+	err := s.chunks.Ascend(nil, nil, func(n int64, v []byte) bool {
+		if n != next {
+			derr = fmt.Errorf("sort: stored chunk %d out of sequence (have %d)", n, next)
+			return false
+		}
+		for len(v) > 0 {
+			kind, row, rest, err := decodeSortRow(v)
+			if err != nil {
+				derr = fmt.Errorf("sort: stored chunk %d: %w", n, err)
+				return false
+			}
+			if len(row) != s.width {
+				derr = errors.New("sort: stored rows of different widths")
+				return false
+			}
+			values = append(values, row...)
+			kinds = append(kinds, kind)
+			v = rest
+		}
+		next++
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	if err == nil && next != s.stored {
+		err = fmt.Errorf("sort: the backend holds %d chunks, %d were stored", next, s.stored)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return values, kinds, nil
+}
+
+// clearState empties the backend once Finish emitted everything: the rows
+// and the watermark are no state any more.
+func (s *sortOp) clearState() error {
+	s.values, s.kinds, s.order, s.written = nil, nil, nil, 0
+	if s.b == nil || (s.stored == 0 && s.storedWM == MinWatermark) {
+		s.storedWM = s.wm
+		return nil
+	}
+	if err := setConstantKey(s.b); err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	if err := s.chunks.Clear(nil); err != nil {
+		return fmt.Errorf("sort: clearing the emitted rows: %w", err)
+	}
+	if err := s.heldWM.Clear(nil); err != nil {
+		return fmt.Errorf("sort: clearing the watermark: %w", err)
+	}
+	s.stored, s.storedWM, s.written = 0, s.wm, 0
+	return nil
+}
+
 func (s *sortOp) Finish(out Output) error {
+	if err := s.loadStored(); err != nil {
+		return err
+	}
 	n := len(s.kinds)
 	s.order = make([]int, n)
 	for i := range s.order {
@@ -544,27 +783,69 @@ func (s *sortOp) Finish(out Output) error {
 			return err
 		}
 	}
+	// The rows are out: nothing of them is left to checkpoint.
+	if err := s.clearState(); err != nil {
+		return err
+	}
 	if s.wm != MinWatermark {
 		return out.PushWatermark(s.wm)
 	}
 	return nil
 }
 
-// limitOp passes rows [offset, offset+limit) of an insert-only stream.
+// limitOp passes rows [offset, offset+limit) of an insert-only stream. How
+// many rows it has seen is its keyed state, under one constant key (it runs
+// as one subtask after a GLOBAL exchange), kept decoded in seen and
+// written back at each checkpoint.
 type limitOp struct {
 	base
 	offset, limit int
 	seen          int
-	persisted     int // seen, as in the checkpointed state
+	stored        int // seen, as in the backend
+	b             *kv.Backend
+	seenState     *kv.ValueState[int64]
 	out           *types.Batch
 }
 
 // NewLimit returns a streaming operator that skips the first offset rows,
 // passes the next limit rows (all when limit is -1) and drops the rest.
-// Its input must be insert-only. How many rows it has seen is
-// checkpointed, so after a restore it passes exactly the rows it still owes.
+// Its input must be insert-only. How many rows it has seen is keyed state,
+// so after a restore it passes exactly the rows it still owes.
 func NewLimit(offset, limit int) Operator {
 	return &limitOp{offset: max(offset, 0), limit: limit}
+}
+
+// OpenKeyedState implements KeyedOperator.
+func (l *limitOp) OpenKeyedState(b *kv.Backend) error {
+	l.b = b
+	var err error
+	if l.seenState, err = kv.NewValueState(b, limitSeenState, kv.Int64{}, kv.Options{}); err != nil {
+		return fmt.Errorf("limit: %w", err)
+	}
+	if err := setConstantKey(b); err != nil {
+		return fmt.Errorf("limit: %w", err)
+	}
+	n, _, err := l.seenState.Get(nil)
+	if err != nil {
+		return fmt.Errorf("limit: reading the restored count: %w", err)
+	}
+	l.seen, l.stored = int(n), int(n)
+	return nil
+}
+
+// PrepareSnapshot implements KeyedOperator.
+func (l *limitOp) PrepareSnapshot(CheckpointID) error {
+	if l.seen == l.stored {
+		return nil
+	}
+	if err := setConstantKey(l.b); err != nil {
+		return fmt.Errorf("limit: %w", err)
+	}
+	if err := l.seenState.Put(nil, int64(l.seen)); err != nil {
+		return fmt.Errorf("limit: writing the count: %w", err)
+	}
+	l.stored = l.seen
+	return nil
 }
 
 func (l *limitOp) ProcessBatch(_ int, b *types.Batch, out Output) error {
@@ -596,109 +877,8 @@ func (l *limitOp) ProcessBatch(_ int, b *types.Batch, out Output) error {
 }
 
 var (
-	_ CheckpointedOperator = (*sortOp)(nil)
-	_ CheckpointedOperator = (*limitOp)(nil)
-	_ StatelessOperator    = identity{}
-	_ StatelessOperator    = (*calc)(nil)
+	_ KeyedOperator     = (*sortOp)(nil)
+	_ KeyedOperator     = (*limitOp)(nil)
+	_ StatelessOperator = identity{}
+	_ StatelessOperator = (*calc)(nil)
 )
-
-// Operator state keys of sortOp and limitOp (KeyGroupNone: both run after a
-// GLOBAL exchange, as one subtask).
-const (
-	sortRowPrefix = "sort/row/" // + 8-byte big-endian arrival index → kind, row
-	sortWMKey     = "sort/wm"   // the held-back watermark
-	limitSeenKey  = "limit/seen"
-)
-
-// SnapshotState implements CheckpointedOperator: the rows buffered since
-// the previous snapshot (all of them when w is Full), one entry each under
-// their arrival index, and the held-back watermark when it changed. Rows
-// are only ever appended, so nothing is deleted.
-func (s *sortOp) SnapshotState(_ CheckpointID, w StateWriter) error {
-	from := s.persisted
-	if w.Full() {
-		from = 0
-	}
-	n := len(s.kinds)
-	key := make([]byte, 0, len(sortRowPrefix)+8)
-	var val []byte
-	for i := from; i < n; i++ {
-		key = binary.BigEndian.AppendUint64(append(key[:0], sortRowPrefix...), uint64(i))
-		val = append(val[:0], byte(s.kinds[i]))
-		val = types.AppendRow(val, s.row(i))
-		if err := w.Put(KeyGroupNone, key, val); err != nil {
-			return err
-		}
-	}
-	s.persisted = n
-	if w.Full() || s.wm != s.persistedWM {
-		if err := w.Put(KeyGroupNone, []byte(sortWMKey), binary.BigEndian.AppendUint64(nil, uint64(s.wm))); err != nil {
-			return err
-		}
-		s.persistedWM = s.wm
-	}
-	return nil
-}
-
-// RestoreState implements CheckpointedOperator: the buffered rows in
-// arrival order (the reader replays keys in order within a key group, and
-// the big-endian index sorts as the arrival order), so ties still keep it.
-func (s *sortOp) RestoreState(r StateReader) error {
-	err := r.Each(func(kg int, key, value []byte) error {
-		if kg != KeyGroupNone {
-			return fmt.Errorf("sort: unexpected keyed state entry %q", key)
-		}
-		switch {
-		case string(key) == sortWMKey:
-			if len(value) != 8 {
-				return fmt.Errorf("sort: bad watermark entry of %d bytes", len(value))
-			}
-			s.wm = int64(binary.BigEndian.Uint64(value))
-			s.persistedWM = s.wm
-		case bytes.HasPrefix(key, []byte(sortRowPrefix)):
-			idx := key[len(sortRowPrefix):]
-			if len(idx) != 8 || binary.BigEndian.Uint64(idx) != uint64(len(s.kinds)) || len(value) < 1 {
-				return fmt.Errorf("sort: restored row entry %x out of sequence (have %d rows)", key, len(s.kinds))
-			}
-			row, rest, err := types.DecodeRow(value[1:])
-			if err != nil || len(rest) != 0 {
-				return fmt.Errorf("sort: bad row entry %x: %v", key, err)
-			}
-			if s.width == 0 {
-				s.width = len(row)
-			}
-			if len(row) != s.width {
-				return errors.New("sort: restored rows of different widths")
-			}
-			s.values = append(s.values, row...)
-			s.kinds = append(s.kinds, types.RowKind(value[0]))
-		default:
-			return fmt.Errorf("sort: unexpected state entry %q", key)
-		}
-		return nil
-	})
-	s.persisted = len(s.kinds)
-	return err
-}
-
-// SnapshotState implements CheckpointedOperator: how many rows it has seen,
-// which says how many it passed and may still pass.
-func (l *limitOp) SnapshotState(_ CheckpointID, w StateWriter) error {
-	if !w.Full() && l.seen == l.persisted {
-		return nil
-	}
-	l.persisted = l.seen
-	return w.Put(KeyGroupNone, []byte(limitSeenKey), binary.BigEndian.AppendUint64(nil, uint64(l.seen)))
-}
-
-// RestoreState implements CheckpointedOperator.
-func (l *limitOp) RestoreState(r StateReader) error {
-	return r.Each(func(kg int, key, value []byte) error {
-		if kg != KeyGroupNone || string(key) != limitSeenKey || len(value) != 8 {
-			return fmt.Errorf("limit: unexpected state entry %q", key)
-		}
-		l.seen = int(binary.BigEndian.Uint64(value))
-		l.persisted = l.seen
-		return nil
-	})
-}

@@ -2,10 +2,13 @@ package exec
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // collectOutput is an Output that records what an operator emits.
@@ -27,6 +30,7 @@ func (c *collectOutput) PushWatermark(wm int64) error {
 func feed(t *testing.T, op Operator, width int, batches ...[]types.Row) []string {
 	t.Helper()
 	out := &collectOutput{}
+	openKeyed(t, op)
 	if err := op.Open(&OperatorContext{}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +88,27 @@ func TestSort(t *testing.T) {
 	}
 }
 
+// openKeyed gives a KeyedOperator a hashmap backend, as the runtime does
+// before Open.
+func openKeyed(t *testing.T, op Operator) {
+	t.Helper()
+	ko, ok := op.(KeyedOperator)
+	if !ok {
+		return
+	}
+	b, err := kv.Open(kv.Config{Kind: image.Hashmap, Dir: filepath.Join(t.TempDir(), "db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if err := ko.OpenKeyedState(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSortHoldsWatermarkUntilFinish(t *testing.T) {
 	op := NewSort([]SortKey{{Col: 0}}, 0, -1)
+	openKeyed(t, op)
 	out := &collectOutput{}
 	b := types.NewBatch(1, 2)
 	b.AppendRow(types.Insert, ints(2))

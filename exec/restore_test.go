@@ -1,11 +1,15 @@
 package exec_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // opStep is one step of a restore script for the operators of package
@@ -84,4 +88,88 @@ func TestLimitRestore(t *testing.T) {
 		finish(),
 	}, 0,
 		"+I(c, 3)", "WM(5)", "+I(d, 4)", "+I(e, 5)")
+}
+
+// TestSortWritesBackBeyondBudget: on rocksdb the sort does not hold a long
+// input in memory: beyond a quarter of the backend's budget (here 1 MB of
+// 4 MB) the buffered rows go to the backend before any checkpoint, Finish
+// reads them back in arrival order, and a restore from a checkpoint taken
+// then sorts the same. Finish leaves no state behind.
+func TestSortWritesBackBeyondBudget(t *testing.T) {
+	const n = 20000
+	// n is a permutation of 0…19999 (7919 is prime to 20000); sorted by n
+	// DESC, OFFSET 1 LIMIT 3 keeps n = 19998, 19997, 19996, whose rows are
+	// found by search, not by the operator's logic.
+	pad := strings.Repeat("x", 40)
+	var steps []opStep
+	var rows []types.Row
+	for i := range n {
+		rows = append(rows, row(fmt.Sprintf("r%05d%s", i, pad), int64(i*7919%n)))
+		if len(rows) == 1000 {
+			steps = append(steps, batch(rows...))
+			rows = nil
+		}
+	}
+	var want []string
+	for _, m := range []int{19998, 19997, 19996} {
+		for i := range n {
+			if i*7919%n == m {
+				want = append(want, fmt.Sprintf("+I(r%05d%s, %d)", i, pad, m))
+			}
+		}
+	}
+	want = append(want, "WM(30)")
+	build := func() exec.KeyedOperator {
+		return exec.NewSort([]exec.SortKey{{Col: 1, Desc: true}}, 1, 3).(exec.KeyedOperator)
+	}
+	k := optest.NewKeyed(t, image.RocksDB)
+	op := build()
+	b := k.Open(t, op)
+	rt := &optest.Runtime{}
+	if err := op.Open(rt.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c := newCollector()
+	for _, s := range steps {
+		s.Run(t, op, rt, c)
+	}
+	wmark(30).Run(t, op, rt, c)
+	// The chunks of the state hold [kind][row] records.
+	stored := 0
+	err := b.Entries(b.KeyGroups(), func(e kv.Entry) error {
+		if e.State != "sort/chunks" {
+			return nil
+		}
+		for v := e.Value; len(v) > 0; stored++ {
+			_, rest, err := types.DecodeRow(v[1:])
+			if err != nil {
+				return err
+			}
+			v = rest
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d rows written back before any checkpoint", stored, n)
+	// About 150 bytes per buffered row: 1 MB holds some 7 000 rows.
+	if stored < n/4 || stored >= n {
+		t.Errorf("%d of %d rows in the backend before any checkpoint, want most of them", stored, n)
+	}
+	snap := k.Snapshot(t, op, b, 1)
+	finish().Run(t, op, rt, c)
+	optest.Expect(t, "uninterrupted", c.Events, want...)
+	if left := optest.Dump(t, b); len(left) != 0 {
+		t.Errorf("after Finish the backend holds %d entries, want none: %v", len(left), left[:min(len(left), 3)])
+	}
+
+	restored := build()
+	k.Restore(t, restored, snap)
+	if err := restored.Open(rt.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c2 := newCollector()
+	finish().Run(t, restored, rt, c2)
+	optest.Expect(t, "restored", c2.Events, want...)
 }

@@ -52,13 +52,26 @@ func (b *syncBuffer) take() string {
 //	error                   run statements; the last must fail; prints its message
 //
 // ${TMPDIR} in a statement is replaced by a temporary directory of the test file.
+//
+// The walk runs once per state backend (state.backend.type): every file
+// must give the same output on hashmap and rocksdb.
 func TestSQL(t *testing.T) {
+	for _, backend := range []string{"hashmap", "rocksdb"} {
+		t.Run(backend, func(t *testing.T) { testSQL(t, backend) })
+	}
+}
+
+func testSQL(t *testing.T, backend string) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		out := &syncBuffer{}
 		newSession := func() *Session {
-			s, err := New(Options{Stdout: out, Stderr: out, Config: map[string]string{"table.local-time-zone": "UTC"}})
+			s, err := New(Options{Stdout: out, Stderr: out, Config: map[string]string{
+				"table.local-time-zone": "UTC", "state.backend.type": backend}})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if k := s.keyedStateConfig().Kind; string(k) != backend {
+				t.Fatalf("the session's keyed state backend is %q, want %q", k, backend)
 			}
 			return s
 		}

@@ -19,7 +19,9 @@ const checkpointsUsage = `Usage:
 Lists the retained checkpoints of every job under DIR (a state.checkpoints.dir:
 file:///path, /path or s3://bucket/prefix), or of job NAME only: id, completion
 time (UTC), full size, bytes uploaded by that checkpoint, and the number of
-shared and private files. With --verify, checks that every file a retained
+shared and private files; then, when the latest one holds keyed state, the
+state of each operator in it: subtasks, backend, entries (~: estimated),
+bytes in memory and on local disk when it was taken, and its full size. With --verify, checks that every file a retained
 checkpoint references exists with the recorded size and SHA-256, and exits
 with status 1 if one does not.
 
@@ -131,6 +133,37 @@ func printCheckpoints(w io.Writer, job string, mds []*checkpoint.Metadata) {
 	for _, md := range mds {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", md.ID, md.Timestamp.UTC().Format("2006-01-02 15:04:05.000"),
 			md.FullBytes, md.UploadedBytes, md.SharedFiles(), md.PrivateFiles())
+	}
+	tw.Flush()
+	printStateSizes(w, mds[len(mds)-1])
+}
+
+// printStateSizes lists the state of each operator in checkpoint md when
+// it holds keyed state, whose instances record their size: entries (~ an
+// estimate, rocksdb), bytes in memory and on local disk when sealed, and
+// the checkpoint's full bytes. Operators without keyed state show "-".
+func printStateSizes(w io.Writer, md *checkpoint.Metadata) {
+	sizes := md.StateSizes()
+	keyed := false
+	for _, s := range sizes {
+		keyed = keyed || s.Keyed
+	}
+	if !keyed {
+		return
+	}
+	fmt.Fprintf(w, "State per operator in checkpoint %d:\n", md.ID)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OPERATOR\tSUBTASKS\tBACKEND\tENTRIES\tMEMORY BYTES\tDISK BYTES\tFULL BYTES")
+	for _, s := range sizes {
+		entries, mem, disk := "-", "-", "-"
+		if s.Keyed {
+			entries = fmt.Sprint(s.Entries)
+			if s.Estimated {
+				entries = "~" + entries
+			}
+			mem, disk = fmt.Sprint(s.MemoryBytes), fmt.Sprint(s.DiskBytes)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\n", s.Operator, s.Subtasks, s.StateKind, entries, mem, disk, s.FullBytes)
 	}
 	tw.Flush()
 }

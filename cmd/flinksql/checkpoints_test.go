@@ -205,3 +205,43 @@ func TestCheckpointsCommandErrors(t *testing.T) {
 		t.Errorf("empty directory: exit %d, %q", code, out)
 	}
 }
+
+// TestCheckpointsCommandStatePerOperator: when the latest checkpoint holds
+// keyed state, the listing adds the state of each operator in it, summed
+// over its subtasks: entries (~ marks rocksdb's estimate), bytes in memory
+// and on disk when it was taken, and its full bytes; operators without
+// keyed state show "-".
+func TestCheckpointsCommandStatePerOperator(t *testing.T) {
+	const (
+		src = "0123456789abcdef" // 16 bytes
+	)
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 60)
+	md := fmt.Sprintf(`{
+  "version": 1, "job": "counts", "id": 7, "timestamp": "2025-03-04T06:00:00Z",
+  "fullBytes": 116, "uploadedBytes": 116, "syncNanos": 1000000, "asyncNanos": 5000000,
+  "instances": [
+    {"operator": "v2-0", "subtask": 1, "parallelism": 2, "stateKind": "rocksdb", "format": "kv/1", "keyGroups": [64, 127],
+     "fullBytes": 60, "uploadedBytes": 60, "files": [%s],
+     "stateEntries": 150, "entriesEstimated": true, "memoryBytes": 2000, "diskBytes": 7000},
+    {"operator": "v1-source", "subtask": 0, "parallelism": 1, "stateKind": "rocksdb", "keyGroups": [-1, -1],
+     "fullBytes": 16, "uploadedBytes": 16, "files": [%s]},
+    {"operator": "v2-0", "subtask": 0, "parallelism": 2, "stateKind": "rocksdb", "format": "kv/1", "keyGroups": [0, 63],
+     "fullBytes": 40, "uploadedBytes": 40, "files": [%s],
+     "stateEntries": 100, "entriesEstimated": true, "memoryBytes": 1000, "diskBytes": 5000}
+  ]
+}`, fileJSON("chk-7/b", b, false), fileJSON("chk-7/src", src, false), fileJSON("chk-7/a", a, false))
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"counts/chk-7/_metadata": md, "counts/chk-7/src": src, "counts/chk-7/a": a, "counts/chk-7/b": b,
+	})
+	want := "Job counts: 1 retained checkpoint\n" + header +
+		"7   2025-03-04 06:00:00.000  116         116             0             3\n" +
+		"State per operator in checkpoint 7:\n" +
+		"OPERATOR   SUBTASKS  BACKEND  ENTRIES  MEMORY BYTES  DISK BYTES  FULL BYTES\n" +
+		"v1-source  1         rocksdb  -        -             -           16\n" +
+		"v2-0       2         rocksdb  ~250     3000          12000       100\n"
+	code, out, errOut := runCheckpointsCmd(dir)
+	if code != 0 || out != want || errOut != "" {
+		t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, want)
+	}
+}
