@@ -74,7 +74,7 @@ func TestPlanner(t *testing.T) {
 // plannerConfig reads the options of a config command:
 //
 //	parallelism=N                parallelism.default
-//	mini-batch=LATENCY,SIZE      table.exec.mini-batch.enabled = true with allow-latency and size
+//	mini-batch=(LATENCY,SIZE)    table.exec.mini-batch.enabled = true with allow-latency and size
 //	state-ttl=DURATION           table.exec.state.ttl
 //	idle-timeout=DURATION        table.exec.source.idle-timeout
 func plannerConfig(d *datadriven.TestData) (Config, error) {
