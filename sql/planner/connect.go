@@ -189,12 +189,21 @@ func (n *ScanNode) watermarkOptions(options map[string]string, global time.Durat
 // keyed by the table's primary key, as Flink does.
 func (pc *planContext) normalizeUpsert(scan *ScanNode) (Node, error) {
 	m := scan.Mode()
-	if !updating(m) || m.UpdateBefore {
+	if m.UpdateBefore && !m.UpdateAfter {
+		// A -U without its +U cannot be paired into an update (Flink's
+		// DynamicSourceUtils refuses such a source too, with this text).
+		return nil, fmt.Errorf("Invalid source for table '%s'. A ScanTableSource doesn't support a changelog stream that contains "+
+			"UPDATE_BEFORE but no UPDATE_AFTER. Please adapt the implementation of connector '%s'.", scan.Table.ID, scan.Table.OptionMap()["connector"])
+	}
+	if !m.UpdateAfter || m.UpdateBefore {
+		// Inserts only, a full changelog, or inserts and deletes of whole
+		// rows: nothing to normalize (Flink's ChangelogMode.isUpsert).
 		return scan, nil
 	}
 	key, ok := upsertKey(scan)
 	if !ok {
-		return nil, fmt.Errorf("Table '%s' produces an upsert changelog, which needs a PRIMARY KEY ... NOT ENFORCED to say which rows the changes replace", scan.Table.ID)
+		return nil, fmt.Errorf("Table '%s' produces a changelog stream that contains UPDATE_AFTER but no UPDATE_BEFORE. "+
+			"This requires defining a primary key constraint on the table.", scan.Table.ID)
 	}
 	ex := pc.exchange(scan, exec.Partitioner{Kind: exec.Hash, KeyCols: key})
 	n := &ChangelogNormalizeNode{KeyCols: key, GenerateUpdateBefore: true}
