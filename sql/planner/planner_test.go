@@ -228,7 +228,11 @@ func jobGraphText(g *exec.JobGraph) string {
 			for i, in := range v.Inputs {
 				ins[i] = fmt.Sprintf("%d %s", in.From, in.Partitioner.Kind)
 				if in.Partitioner.Kind == exec.Hash {
-					ins[i] += fmt.Sprint(in.Partitioner.KeyCols)
+					keys := make([]string, len(in.Partitioner.KeyCols))
+					for j, k := range in.Partitioner.KeyCols {
+						keys[j] = strconv.Itoa(k)
+					}
+					ins[i] += "[" + strings.Join(keys, ", ") + "]"
 				}
 			}
 			b.WriteString(", inputs=[" + strings.Join(ins, ", ") + "]")
