@@ -359,13 +359,31 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 		if _, has := in.(*SinkMaterializerNode); !has {
 			// The stream still carries -U (a filter over updates needs it) and
 			// the upsert sink does not take it: materialize by the key.
-			in = pc.addSinkMaterializer(in, pk, "the upsert sink does not take the -U rows a filter over the updating input needs")
+			reason := "the upsert sink does not take the -U rows a filter over the updating input needs"
+			if !filterNeedsUB(in) {
+				reason = "the upsert sink does not take the -U rows the retracting source produces"
+			}
+			in = pc.addSinkMaterializer(in, pk, reason)
 			resolveChangelog(in, false)
 		}
 	}
 	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names(), PrimaryKey: pk}
 	s.inputs, s.schema, s.mode = []Node{in}, target, in.Mode()
 	return s, nil
+}
+
+// filterNeedsUB reports whether a filter over updates below n (rather than
+// only a retracting source) is why n's stream carries -U rows.
+func filterNeedsUB(n Node) bool {
+	if c, ok := n.(*CalcNode); ok && c.Filter != nil && updating(c.inputs[0].Mode()) {
+		return true
+	}
+	for _, in := range n.Inputs() {
+		if in.Mode().UpdateBefore && filterNeedsUB(in) {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutUB drops update-before from a mode: whether a stream carries -U is
