@@ -621,7 +621,7 @@ func (pc *planContext) planOrderLimit(q *parser.Query, rel *relation) (*relation
 	if !isBounded(rel.node) {
 		first := rel.scope.cols[keys[0].Col].Type
 		if first.TimeAttr == types.NoTimeAttr || keys[0].Desc {
-			return nil, errAt(q.OrderBy[0], "Sort on a non-time-attribute field is not supported.")
+			return nil, errAt(q.OrderBy[0].Expr, "Sort on a non-time-attribute field is not supported.")
 		}
 		return nil, &UnsupportedError{Msg: "ORDER BY a time attribute on an unbounded input (temporal sort) is not supported yet"}
 	}
