@@ -77,6 +77,8 @@ func TestPlanner(t *testing.T) {
 //	mini-batch=(LATENCY,SIZE)    table.exec.mini-batch.enabled = true with allow-latency and size
 //	state-ttl=DURATION           table.exec.state.ttl
 //	idle-timeout=DURATION        table.exec.source.idle-timeout
+//	allow-lateness=DURATION      table.exec.emit.allow-lateness
+//	early-fire, late-fire        table.exec.emit.early-fire.enabled / late-fire.enabled = true
 func plannerConfig(d *datadriven.TestData) (Config, error) {
 	cfg := Config{Loc: time.UTC}
 	for _, a := range d.CmdArgs {
@@ -115,6 +117,16 @@ func plannerConfig(d *datadriven.TestData) (Config, error) {
 				return cfg, fmt.Errorf("idle-timeout: %w", err)
 			}
 			cfg.IdleTimeout = idle
+		case "allow-lateness":
+			d, err := time.ParseDuration(val(0))
+			if err != nil {
+				return cfg, fmt.Errorf("allow-lateness: %w", err)
+			}
+			cfg.Emit.AllowLateness, cfg.Emit.AllowLatenessText = d, val(0)
+		case "early-fire":
+			cfg.Emit.EarlyFire = true
+		case "late-fire":
+			cfg.Emit.LateFire = true
 		default:
 			return cfg, fmt.Errorf("unknown config option %q", a.Key)
 		}
