@@ -41,7 +41,11 @@ func resolveChangelog(n Node, needUB bool) {
 		resolveChangelog(in, inUpdating)
 		x.InputRetracts = inUpdating
 		x.GenerateUpdateBefore = needUB
-		x.mode = types.ChangelogMode{Insert: true, UpdateBefore: needUB && x.OutputRankNumber, UpdateAfter: x.OutputRankNumber, Delete: true}
+		// The operator updates rows in place per rank position when it
+		// outputs the row number or the range starts after 1 (an offset);
+		// otherwise rows enter and leave the range as inserts and deletes.
+		inPlace := x.OutputRankNumber || x.RankStart > 1
+		x.mode = types.ChangelogMode{Insert: true, UpdateBefore: needUB && inPlace, UpdateAfter: inPlace, Delete: true}
 	case *DedupNode:
 		resolveChangelog(x.inputs[0], false)
 		x.GenerateUpdateBefore = needUB && x.Updates()
@@ -106,6 +110,10 @@ func upsertKey(n Node) ([]int, bool) {
 	case *RankNode:
 		if x.OutputRankNumber {
 			return append(append([]int(nil), x.PartitionCols...), len(x.schema)-1), true
+		}
+		if x.RankStart == 1 && x.RankEnd == 1 {
+			// A Top-1 holds one row per partition: the partition key is unique.
+			return x.PartitionCols, true
 		}
 		return nil, false
 	case *SinkMaterializerNode:
