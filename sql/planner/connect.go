@@ -329,13 +329,16 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 		if !castableImplicitly(qt, tcol.Type) {
 			return nil, schemaMismatch(t.ID, fmt.Sprintf("Incompatible types for sink column '%s' at position %d.", tcol.Name, ti), q, target)
 		}
-		x, err := expr.CastIfNeeded(expr.Column(qi, q[qi].Name, q[qi].Type), tcol.Type)
+		col := expr.Column(qi, q[qi].Name, q[qi].Type)
+		x, err := expr.CastIfNeeded(col, tcol.Type)
 		if err != nil {
 			return nil, schemaMismatch(t.ID, fmt.Sprintf("Incompatible types for sink column '%s' at position %d.", tcol.Name, ti), q, target)
 		}
 		proj[ti] = x
 		out[ti] = types.Column{Name: tcol.Name, Type: x.Type()}
-		if qi != ti || x.String() != q[qi].Name {
+		// Compare the expression, not its text: an implicit cast prints as
+		// its operand but changes the value's representation.
+		if qi != ti || x != col {
 			identity = false
 		}
 	}
