@@ -134,12 +134,15 @@ func upsertKey(n Node) ([]int, bool) {
 		if !ok || x.Project == nil {
 			return k, ok
 		}
-		// The key survives a projection that keeps every key column.
+		// The key survives a projection that keeps every key column, as is
+		// or widened by an implicit cast (to a sink's column type), which
+		// keeps distinct keys distinct.
+		in := x.inputs[0].Schema()
 		out := make([]int, len(k))
 		for i, c := range k {
 			out[i] = -1
 			for j, p := range x.Project {
-				if ref, isRef := p.(*expr.ColumnRef); isRef && ref.Index == c {
+				if keepsColumn(p, c, in) {
 					out[i] = j
 					break
 				}
@@ -151,6 +154,19 @@ func upsertKey(n Node) ([]int, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// keepsColumn reports whether projection p is input column c itself or an
+// implicit cast of it within its type family (numeric or decimal widening,
+// CHAR to VARCHAR, a finer timestamp): those are the casts the expression
+// printer shows as the bare column, and each maps distinct values to
+// distinct values.
+func keepsColumn(p expr.Expr, c int, in types.Schema) bool {
+	if ref, isRef := p.(*expr.ColumnRef); isRef {
+		return ref.Index == c
+	}
+	cols := expr.UsesColumns(p)
+	return len(cols) == 1 && cols[0] == c && p.String() == in[c].Name
 }
 
 // changeKinds names the kinds of change in m that accepted lacks, as Flink's
