@@ -41,7 +41,11 @@ func resolveChangelog(n Node, needUB bool) {
 		resolveChangelog(in, inUpdating)
 		x.InputRetracts = inUpdating
 		x.GenerateUpdateBefore = needUB
-		x.mode = types.ChangelogMode{Insert: true, UpdateBefore: needUB && x.OutputRankNumber, UpdateAfter: x.OutputRankNumber, Delete: true}
+		// The operator updates rows in place per rank position when it
+		// outputs the row number or the range starts after 1 (an offset);
+		// otherwise rows enter and leave the range as inserts and deletes.
+		inPlace := x.OutputRankNumber || x.RankStart > 1
+		x.mode = types.ChangelogMode{Insert: true, UpdateBefore: needUB && inPlace, UpdateAfter: inPlace, Delete: true}
 	case *DedupNode:
 		resolveChangelog(x.inputs[0], false)
 		x.GenerateUpdateBefore = needUB && x.Updates()
@@ -107,6 +111,10 @@ func upsertKey(n Node) ([]int, bool) {
 		if x.OutputRankNumber {
 			return append(append([]int(nil), x.PartitionCols...), len(x.schema)-1), true
 		}
+		if x.RankStart == 1 && x.RankEnd == 1 {
+			// A Top-1 holds one row per partition: the partition key is unique.
+			return x.PartitionCols, true
+		}
 		return nil, false
 	case *SinkMaterializerNode:
 		return x.KeyCols, true
@@ -126,12 +134,15 @@ func upsertKey(n Node) ([]int, bool) {
 		if !ok || x.Project == nil {
 			return k, ok
 		}
-		// The key survives a projection that keeps every key column.
+		// The key survives a projection that keeps every key column, as is
+		// or widened by an implicit cast (to a sink's column type), which
+		// keeps distinct keys distinct.
+		in := x.inputs[0].Schema()
 		out := make([]int, len(k))
 		for i, c := range k {
 			out[i] = -1
 			for j, p := range x.Project {
-				if ref, isRef := p.(*expr.ColumnRef); isRef && ref.Index == c {
+				if keepsColumn(p, c, in) {
 					out[i] = j
 					break
 				}
@@ -143,6 +154,19 @@ func upsertKey(n Node) ([]int, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// keepsColumn reports whether projection p is input column c itself or an
+// implicit cast of it within its type family (numeric or decimal widening,
+// CHAR to VARCHAR, a finer timestamp): those are the casts the expression
+// printer shows as the bare column, and each maps distinct values to
+// distinct values.
+func keepsColumn(p expr.Expr, c int, in types.Schema) bool {
+	if ref, isRef := p.(*expr.ColumnRef); isRef {
+		return ref.Index == c
+	}
+	cols := expr.UsesColumns(p)
+	return len(cols) == 1 && cols[0] == c && p.String() == in[c].Name
 }
 
 // changeKinds names the kinds of change in m that accepted lacks, as Flink's

@@ -189,12 +189,21 @@ func (n *ScanNode) watermarkOptions(options map[string]string, global time.Durat
 // keyed by the table's primary key, as Flink does.
 func (pc *planContext) normalizeUpsert(scan *ScanNode) (Node, error) {
 	m := scan.Mode()
-	if !updating(m) || m.UpdateBefore {
+	if m.UpdateBefore && !m.UpdateAfter {
+		// A -U without its +U cannot be paired into an update (Flink's
+		// DynamicSourceUtils refuses such a source too, with this text).
+		return nil, fmt.Errorf("Invalid source for table '%s'. A ScanTableSource doesn't support a changelog stream that contains "+
+			"UPDATE_BEFORE but no UPDATE_AFTER. Please adapt the implementation of connector '%s'.", scan.Table.ID, scan.Table.OptionMap()["connector"])
+	}
+	if !m.UpdateAfter || m.UpdateBefore {
+		// Inserts only, a full changelog, or inserts and deletes of whole
+		// rows: nothing to normalize (Flink's ChangelogMode.isUpsert).
 		return scan, nil
 	}
 	key, ok := upsertKey(scan)
 	if !ok {
-		return nil, fmt.Errorf("Table '%s' produces an upsert changelog, which needs a PRIMARY KEY ... NOT ENFORCED to say which rows the changes replace", scan.Table.ID)
+		return nil, fmt.Errorf("Table '%s' produces a changelog stream that contains UPDATE_AFTER but no UPDATE_BEFORE. "+
+			"This requires defining a primary key constraint on the table.", scan.Table.ID)
 	}
 	ex := pc.exchange(scan, exec.Partitioner{Kind: exec.Hash, KeyCols: key})
 	n := &ChangelogNormalizeNode{KeyCols: key, GenerateUpdateBefore: true}
@@ -320,13 +329,16 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 		if !castableImplicitly(qt, tcol.Type) {
 			return nil, schemaMismatch(t.ID, fmt.Sprintf("Incompatible types for sink column '%s' at position %d.", tcol.Name, ti), q, target)
 		}
-		x, err := expr.CastIfNeeded(expr.Column(qi, q[qi].Name, q[qi].Type), tcol.Type)
+		col := expr.Column(qi, q[qi].Name, q[qi].Type)
+		x, err := expr.CastIfNeeded(col, tcol.Type)
 		if err != nil {
 			return nil, schemaMismatch(t.ID, fmt.Sprintf("Incompatible types for sink column '%s' at position %d.", tcol.Name, ti), q, target)
 		}
 		proj[ti] = x
 		out[ti] = types.Column{Name: tcol.Name, Type: x.Type()}
-		if qi != ti || x.String() != q[qi].Name {
+		// Compare the expression, not its text: an implicit cast prints as
+		// its operand but changes the value's representation.
+		if qi != ti || x != col {
 			identity = false
 		}
 	}
@@ -350,13 +362,31 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 		if _, has := in.(*SinkMaterializerNode); !has {
 			// The stream still carries -U (a filter over updates needs it) and
 			// the upsert sink does not take it: materialize by the key.
-			in = pc.addSinkMaterializer(in, pk, "the upsert sink does not take the -U rows a filter over the updating input needs")
+			reason := "the upsert sink does not take the -U rows a filter over the updating input needs"
+			if !filterNeedsUB(in) {
+				reason = "the upsert sink does not take the -U rows the retracting source produces"
+			}
+			in = pc.addSinkMaterializer(in, pk, reason)
 			resolveChangelog(in, false)
 		}
 	}
 	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names(), PrimaryKey: pk}
 	s.inputs, s.schema, s.mode = []Node{in}, target, in.Mode()
 	return s, nil
+}
+
+// filterNeedsUB reports whether a filter over updates below n (rather than
+// only a retracting source) is why n's stream carries -U rows.
+func filterNeedsUB(n Node) bool {
+	if c, ok := n.(*CalcNode); ok && c.Filter != nil && updating(c.inputs[0].Mode()) {
+		return true
+	}
+	for _, in := range n.Inputs() {
+		if in.Mode().UpdateBefore && filterNeedsUB(in) {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutUB drops update-before from a mode: whether a stream carries -U is

@@ -227,15 +227,18 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			if par == 1 {
 				part.Kind = exec.Global
 			}
-			if updating(x.mode) && par > 1 {
+			switch {
+			case par > 1 && len(x.PrimaryKey) > 0:
+				// Flink's table.exec.sink.keyed-shuffle (AUTO): the rows of one
+				// key reach one subtask in order, inserts as well as changes.
+				part = exec.Partitioner{Kind: exec.Hash, KeyCols: x.PrimaryKey}
+			case updating(x.mode) && par > 1:
 				// Changes of one key must reach one subtask in order; gathering
 				// into a single subtask keeps each channel's order already.
-				if len(x.PrimaryKey) == 0 {
-					return nil, fmt.Errorf("The sink for table '%s' has a configured parallelism of %d, while the input parallelism is %d. "+
-						"Since the configured parallelism is different from the input's parallelism and the changelog mode is not insert-only, a primary key is required but could not be found.",
-						x.Name, par, v.Parallelism)
-				}
-				part = exec.Partitioner{Kind: exec.Hash, KeyCols: x.PrimaryKey}
+				// Without a key there is no way to route them.
+				return nil, fmt.Errorf("The sink for table '%s' has a configured parallelism of %d, while the input parallelism is %d. "+
+					"Since the configured parallelism is different from the input's parallelism and the changelog mode is not insert-only, a primary key is required but could not be found.",
+					x.Name, par, v.Parallelism)
 			}
 			nv := gb.newVertex("", par)
 			nv.Inputs = []exec.Input{{From: v.ID, Partitioner: part}}

@@ -83,10 +83,16 @@ type RankNode struct {
 	OutputRankNumber     bool
 	InputRetracts        bool
 	GenerateUpdateBefore bool
+	// SortLimit: ORDER BY ... LIMIT over an unbounded input, described as
+	// Flink's streaming SortLimit.
+	SortLimit bool
 }
 
 func (n *RankNode) Describe() string {
 	in := n.inputs[0].Schema()
+	if n.SortLimit {
+		return fmt.Sprintf("SortLimit(orderBy=[%s], offset=[%d], fetch=[%d])", sortKeyNames(in, n.SortKeys), n.RankStart-1, n.RankEnd-n.RankStart+1)
+	}
 	strategy := "AppendFastStrategy"
 	if n.InputRetracts {
 		strategy = "RetractStrategy"

@@ -618,10 +618,18 @@ func (pc *planContext) planOrderLimit(q *parser.Query, rel *relation) (*relation
 		}
 		keys[i] = exec.SortKey{Col: col, Desc: o.Desc, NullsFirst: nullsFirst}
 	}
+	if !isBounded(rel.node) && limit > 0 {
+		// Flink's streaming SortLimit: a Top-N over the whole input, in one
+		// subtask, updated as the top rows change.
+		r := &RankNode{SortKeys: keys, RankStart: int64(offset) + 1, RankEnd: int64(offset + limit), SortLimit: true}
+		r.inputs = []Node{pc.exchange(rel.node, exec.Partitioner{Kind: exec.Global})}
+		r.schema, r.mode = rankSchema(rel.node.Schema(), false), types.Retract
+		return &relation{node: r, scope: rel.scope}, nil
+	}
 	if !isBounded(rel.node) {
 		first := rel.scope.cols[keys[0].Col].Type
 		if first.TimeAttr == types.NoTimeAttr || keys[0].Desc {
-			return nil, errAt(q.OrderBy[0], "Sort on a non-time-attribute field is not supported.")
+			return nil, errAt(q.OrderBy[0].Expr, "Sort on a non-time-attribute field is not supported.")
 		}
 		return nil, &UnsupportedError{Msg: "ORDER BY a time attribute on an unbounded input (temporal sort) is not supported yet"}
 	}

@@ -244,7 +244,11 @@ func (pc *planContext) planRankFilter(s *parser.Select, from *relation, m *overR
 		ex := pc.exchange(in, exec.Partitioner{Kind: exec.Hash, KeyCols: keys})
 		wr := &WindowRankNode{PartitionCols: parts, WindowStartCol: ws, WindowEnd: we, SortKeys: m.sortKeys,
 			RankStart: start, RankEnd: end, OutputRankNumber: outputRN && !constantRN}
-		wr.Deduplicate = start == 1 && end == 1 && len(m.sortKeys) == 1 && inSchema[m.sortKeys[0].Col].Type.IsTimeAttr()
+		// The TVF's time column is ordinary in its output (window_time carries
+		// the attribute) but still the window's time: ordering by it is
+		// Flink's window deduplication, as is ordering by a time attribute.
+		wr.Deduplicate = start == 1 && end == 1 && len(m.sortKeys) == 1 &&
+			(inSchema[m.sortKeys[0].Col].Type.IsTimeAttr() || windowTimeColumn(in, m.sortKeys[0].Col))
 		if windowLTZ(in) {
 			wr.Loc = pc.p.cfg.Loc
 		}
@@ -371,6 +375,25 @@ func windowProperty(n Node, c int) string {
 		return windowProperty(x.inputs[0], c)
 	}
 	return ""
+}
+
+// windowTimeColumn reports whether column c of n is the time column
+// (DESCRIPTOR) of a window TVF below it, looking through projections.
+func windowTimeColumn(n Node, c int) bool {
+	switch x := n.(type) {
+	case *WindowTVFNode:
+		return c == x.Window.TimeCol
+	case *CalcNode:
+		if x.Project == nil {
+			return windowTimeColumn(x.inputs[0], c)
+		}
+		if ref, ok := x.Project[c].(*expr.ColumnRef); ok {
+			return windowTimeColumn(x.inputs[0], ref.Index)
+		}
+	case *ExchangeNode:
+		return windowTimeColumn(x.inputs[0], c)
+	}
+	return false
 }
 
 // splitAnd splits a condition into its AND-ed parts.
