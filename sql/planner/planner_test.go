@@ -11,7 +11,6 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/flinksql/flinksql/connectors/builtin"
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/groupagg"
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/parser"
 )
@@ -104,7 +103,7 @@ func plannerConfig(d *datadriven.TestData) (Config, error) {
 			if err != nil {
 				return cfg, fmt.Errorf("mini-batch size: %w", err)
 			}
-			cfg.MiniBatch = groupagg.MiniBatch{Enabled: true, AllowLatency: lat, Size: size}
+			cfg.MiniBatch = MiniBatch{Enabled: true, AllowLatency: lat, Size: size}
 		case "state-ttl":
 			ttl, err := time.ParseDuration(val(0))
 			if err != nil {
