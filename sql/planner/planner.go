@@ -24,9 +24,9 @@ type Config struct {
 	MaxParallelism int            // pipeline.max-parallelism
 	Loc            *time.Location // table.local-time-zone, resolved
 	Now            func() time.Time
-	StateTTL       time.Duration      // table.exec.state.ttl
-	MiniBatch      MiniBatch // table.exec.mini-batch.*
-	IdleTimeout    time.Duration      // table.exec.source.idle-timeout (EXPLAIN shows it)
+	StateTTL       time.Duration // table.exec.state.ttl
+	MiniBatch      MiniBatch     // table.exec.mini-batch.*
+	IdleTimeout    time.Duration // table.exec.source.idle-timeout (EXPLAIN shows it)
 	// NotNullEnforcer is table.exec.sink.not-null-enforcer.
 	NotNullEnforcer exec.NotNullAction
 	// Log receives the warnings of running jobs (rows a sink drops); nil
