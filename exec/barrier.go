@@ -22,7 +22,7 @@ type taskCheckpointing struct {
 	// positions are the reader's positions of checkpoints not yet
 	// completed or aborted, for a CheckpointCompleteReader.
 	positions []readerPosition
-	sinks     []*sink // two-phase-commit sinks (deferred Finish)
+	sinks     []barrierSink // two-phase-commit sinks (deferred Finish)
 
 	open        int          // input channels not ended
 	aligning    []alignment  // barriers seen on some channels, by ID
@@ -34,6 +34,24 @@ type taskCheckpointing struct {
 	drained  bool      // end-of-input was sent after the final barrier
 	deferred []ctrlMsg // triggers that wait until drained
 	finished bool      // the final checkpoint completed: the task ends
+}
+
+// barrierSink is an operator the runtime drives at barriers beyond its
+// state: the sink operator (sink.go), which flushes or pre-commits there,
+// commits when a checkpoint completes and defers its Finish until the
+// final checkpoint committed.
+type barrierSink interface {
+	// joinCheckpointing tells it that the job checkpoints, with the job's
+	// fault hook, log and the operator's metrics; it reports whether it
+	// may commit in two phases (then it keeps checkpointed state).
+	joinCheckpointing(fault FaultFunc, log LogFunc, m *OperatorMetrics) (twoPhase bool)
+	// flushAtBarrier flushes a buffering writer of a sink without state.
+	flushAtBarrier() error
+	// finishDeferred finishes it once the final checkpoint committed.
+	finishDeferred() error
+	// takeRestoreReport hands over what the commit of the restored
+	// committables found, for the job's restore verdict (verdict.go).
+	takeRestoreReport() (committed int, losses []restoreLoss)
 }
 
 // instance is one operator instance's state.
@@ -73,15 +91,8 @@ func (t *task) openStates() error {
 	cfg := t.cfg.Checkpointing
 	t.cp.insts = make([]*instance, len(t.ops))
 	for i, op := range t.ops {
-		if s, ok := op.(*sink); ok {
-			s.checkpointing = true
-			s.fault = t.cfg.Fault
-			s.log = t.cfg.Log
-			s.metrics = t.metrics[i]
-			if s.w != nil {
-				s.giveLog()
-			}
-			if !s.maybeTwoPhase() {
+		if s, ok := op.(barrierSink); ok {
+			if !s.joinCheckpointing(t.cfg.Fault, t.cfg.Log, t.metrics[i]) {
 				continue // stateless: only flushed at barriers
 			}
 			t.cp.sinks = append(t.cp.sinks, s)
@@ -208,8 +219,8 @@ func (t *task) checkpoint(id CheckpointID) error {
 		}
 		in := t.cp.insts[i]
 		if in == nil {
-			if s, ok := op.(*sink); ok {
-				if err := s.flush(); err != nil {
+			if s, ok := op.(barrierSink); ok {
+				if err := s.flushAtBarrier(); err != nil {
 					return fail(t.wrapOp(i, fmt.Errorf("flush: %w", err)))
 				}
 			}

@@ -39,13 +39,13 @@ type restoreLoss struct {
 
 // report records a task's restored commits and, for the last task, returns
 // the verdict: nil to go on, or the job's error.
-func (v *restoreVerdict) report(sinks []*sink) error {
+func (v *restoreVerdict) report(sinks []barrierSink) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, s := range sinks {
-		v.committed += s.restoredCommitted
-		v.losses = append(v.losses, s.restoredLosses...)
-		s.restoredCommitted, s.restoredLosses = 0, nil
+		committed, losses := s.takeRestoreReport()
+		v.committed += committed
+		v.losses = append(v.losses, losses...)
 	}
 	v.pending--
 	if v.pending > 0 || len(v.losses) == 0 {
