@@ -48,8 +48,9 @@ func (rs *runtimeStore) OpenKeyedInstance(op exec.OperatorID, subtask, paralleli
 		ki.b, err = kv.Open(cfg)
 	} else {
 		var files []image.File
+		var deferred []deferredSum
 		if err = os.MkdirAll(cfg.Dir, 0o755); err == nil {
-			files, err = rs.download(context.Background(), in, cfg.Dir)
+			files, err = rs.downloadDeferring(context.Background(), in, cfg.Dir, &deferred)
 		}
 		if err == nil {
 			cfg.SumsVerified = true // download compared them
@@ -58,6 +59,9 @@ func (rs *runtimeStore) OpenKeyedInstance(op exec.OperatorID, subtask, paralleli
 			}
 		}
 		ki.restored = err == nil
+		if err == nil && len(deferred) > 0 {
+			ki.verifyInBackground(rs.restore.ID, deferred)
+		}
 	}
 	if err != nil {
 		os.RemoveAll(dir)
@@ -94,12 +98,62 @@ type keyedInstance struct {
 	dir         string
 	b           *kv.Backend
 	restored    bool
+	// verified is closed when the checksums of the restored files that
+	// were hard-linked (not read) have been compared; verifyErr is then
+	// set when one differs. nil when nothing was deferred.
+	verified  chan struct{}
+	verifyErr error
+	stop      chan struct{} // closed by Close: the verification gives up
+}
+
+// verifyInBackground compares the deferred checksums on a goroutine the
+// instance owns (Close waits for it). The job runs meanwhile; no
+// checkpoint of this instance completes before the comparison did (Persist
+// waits for it), so no output is committed from state that turns out
+// damaged, and a mismatch fails the job at its next checkpoint (Seal) with
+// exec.ErrCheckpointUnrestorable. Reads of a damaged block fail earlier
+// still: Pebble checks the checksum of every block it reads.
+func (ki *keyedInstance) verifyInBackground(id int64, files []deferredSum) {
+	ki.verified = make(chan struct{})
+	ki.stop = make(chan struct{})
+	go func() {
+		defer close(ki.verified)
+		for _, f := range files {
+			select {
+			case <-ki.stop:
+				ki.verifyErr = fmt.Errorf("restoring from checkpoint %d: the verification of %s was stopped", id, f.from)
+				return
+			default:
+			}
+			if err := checkFile(f.path, f.from, f.size, f.sum); err != nil {
+				ki.verifyErr = fmt.Errorf("restoring from checkpoint %d: %w: %w", id, err, exec.ErrCheckpointUnrestorable)
+				return
+			}
+		}
+	}()
+}
+
+// verification returns the result of the deferred checksum comparison:
+// done false while it runs.
+func (ki *keyedInstance) verification() (done bool, err error) {
+	if ki.verified == nil {
+		return true, nil
+	}
+	select {
+	case <-ki.verified:
+		return true, ki.verifyErr
+	default:
+		return false, nil
+	}
 }
 
 func (ki *keyedInstance) Backend() *kv.Backend { return ki.b }
 func (ki *keyedInstance) Restored() bool       { return ki.restored }
 
 func (ki *keyedInstance) Seal(id exec.CheckpointID) (exec.SealedState, error) {
+	if done, err := ki.verification(); done && err != nil {
+		return nil, fmt.Errorf("state of %s subtask %d: %w", ki.op, ki.subtask, err)
+	}
 	start := time.Now()
 	img, err := ki.b.Snapshot(int64(id))
 	if err != nil {
@@ -114,10 +168,16 @@ func (ki *keyedInstance) Seal(id exec.CheckpointID) (exec.SealedState, error) {
 		img:         img,
 		sync:        time.Since(start),
 		format:      KeyedFormat,
+		verified:    ki.verification,
+		wait:        ki.verified,
 	}, nil
 }
 
 func (ki *keyedInstance) Close() error {
+	if ki.stop != nil {
+		close(ki.stop)
+		<-ki.verified
+	}
 	err := ki.b.Close()
 	if rerr := os.RemoveAll(ki.dir); err == nil && rerr != nil {
 		err = rerr

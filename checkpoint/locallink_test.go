@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,9 +16,9 @@ import (
 
 // TestLocalRestoreLinksSSTs: restoring a rocksdb keyed instance from a
 // checkpoint on the local file system hard-links its SSTs (no copy: the
-// restore reads each byte once, for the checksum) and copies the files the
-// restored DB writes to; the restored state is complete, and a damaged
-// SST is still refused.
+// restore reads no byte of them before the job goes on) and copies the
+// files the restored DB writes to; the restored state is complete, and a
+// damaged SST is still refused: no checkpoint of it completes.
 func TestLocalRestoreLinksSSTs(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStorage(t, "file")
@@ -137,7 +138,24 @@ func TestLocalRestoreLinksSSTs(t *testing.T) {
 			break
 		}
 	}
-	if _, _, err := restore(); err == nil || !strings.Contains(err.Error(), "SHA-256") {
-		t.Fatalf("restore from a damaged SST: %v, want a checksum mismatch", err)
+	// The linked files' checksums are compared in the background, so the
+	// restore opens; no checkpoint of the damaged state completes (Persist
+	// reports the mismatch) and the next one fails at once (Seal).
+	ki3, _, err := restore()
+	if err != nil {
+		t.Fatalf("restore from a damaged linked SST: %v, want it to open and the verification to fail later", err)
+	}
+	defer ki3.Close()
+	ss, err = ki3.Seal(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ss.Persist(ctx)
+	ss.Discard()
+	if err == nil || !strings.Contains(err.Error(), "SHA-256") || !errors.Is(err, exec.ErrCheckpointUnrestorable) {
+		t.Fatalf("persisting a checkpoint of damaged restored state: %v, want a checksum mismatch (ErrCheckpointUnrestorable)", err)
+	}
+	if _, err := ki3.Seal(3); err == nil || !errors.Is(err, exec.ErrCheckpointUnrestorable) {
+		t.Fatalf("the next checkpoint of damaged restored state: %v, want the task to fail", err)
 	}
 }

@@ -114,13 +114,27 @@ func dirElement(s string) string {
 // download copies the instance's files from where the restored checkpoint
 // lies into dir under their local names, checking size and SHA-256.
 func (rs *runtimeStore) download(ctx context.Context, in *Instance, dir string) ([]state.File, error) {
+	return rs.downloadDeferring(ctx, in, dir, nil)
+}
+
+// deferredSum is a hard-linked file whose checksum is still to compare.
+type deferredSum struct {
+	path, from, sum string
+	size            int64
+}
+
+// downloadDeferring is download; with deferred set, the checksums of
+// hard-linked files are not read now but appended to *deferred (sizes are
+// still checked), so that a restore from a local checkpoint directory does
+// not wait for a read of every byte.
+func (rs *runtimeStore) downloadDeferring(ctx context.Context, in *Instance, dir string, deferred *[]deferredSum) ([]state.File, error) {
 	md := rs.restore
 	files := make([]state.File, 0, len(in.Files))
 	for _, f := range in.Files {
 		if f.LocalName == "" || f.LocalName != filepath.Base(f.LocalName) || f.LocalName == "." || f.LocalName == ".." {
 			return nil, fmt.Errorf("checkpoint %d: file %s has an invalid local name %q", md.ID, f.Path, f.LocalName)
 		}
-		if err := fetchFile(ctx, md.src, md.base+f.Path, filepath.Join(dir, f.LocalName), f.Size, f.SHA256, f.Shared); err != nil {
+		if err := fetchFile(ctx, md.src, md.base+f.Path, filepath.Join(dir, f.LocalName), f.Size, f.SHA256, f.Shared, deferred); err != nil {
 			if ctx.Err() == nil && (isNotExist(err) || errors.Is(err, errFileMismatch)) {
 				// The file is gone or not what the checkpoint recorded: no
 				// retry will read it.
@@ -140,9 +154,21 @@ func (rs *runtimeStore) download(ctx context.Context, in *Instance, dir string) 
 // each file (the checksum) instead of a copy: Flink's local recovery.
 // Private files (MANIFEST, OPTIONS) are copied, since the restored DB
 // writes to them.
-func fetchFile(ctx context.Context, st Storage, from, to string, size int64, sum string, shared bool) error {
+func fetchFile(ctx context.Context, st Storage, from, to string, size int64, sum string, shared bool, deferred *[]deferredSum) error {
 	if l, ok := st.(linker); ok && shared {
 		if err := l.link(from, to); err == nil {
+			if deferred != nil {
+				// The stored file, the same inode as the link, stays where
+				// it is (the restored checkpoint is retained until a newer
+				// one completes, which waits for this comparison), while
+				// the link may be moved into the DB's directory.
+				stored, err := l.localPath(from)
+				if err != nil {
+					return err
+				}
+				*deferred = append(*deferred, deferredSum{path: stored, from: from, sum: sum, size: size})
+				return checkFile(to, from, size, "")
+			}
 			return checkFile(to, from, size, sum)
 		}
 		// Another file system, or links not allowed: copy.
@@ -154,6 +180,7 @@ func fetchFile(ctx context.Context, st Storage, from, to string, size int64, sum
 // directory.
 type linker interface {
 	link(from, to string) error
+	localPath(p string) (string, error)
 }
 
 // checkFile checks a fetched file's size and SHA-256.
@@ -329,6 +356,11 @@ type sealedState struct {
 	position    []byte
 	sync        time.Duration
 	format      string // Instance.Format
+	// wait, when not nil, is closed once the restored files' deferred
+	// checksums were compared; verified then gives the result. Persist
+	// waits for it: a checkpoint must not complete on unverified state.
+	wait     <-chan struct{}
+	verified func() (bool, error)
 }
 
 // instanceHandle is the InstanceAck.Handle of this store.
@@ -342,6 +374,16 @@ func (s *sealedState) Persist(ctx context.Context) (exec.InstanceAck, error) {
 	ack := exec.InstanceAck{Op: s.op, Subtask: s.subtask, SyncDuration: s.sync}
 	if err := s.m.checkWritable(s.id); err != nil {
 		return ack, fmt.Errorf("persisting state of %s subtask %d: %w", s.op, s.subtask, err)
+	}
+	if s.wait != nil {
+		select {
+		case <-s.wait:
+		case <-ctx.Done():
+			return ack, ctx.Err()
+		}
+		if _, err := s.verified(); err != nil {
+			return ack, fmt.Errorf("persisting state of %s subtask %d for checkpoint %d: %w", s.op, s.subtask, s.id, err)
+		}
 	}
 	// A hashmap image is written here, off the task's goroutine, rather
 	// than in the synchronous part.

@@ -108,6 +108,9 @@ func (s *fileStorage) link(p, to string) error {
 	return os.Link(name, to)
 }
 
+// localPath is the file system path of the stored file p.
+func (s *fileStorage) localPath(p string) (string, error) { return s.file(p) }
+
 func (s *fileStorage) Stat(ctx context.Context, p string) (int64, bool, error) {
 	name, err := s.file(p)
 	if err != nil {
