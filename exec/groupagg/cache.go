@@ -65,8 +65,13 @@ func newCacheCore(b *kv.Backend, keyCols []int, ttl int64, complete bool) cacheC
 }
 
 // boundFor sets the cache's bound for entries of about perEntry bytes (a
-// rocksdb backend only; hashmap keeps every key).
-func (c *cacheCore) boundFor(perEntry int) {
+// rocksdb backend only; hashmap keeps every key), or to limit when not 0
+// (tests forcing evictions, on either backend).
+func (c *cacheCore) boundFor(perEntry, limit int) {
+	if limit > 0 {
+		c.limit = limit
+		return
+	}
 	if c.b.Kind() != image.RocksDB {
 		return
 	}
@@ -189,9 +194,9 @@ type valueCache struct {
 	vals  []types.Value
 }
 
-func newValueCache(b *kv.Backend, st *kv.ValueState[[]types.Value], keyCols []int, width int, ttl int64, complete bool) *valueCache {
+func newValueCache(b *kv.Backend, st *kv.ValueState[[]types.Value], keyCols []int, width int, ttl int64, complete bool, limit int) *valueCache {
 	c := &valueCache{cacheCore: newCacheCore(b, keyCols, ttl, complete), st: st, width: width}
-	c.boundFor(width*int(unsafe.Sizeof(types.Value{})) + 32) // values, string bytes
+	c.boundFor(width*int(unsafe.Sizeof(types.Value{}))+32, limit) // values, string bytes
 	return c
 }
 
@@ -384,9 +389,9 @@ type listCache struct {
 	chunk []types.Value
 }
 
-func newListCache(b *kv.Backend, st *kv.ValueState[[]types.Row], keyCols []int, width int, ttl int64, complete bool) *listCache {
+func newListCache(b *kv.Backend, st *kv.ValueState[[]types.Row], keyCols []int, width int, ttl int64, complete bool, limit int) *listCache {
 	c := &listCache{cacheCore: newCacheCore(b, keyCols, ttl, complete), st: st, width: width}
-	c.boundFor(2*width*int(unsafe.Sizeof(types.Value{})) + 64) // about two rows, string bytes
+	c.boundFor(2*width*int(unsafe.Sizeof(types.Value{}))+64, limit) // about two rows, string bytes
 	return c
 }
 

@@ -73,6 +73,8 @@ type groupAggregate struct {
 	bundleKGs []int
 	restored  []restoredRow
 	bundleBuf []byte
+	// cacheLimit, when not 0, bounds the cache to that many keys (tests).
+	cacheLimit int
 }
 
 // NewGroupAggregate returns the operator of an unwindowed group aggregation

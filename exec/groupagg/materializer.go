@@ -35,6 +35,8 @@ type sinkUpsertMaterializer struct {
 	b     *kv.Backend
 	st    *kv.ValueState[[]types.Row]
 	fresh bool // the backend was empty when handed over
+	// cacheLimit, when not 0, bounds the cache to that many keys (tests).
+	cacheLimit int
 }
 
 // NewSinkUpsertMaterializer returns the operator Flink places before an
@@ -93,7 +95,7 @@ func (m *sinkUpsertMaterializer) init(w int) error {
 		return err
 	}
 	m.width = w
-	m.state = newListCache(m.b, m.st, m.keyCols, w, m.ttl.ms, m.fresh)
+	m.state = newListCache(m.b, m.st, m.keyCols, w, m.ttl.ms, m.fresh, m.cacheLimit)
 	m.emit.b = types.NewBatch(w, types.DefaultBatchSize)
 	return nil
 }

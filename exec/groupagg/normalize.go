@@ -31,6 +31,8 @@ type changelogNormalize struct {
 	b     *kv.Backend
 	st    *kv.ValueState[[]types.Value]
 	fresh bool // the backend was empty when handed over
+	// cacheLimit, when not 0, bounds the cache to that many keys (tests).
+	cacheLimit int
 }
 
 // NewChangelogNormalize returns the operator that turns an upsert stream (a
@@ -81,7 +83,7 @@ func (n *changelogNormalize) init(w int) error {
 		return err
 	}
 	n.width = w
-	n.state = newValueCache(n.b, n.st, n.keyCols, w, n.ttl.ms, n.fresh)
+	n.state = newValueCache(n.b, n.st, n.keyCols, w, n.ttl.ms, n.fresh, n.cacheLimit)
 	n.emit.b = types.NewBatch(w, types.DefaultBatchSize)
 	return nil
 }
