@@ -223,3 +223,4 @@ func BenchmarkPrepareSnapshot(b *testing.B) {
 		})
 	}
 }
+
