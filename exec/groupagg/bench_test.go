@@ -116,7 +116,7 @@ func BenchmarkGroupAggregateSum(b *testing.B) {
 			{"minibatch=on", MiniBatch{Enabled: true, AllowLatency: 2 * time.Second, Size: 5000}},
 		} {
 			benchSum(b, keys, mb.name, mb.mb, image.Hashmap)
-			benchSum(b, keys, mb.name+"/backend=rocksdb", mb.mb, image.RocksDB)
+			benchSum(b, keys, "backend=rocksdb/"+mb.name, mb.mb, image.RocksDB)
 		}
 	}
 }
