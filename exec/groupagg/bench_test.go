@@ -223,4 +223,3 @@ func BenchmarkPrepareSnapshot(b *testing.B) {
 		})
 	}
 }
-
