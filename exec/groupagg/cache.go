@@ -100,9 +100,9 @@ func (c *cacheCore) add(row types.Row, h uint64, flags uint8) int32 {
 		c.flags = append(c.flags, 0)
 		c.stamp = append(c.stamp, 0)
 	}
-	c.flags[id] = fAlive | fRef | flags
+	c.flags[id] = fAlive | fRef | flags&^fDirty
 	if flags&fDirty != 0 {
-		c.dirty = append(c.dirty, id)
+		c.markDirty(id)
 	}
 	return id
 }
@@ -113,11 +113,15 @@ func (c *cacheCore) full() bool { return c.limit > 0 && c.keys.size() >= c.limit
 func (c *cacheCore) written(id int32) {
 	c.stamp[id] = c.now
 	if c.flags[id]&fDirty == 0 {
-		c.flags[id] |= fDirty
-		c.dirty = append(c.dirty, id)
-		if len(c.dirty) > 2*len(c.flags)+64 {
-			c.compactDirty()
-		}
+		c.markDirty(id)
+	}
+}
+
+func (c *cacheCore) markDirty(id int32) {
+	c.flags[id] |= fDirty
+	c.dirty = append(c.dirty, id)
+	if len(c.dirty) > 2*len(c.flags)+64 {
+		c.compactDirty()
 	}
 }
 

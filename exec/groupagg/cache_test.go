@@ -325,3 +325,27 @@ func TestCacheBoundOnRocksDB(t *testing.T) {
 		})
 	}
 }
+
+// TestDirtyListStaysBounded: keys that come and go between checkpoints
+// (ids released and handed out again) must not grow the list of entries
+// to write back beyond a multiple of the keys cached.
+func TestDirtyListStaysBounded(t *testing.T) {
+	op := must(t)(NewGroupAggregate(GroupAggSpec{KeyCols: []int{0}, Aggs: handle(t, true, call("SUM", 1))}))
+	rt := &fakeRuntime{Now: 1}
+	open(t, op, rt)
+	g := op.(*groupAggregate)
+	for round := range 200 {
+		var recs []rec
+		for i := range 100 {
+			recs = append(recs, ins(key(i), round))
+		}
+		for i := range 100 {
+			recs = append(recs, del(key(i), round))
+		}
+		feedAll(t, op, &collector{}, 2, recs)
+	}
+	// 100 ids at most: the list is compacted once it exceeds 2×100+64.
+	if n := len(g.state.dirty); n > 2*100+64 {
+		t.Errorf("dirty list of %d ids after 20 000 creations of 100 keys", n)
+	}
+}
