@@ -211,8 +211,6 @@ func (c *valueCache) values(id int32) []types.Value {
 
 func (c *valueCache) key(id int32) []types.Value { return c.keys.key(id) }
 
-func (c *valueCache) lastWrite(id int32) int64 { return c.stamp[id] }
-
 func (c *valueCache) size() int { return c.keys.size() }
 
 // get returns the id of the key of row (hash h), loading it from the
