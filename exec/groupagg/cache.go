@@ -316,7 +316,9 @@ func (c *valueCache) find(row types.Row, h uint64) (int32, bool) {
 		c.drop(id)
 		return -1, false
 	}
-	c.flags[id] |= fRef
+	if c.limit > 0 { // only the eviction clock reads it
+		c.flags[id] |= fRef
+	}
 	return id, true
 }
 
@@ -410,7 +412,9 @@ func (c *listCache) find(row types.Row, h uint64) (int32, bool) {
 		c.drop(id)
 		return -1, false
 	}
-	c.flags[id] |= fRef
+	if c.limit > 0 { // only the eviction clock reads it
+		c.flags[id] |= fRef
+	}
 	return id, true
 }
 
