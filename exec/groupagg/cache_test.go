@@ -2,6 +2,7 @@ package groupagg
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -347,5 +348,52 @@ func TestDirtyListStaysBounded(t *testing.T) {
 	// 100 ids at most: the list is compacted once it exceeds 2×100+64.
 	if n := len(g.state.dirty); n > 2*100+64 {
 		t.Errorf("dirty list of %d ids after 20 000 creations of 100 keys", n)
+	}
+}
+
+// TestMiniBatchRowsNeedMiniBatch: a checkpoint taken with rows buffered in
+// a mini-batch cannot be restored by an operator without mini-batch (the
+// rows would be lost); with mini-batch the rows come back and are flushed
+// at the end of input.
+func TestMiniBatchRowsNeedMiniBatch(t *testing.T) {
+	for _, kind := range optest.Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			build := func(mb bool) exec.KeyedOperator {
+				spec := GroupAggSpec{KeyCols: []int{0}, Aggs: handle(t, true, call("SUM", 1)), GenerateUpdateBefore: true}
+				if mb {
+					spec.MiniBatch = MiniBatch{Enabled: true, AllowLatency: time.Hour, Size: 100}
+				}
+				return must(t)(NewGroupAggregate(spec)).(exec.KeyedOperator)
+			}
+			k := optest.NewKeyed(t, kind)
+			rt := &fakeRuntime{Now: 1000}
+			k.Clock = func() int64 { return rt.Now }
+			op := build(true)
+			b := k.Open(t, op)
+			if err := op.Open(rt.Context()); err != nil {
+				t.Fatal(err)
+			}
+			var c collector
+			feed(t, op, &c, 2, ins("a", 1), ins("b", 2), ins("a", 3))
+			expect(t, "buffered", c.Take())
+			snap := k.Snapshot(t, op, b, 1)
+
+			without := build(false)
+			k.Restore(t, without, snap)
+			err := without.Open(rt.Context())
+			if err == nil || !strings.Contains(err.Error(), "table.exec.mini-batch.enabled is false") {
+				t.Fatalf("restoring buffered rows without mini-batch: %v, want an error naming table.exec.mini-batch.enabled", err)
+			}
+
+			with := build(true)
+			k.Restore(t, with, snap)
+			if err := with.Open(rt.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if err := with.Finish(&c); err != nil {
+				t.Fatal(err)
+			}
+			expect(t, "restored bundle flushed at the end", c.Take(), "+I(a, 4)", "+I(b, 2)")
+		})
 	}
 }
