@@ -161,6 +161,26 @@ func (c *cacheCore) setRowKey(row types.Row, h uint64) error {
 	return c.b.SetCurrentKey(h, buf)
 }
 
+// keyRow decodes stored key bytes into a row holding the key values at
+// the key columns, and its hash.
+func (c *cacheCore) keyRow(key []byte) (types.Row, uint64, error) {
+	w := 0
+	for _, col := range c.keys.cols {
+		w = max(w, col+1)
+	}
+	row := make(types.Row, w)
+	for _, col := range c.keys.cols {
+		var err error
+		if row[col], key, err = types.DecodeValue(key); err != nil {
+			return nil, 0, fmt.Errorf("stored key: %w", err)
+		}
+	}
+	if len(key) != 0 {
+		return nil, 0, fmt.Errorf("stored key has %d bytes more than %d values", len(key), len(c.keys.cols))
+	}
+	return row, types.HashColumns(row, c.keys.cols), nil
+}
+
 // forget drops id from the cache only.
 func (c *cacheCore) forget(id int32) {
 	c.flags[id] = 0
@@ -320,6 +340,44 @@ func (c *valueCache) find(row types.Row, h uint64) (int32, bool) {
 		c.flags[id] |= fRef
 	}
 	return id, true
+}
+
+// preload loads every entry of state name of a restored hashmap backend,
+// whose state is in memory anyway, so that the cache is complete again and
+// a key new since the checkpoint costs no backend read.
+func (c *valueCache) preload(name string) error {
+	if c.complete || c.limit > 0 || c.b.Kind() != image.Hashmap {
+		return nil
+	}
+	var codec valuesCodec
+	err := c.b.Entries(c.b.KeyGroups(), func(e kv.Entry) error {
+		if e.State != name {
+			return nil
+		}
+		row, h, err := c.keyRow(e.Key)
+		if err != nil {
+			return err
+		}
+		vals, err := codec.Decode(e.Value)
+		if err != nil {
+			return err
+		}
+		if len(vals) != c.width {
+			return fmt.Errorf("stored state of %d values, expected %d", len(vals), c.width)
+		}
+		id, err := c.insert(row, h, fStored)
+		if err != nil {
+			return err
+		}
+		copy(c.values(id), vals)
+		c.stamp[id] = e.LastWrite
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("loading state %q: %w", name, err)
+	}
+	c.complete = true
+	return nil
 }
 
 // flush writes every dirty entry back.
@@ -548,6 +606,44 @@ func (c *listCache) drop(id int32) {
 	}
 	c.lists[id] = l[:0]
 	c.forget(id)
+}
+
+// preload is valueCache.preload for the lists of rows.
+func (c *listCache) preload(name string) error {
+	if c.complete || c.limit > 0 || c.b.Kind() != image.Hashmap {
+		return nil
+	}
+	var codec rowsCodec
+	err := c.b.Entries(c.b.KeyGroups(), func(e kv.Entry) error {
+		if e.State != name {
+			return nil
+		}
+		row, h, err := c.keyRow(e.Key)
+		if err != nil {
+			return err
+		}
+		rows, err := codec.Decode(e.Value)
+		if err != nil {
+			return err
+		}
+		id, err := c.insert(row, h, fStored)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if len(r) != c.width {
+				return fmt.Errorf("stored row of %d columns, expected %d", len(r), c.width)
+			}
+			c.appendRow(id, r)
+		}
+		c.stamp[id] = e.LastWrite
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("loading state %q: %w", name, err)
+	}
+	c.complete = true
+	return nil
 }
 
 func (c *listCache) flush() error {

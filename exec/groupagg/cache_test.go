@@ -397,3 +397,43 @@ func TestMiniBatchRowsNeedMiniBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreLoadsLazilyOnRocksDB: a restored rocksdb backend is not read
+// into the cache (keys come in as rows ask for them), a restored hashmap
+// one is (its state is in memory anyway), and both continue the same way.
+func TestRestoreLoadsLazilyOnRocksDB(t *testing.T) {
+	for _, kind := range optest.Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			build := func() exec.KeyedOperator {
+				return must(t)(NewGroupAggregate(GroupAggSpec{KeyCols: []int{0}, Aggs: handle(t, true, call("SUM", 1)), GenerateUpdateBefore: true})).(exec.KeyedOperator)
+			}
+			k := optest.NewKeyed(t, kind)
+			rt := &fakeRuntime{Now: 1000}
+			k.Clock = func() int64 { return rt.Now }
+			op := build()
+			b := k.Open(t, op)
+			if err := op.Open(rt.Context()); err != nil {
+				t.Fatal(err)
+			}
+			var c collector
+			feed(t, op, &c, 2, ins("a", 1), ins("b", 2), ins("c", 3))
+			c.Take()
+			snap := k.Snapshot(t, op, b, 1)
+			restored := build()
+			k.Restore(t, restored, snap)
+			if err := restored.Open(rt.Context()); err != nil {
+				t.Fatal(err)
+			}
+			g := restored.(*groupAggregate)
+			wantCached, wantComplete := 3, true
+			if kind == image.RocksDB {
+				wantCached, wantComplete = 0, false
+			}
+			if g.state.size() != wantCached || g.state.complete != wantComplete {
+				t.Errorf("after the restore: %d keys cached (complete %v), want %d (%v)", g.state.size(), g.state.complete, wantCached, wantComplete)
+			}
+			feed(t, restored, &c, 2, ins("d", 4), ins("b", 5))
+			expect(t, "after the restore", c.Take(), "+I(d, 4)", "-U(b, 2)", "+U(b, 7)")
+		})
+	}
+}

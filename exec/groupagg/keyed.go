@@ -60,6 +60,9 @@ func (g *groupAggregate) OpenKeyedState(b *kv.Backend) error {
 	g.b = b
 	g.state = newValueCache(b, st, g.keyCols, g.accWidth+g.numAggs, g.ttl.ms, fresh, g.cacheLimit)
 	if !fresh {
+		if err := g.state.preload("acc"); err != nil {
+			return fmt.Errorf("group aggregate: %w", err)
+		}
 		if err := g.loadBundle(); err != nil {
 			return fmt.Errorf("group aggregate: restoring the mini-batch buffer: %w", err)
 		}

@@ -96,6 +96,9 @@ func (m *sinkUpsertMaterializer) init(w int) error {
 	}
 	m.width = w
 	m.state = newListCache(m.b, m.st, m.keyCols, w, m.ttl.ms, m.fresh, m.cacheLimit)
+	if err := m.state.preload("rows"); err != nil {
+		return fmt.Errorf("sink upsert materializer: %w", err)
+	}
 	m.emit.b = types.NewBatch(w, types.DefaultBatchSize)
 	return nil
 }

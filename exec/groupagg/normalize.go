@@ -84,6 +84,9 @@ func (n *changelogNormalize) init(w int) error {
 	}
 	n.width = w
 	n.state = newValueCache(n.b, n.st, n.keyCols, w, n.ttl.ms, n.fresh, n.cacheLimit)
+	if err := n.state.preload("row"); err != nil {
+		return fmt.Errorf("changelog normalize: %w", err)
+	}
 	n.emit.b = types.NewBatch(w, types.DefaultBatchSize)
 	return nil
 }
