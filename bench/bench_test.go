@@ -157,3 +157,25 @@ GROUP BY window_start, window_end, k;`, extra...)
 func BenchmarkTumbleNoCheckpoints(b *testing.B)      { tumbleCheckpointed(b, "") }
 func BenchmarkTumbleCheckpointsHashmap(b *testing.B) { tumbleCheckpointed(b, "hashmap") }
 func BenchmarkTumbleCheckpointsRocksDB(b *testing.B) { tumbleCheckpointed(b, "rocksdb") }
+
+// Issue 10: the Issue 3 pipeline over a hot key set of 10 000 keys on each
+// state backend (mini-batch off): rocksdb keeps the keys in the group
+// aggregate's cache in front of Pebble.
+func groupSumHotKeys(b *testing.B, backend string) {
+	runPipelineWith(b, `
+CREATE TABLE src3 (
+  k  INT,
+  v  INT
+) WITH (
+  'connector' = 'datagen',
+  'rows-per-second' = '1000000000',
+  'number-of-rows' = '%d',
+  'fields.k.min' = '0', 'fields.k.max' = '9999',
+  'fields.v.min' = '0', 'fields.v.max' = '1000'
+);
+CREATE TABLE sink3 (k INT, s INT) WITH ('connector' = 'blackhole');
+`, `INSERT INTO sink3 SELECT k, SUM(v) FROM src3 GROUP BY k;`, "state.backend.type", backend)
+}
+
+func BenchmarkGroupSumHotKeysHashmap(b *testing.B) { groupSumHotKeys(b, "hashmap") }
+func BenchmarkGroupSumHotKeysRocksDB(b *testing.B) { groupSumHotKeys(b, "rocksdb") }

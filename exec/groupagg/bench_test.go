@@ -2,11 +2,14 @@ package groupagg
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 type discard struct{ rows int }
@@ -61,44 +64,48 @@ func TestSteadyStateAllocations(t *testing.T) {
 			return NewSinkUpsertMaterializer(MaterializerSpec{KeyCols: []int{0}})
 		},
 	}
-	for name, build := range ops {
-		t.Run(name, func(t *testing.T) {
-			op := must(t)(build())
-			rt := &fakeRuntime{Now: 1}
-			open(t, op, rt)
-			out := &discard{}
-			run := func() {
-				// Insert every row twice, then retract both: keys come and go, which
-				// the state must absorb by reusing its memory.
-				if err := op.ProcessBatch(0, batch, out); err != nil {
-					t.Fatal(err)
+	for _, kind := range []image.Kind{image.Hashmap, image.RocksDB} {
+		for name, build := range ops {
+			t.Run(string(kind)+"/"+name, func(t *testing.T) {
+				op := must(t)(build())
+				rt := &fakeRuntime{Now: 1}
+				openOn(t, kind, 0, op, rt)
+				out := &discard{}
+				run := func() {
+					// Insert every row twice, then retract both: keys come and go, which
+					// the state must absorb by reusing its memory.
+					if err := op.ProcessBatch(0, batch, out); err != nil {
+						t.Fatal(err)
+					}
+					if err := op.ProcessBatch(0, batch, out); err != nil {
+						t.Fatal(err)
+					}
+					if err := op.ProcessBatch(0, retract, out); err != nil {
+						t.Fatal(err)
+					}
+					if err := op.ProcessBatch(0, retract, out); err != nil {
+						t.Fatal(err)
+					}
+					if err := op.ProcessWatermark(5, out); err != nil {
+						t.Fatal(err)
+					}
 				}
-				if err := op.ProcessBatch(0, batch, out); err != nil {
-					t.Fatal(err)
+				run()
+				run()
+				if a := testing.AllocsPerRun(20, run); a > 0 {
+					t.Errorf("%v allocations per run of 4096 rows, want 0", a)
 				}
-				if err := op.ProcessBatch(0, retract, out); err != nil {
-					t.Fatal(err)
-				}
-				if err := op.ProcessBatch(0, retract, out); err != nil {
-					t.Fatal(err)
-				}
-				if err := op.ProcessWatermark(5, out); err != nil {
-					t.Fatal(err)
-				}
-			}
-			run()
-			run()
-			if a := testing.AllocsPerRun(20, run); a > 0 {
-				t.Errorf("%v allocations per run of 4096 rows, want 0", a)
-			}
-		})
+			})
+		}
 	}
 }
 
 // BenchmarkGroupAggregateSum is an unwindowed SUM per key of insert-only
 // input over 100 000 keys (the benchmark) and over 1 000 keys (where
 // mini-batch folds about five rows per key), with mini-batch off and on;
-// every key already has state (steady state).
+// every key already has state (steady state). The backend is hashmap unless
+// named; the rocksdb runs have a budget whose cache holds every key (a hot
+// key set).
 func BenchmarkGroupAggregateSum(b *testing.B) {
 	for _, keys := range []int64{100_000, 1_000} {
 		for _, mb := range []struct {
@@ -108,12 +115,31 @@ func BenchmarkGroupAggregateSum(b *testing.B) {
 			{"minibatch=off", MiniBatch{}},
 			{"minibatch=on", MiniBatch{Enabled: true, AllowLatency: 2 * time.Second, Size: 5000}},
 		} {
-			benchSum(b, keys, mb.name, mb.mb)
+			benchSum(b, keys, mb.name, mb.mb, image.Hashmap)
+			benchSum(b, keys, "backend=rocksdb/"+mb.name, mb.mb, image.RocksDB)
 		}
 	}
 }
 
-func benchSum(b *testing.B, keys int64, name string, mb MiniBatch) {
+// benchBackend opens a backend for a benchmark: rocksdb with a 256 MB
+// budget.
+func benchBackend(b *testing.B, kind image.Kind, op exec.Operator) *kv.Backend {
+	cfg := kv.Config{Kind: kind, Dir: filepath.Join(b.TempDir(), "db"), MaxParallelism: 128, Clock: func() int64 { return 1 }}
+	if kind == image.RocksDB {
+		cfg.MemoryBudget = 256 << 20
+	}
+	be, err := kv.Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { be.Close() })
+	if err := op.(exec.KeyedOperator).OpenKeyedState(be); err != nil {
+		b.Fatal(err)
+	}
+	return be
+}
+
+func benchSum(b *testing.B, keys int64, name string, mb MiniBatch, kind image.Kind) {
 	b.Run(fmt.Sprintf("keys=%d/%s", keys, name), func(b *testing.B) {
 		const batchSize = 1024
 		op, err := NewGroupAggregate(GroupAggSpec{
@@ -122,6 +148,7 @@ func benchSum(b *testing.B, keys int64, name string, mb MiniBatch) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		benchBackend(b, kind, op)
 		if err := op.Open((&fakeRuntime{Now: 1}).Context()); err != nil {
 			b.Fatal(err)
 		}
@@ -150,66 +177,49 @@ func benchSum(b *testing.B, keys int64, name string, mb MiniBatch) {
 	})
 }
 
-// countingWriter is a StateWriter that only counts what it is given.
-type countingWriter struct {
-	full       bool
-	puts, dels int
-	bytes      int
-}
-
-func (w *countingWriter) Full() bool { return w.full }
-func (w *countingWriter) Put(_ int, key, value []byte) error {
-	w.puts++
-	w.bytes += len(key) + len(value)
-	return nil
-}
-func (w *countingWriter) Delete(int, []byte) error { w.dels++; return nil }
-
-// BenchmarkIncrementalSnapshot measures the synchronous snapshot of a group
+// BenchmarkPrepareSnapshot measures the write-back at a barrier of a group
 // aggregate holding 100 000 keys of which 1 % changed since the previous
-// snapshot.
-func BenchmarkIncrementalSnapshot(b *testing.B) {
-	const keys = 100_000
-	op, err := NewGroupAggregate(GroupAggSpec{KeyCols: []int{0}, Aggs: handle(b, false, call("COUNT"), call("SUM", 1))})
-	if err != nil {
-		b.Fatal(err)
+// checkpoint: only the changed keys are written.
+func BenchmarkPrepareSnapshot(b *testing.B) {
+	for _, kind := range []image.Kind{image.Hashmap, image.RocksDB} {
+		b.Run("backend="+string(kind), func(b *testing.B) {
+			const keys = 100_000
+			op, err := NewGroupAggregate(GroupAggSpec{KeyCols: []int{0}, Aggs: handle(b, false, call("COUNT"), call("SUM", 1))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchBackend(b, kind, op)
+			if err := op.Open((&fakeRuntime{Now: 1}).Context()); err != nil {
+				b.Fatal(err)
+			}
+			out := &discard{}
+			in := newBatch(2, 1000, types.Insert)
+			var n int64
+			for range keys / 1000 {
+				for i, row := range in.Rows {
+					row[0], row[1] = types.Int(n+int64(i)), types.Int(1)
+				}
+				n += 1000
+				if err := op.ProcessBatch(0, in, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ko := op.(exec.KeyedOperator)
+			if err := ko.PrepareSnapshot(1); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				n = sumInput(in, keys, n) // 1000 rows: 1 % of the keys
+				if err := op.ProcessBatch(0, in, out); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := ko.PrepareSnapshot(exec.CheckpointID(i + 2)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
-	if err := op.Open(&exec.OperatorContext{MaxParallelism: 128}); err != nil {
-		b.Fatal(err)
-	}
-	out := &discard{}
-	in := newBatch(2, 1000, types.Insert)
-	var n int64
-	for range keys / 1000 {
-		for i, row := range in.Rows {
-			row[0], row[1] = types.Int(n+int64(i)), types.Int(1)
-		}
-		n += 1000
-		if err := op.ProcessBatch(0, in, out); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cop := op.(exec.CheckpointedOperator)
-	w := &countingWriter{full: true}
-	if err := cop.SnapshotState(1, w); err != nil {
-		b.Fatal(err)
-	}
-	fullBytes := w.bytes
-	b.ResetTimer()
-	var written int
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		n = sumInput(in, keys, n) // 1000 rows: 1 % of the keys
-		if err := op.ProcessBatch(0, in, out); err != nil {
-			b.Fatal(err)
-		}
-		w = &countingWriter{}
-		b.StartTimer()
-		if err := cop.SnapshotState(exec.CheckpointID(i+2), w); err != nil {
-			b.Fatal(err)
-		}
-		written = w.bytes
-	}
-	b.ReportMetric(float64(written)/float64(fullBytes)*100, "%full")
-	b.ReportMetric(float64(w.puts), "puts/op")
 }

@@ -7,17 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinksql/flinksql/exec/internal/optest"
-
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/sql/expr/agg"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
 )
-
-// memStore is the checkpoint store of these tests.
-type memStore = optest.Store
-
-func newMemStore() *memStore { return optest.NewStore() }
 
 // action is one step of a script: a batch, a watermark, the clock moving
 // to a time (firing the timers due), or the end of input.
@@ -178,50 +174,89 @@ func TestGroupAggregateTTLRestore(t *testing.T) {
 	checkRestores(t, build, 1000, 2, script, want)
 }
 
-// TestIncrementalSnapshotsWriteChangedKeys counts the entries snapshots
-// write: a key changed since the previous snapshot is one Put, a removed key
-// one Delete, an untouched key nothing.
-func TestIncrementalSnapshotsWriteChangedKeys(t *testing.T) {
-	op := must(t)(NewGroupAggregate(GroupAggSpec{
-		KeyCols: []int{0}, Aggs: handle(t, true, call("SUM", 1)), GenerateUpdateBefore: true,
-	}))
-	rt := &fakeRuntime{Now: 1}
-	if err := op.Open(rt.Context()); err != nil {
+// storedResults reads the group aggregate's entries from b: per key (its
+// first value), the last emitted results (the last n values), as the
+// collector prints rows.
+func storedResults(t *testing.T, b *kv.Backend, n int) map[string]string {
+	t.Helper()
+	var c collector
+	got := map[string]string{}
+	err := b.Entries(b.KeyGroups(), func(e kv.Entry) error {
+		if e.State != "acc" {
+			return fmt.Errorf("entry of state %q", e.State)
+		}
+		key, _, err := types.DecodeValue(e.Key)
+		if err != nil {
+			return err
+		}
+		vals, rest, err := decodeValues(nil, e.Value)
+		if err != nil || len(rest) != 0 {
+			return fmt.Errorf("value %x: %v", e.Value, err)
+		}
+		got[c.Format(types.Row{key})] = c.Format(vals[len(vals)-n:])
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	store := newMemStore()
-	var recs []rec
-	for i := range 100 {
-		recs = append(recs, ins(fmt.Sprintf("k%d", i), i+1))
-	}
-	run(t, op, rt, 2, rows(recs...))
-	store.Snapshot(t, op, 1)
-	if store.Puts != 100 || store.Dels != 0 {
-		t.Fatalf("full snapshot: %d puts, %d deletes; want 100, 0", store.Puts, store.Dels)
-	}
-	store.Snapshot(t, op, 2)
-	if store.Puts != 0 || store.Dels != 0 {
-		t.Fatalf("snapshot without changes: %d puts, %d deletes", store.Puts, store.Dels)
-	}
-	// k1 and k2 change (k1 twice), k3 is removed, k200 is new, k201 comes
-	// and goes within the interval (nothing to write for it).
-	run(t, op, rt, 2, rows(ins("k1", 5), ins("k2", 1), ins("k1", 1), del("k3", 4), ins("k200", 1), ins("k201", 1), del("k201", 1)))
-	store.Snapshot(t, op, 3)
-	if store.Puts != 3 || store.Dels != 1 {
-		t.Fatalf("incremental snapshot: %d puts, %d deletes; want 3 (k1, k2, k200), 1 (k3)", store.Puts, store.Dels)
-	}
-	if len(store.Entries) != 100 {
-		t.Fatalf("%d entries, want 100", len(store.Entries))
-	}
-	// The id of removed k3 is reused by k300: a Put of k300 only.
-	run(t, op, rt, 2, rows(ins("k300", 1)))
-	store.Snapshot(t, op, 4)
-	if store.Puts != 1 || store.Dels != 0 || len(store.Entries) != 101 {
-		t.Fatalf("after reuse: %d puts, %d deletes, %d entries", store.Puts, store.Dels, len(store.Entries))
+	return got
+}
+
+// TestBackendHoldsTheKeys checks what reaches the backend at a checkpoint:
+// every key with state, with its current values; a key deleted since (its
+// group became empty) is removed from the backend, and a key that came and
+// went between two checkpoints never reaches it.
+func TestBackendHoldsTheKeys(t *testing.T) {
+	for _, kind := range optest.Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			op := must(t)(NewGroupAggregate(GroupAggSpec{
+				KeyCols: []int{0}, Aggs: handle(t, true, call("SUM", 1)), GenerateUpdateBefore: true,
+			}))
+			rt := &fakeRuntime{Now: 1}
+			b := openOn(t, kind, 0, op, rt)
+			ko := op.(exec.KeyedOperator)
+			var recs []rec
+			for i := range 100 {
+				recs = append(recs, ins(fmt.Sprintf("k%d", i), i+1))
+			}
+			run(t, op, rt, 2, rows(recs...))
+			if got := storedResults(t, b, 1); len(got) != 0 {
+				t.Fatalf("before the first checkpoint the backend holds %d keys, want 0 (all in the cache)", len(got))
+			}
+			if err := ko.PrepareSnapshot(1); err != nil {
+				t.Fatal(err)
+			}
+			got := storedResults(t, b, 1)
+			if len(got) != 100 || got["k0"] != "1" || got["k99"] != "100" {
+				t.Fatalf("after checkpoint 1: %d keys, k0 = %q, k99 = %q; want 100, 1, 100", len(got), got["k0"], got["k99"])
+			}
+			// k1 (2) and k2 (3) change, k3 (4) is retracted to nothing, k200 is
+			// new, k201 comes and goes.
+			run(t, op, rt, 2, rows(ins("k1", 5), ins("k2", 1), ins("k1", 1), del("k3", 4), ins("k200", 1), ins("k201", 1), del("k201", 1)))
+			if err := ko.PrepareSnapshot(2); err != nil {
+				t.Fatal(err)
+			}
+			got = storedResults(t, b, 1)
+			want := map[string]string{"k1": "8", "k2": "4", "k200": "1"}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("after checkpoint 2: %s = %q, want %q", k, got[k], v)
+				}
+			}
+			if _, ok := got["k3"]; ok {
+				t.Error("after checkpoint 2: the backend still holds k3, whose group became empty")
+			}
+			if _, ok := got["k201"]; ok {
+				t.Error("after checkpoint 2: the backend holds k201")
+			}
+			if len(got) != 100 {
+				t.Errorf("after checkpoint 2: %d keys, want 100", len(got))
+			}
+		})
 	}
 }
 
-// TestRestoreSplitsByKeyGroup restores a checkpoint into two instances that
+// TestRestoreSplitsByKeyGroup restores the state into two instances that
 // own half of the key groups each (a rescale to parallelism 2): routed by
 // key group, they continue as the single instance would.
 func TestRestoreSplitsByKeyGroup(t *testing.T) {
@@ -232,22 +267,34 @@ func TestRestoreSplitsByKeyGroup(t *testing.T) {
 	}
 	op := build()
 	rt := &fakeRuntime{Now: 1}
-	if err := op.Open(rt.Context()); err != nil {
-		t.Fatal(err)
-	}
+	b := openOn(t, image.Hashmap, 0, op, rt)
 	var first, second []rec
 	for i := range 40 {
 		first = append(first, ins(fmt.Sprintf("u%d", i), i))
 		second = append(second, ins(fmt.Sprintf("u%d", i), 100))
 	}
 	run(t, op, rt, 2, rows(first...))
-	store := newMemStore()
-	store.Snapshot(t, op, 1)
+	if err := op.(exec.KeyedOperator).PrepareSnapshot(1); err != nil {
+		t.Fatal(err)
+	}
+	store := optest.NewStore()
+	if err := b.WriteEntries(store); err != nil {
+		t.Fatal(err)
+	}
 	want := run(t, op, rt, 2, rows(second...))
 
 	halves := []exec.Operator{build(), build()}
 	for i, h := range halves {
-		if err := h.(exec.CheckpointedOperator).RestoreState(store.Only(i*64, (i+1)*64)); err != nil {
+		kgs := kv.KeyGroupRange{First: i * 64, Last: i*64 + 63}
+		hb, err := kv.Open(kv.Config{Kind: image.Hashmap, Dir: t.TempDir(), MaxParallelism: 128, KeyGroups: &kgs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { hb.Close() })
+		if err := hb.LoadEntries(store.Only(i*64, (i+1)*64)); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.(exec.KeyedOperator).OpenKeyedState(hb); err != nil {
 			t.Fatal(err)
 		}
 		if err := h.Open(rt.Context()); err != nil {

@@ -56,7 +56,10 @@ const (
 // stateTTL is table.exec.state.ttl: a key not written for ms milliseconds of
 // processing time is forgotten. As in Flink (TTL updated on create and
 // write, expired state never returned) a key written at t is expired from
-// t+ms on.
+// t+ms on. The kv states are declared with the TTL, which the backend
+// applies to what it holds; the operators' caches apply the same rule to
+// their entries (cache.go) and sweep them on the timer armed here, so that
+// expired keys do not stay in memory.
 type stateTTL struct {
 	ms       int64
 	interval int64
@@ -75,10 +78,6 @@ func newStateTTL(d time.Duration) (stateTTL, error) {
 }
 
 func (t *stateTTL) enabled() bool { return t.ms > 0 }
-
-func (t *stateTTL) expired(lastWrite, now int64) bool {
-	return t.ms > 0 && now-lastWrite >= t.ms
-}
 
 // arm registers the next sweep unless one is pending.
 func (t *stateTTL) arm(ctx *exec.OperatorContext, now int64) {

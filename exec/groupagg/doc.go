@@ -9,7 +9,8 @@
 // SinkUpsertMaterializer, DropUpdateBeforeFunction), so that a query gives the
 // same sequence of +I/-U/+U/-D rows as on Flink.
 //
-// Per-key state sits behind the narrow valueState and listState interfaces;
-// the heap implementations here keep everything in flat arrays indexed by a
-// key table, so processing rows of existing keys allocates nothing.
+// Per-key state lives in the runtime's keyed-state backend (state/kv: the
+// operators are exec.KeyedOperators), behind a write-back cache of decoded
+// entries kept in flat arrays indexed by a key table, so processing rows of
+// cached keys allocates nothing and decodes nothing (cache.go, keyed.go).
 package groupagg

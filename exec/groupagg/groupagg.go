@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // Aggs is what the group aggregate needs from the aggregate calls:
@@ -56,7 +56,7 @@ type groupAggregate struct {
 	mini         MiniBatch
 
 	ctx     *exec.OperatorContext
-	state   valueState
+	state   *valueCache
 	results []types.Value
 	emit    emitter
 	now     int64 // processing time of the current batch, when a clock is needed
@@ -65,11 +65,16 @@ type groupAggregate struct {
 	flushAt int64 // time of the pending mini-batch latency timer; 0 when none
 	nextSeq uint64
 
-	restored []snapshot.Entry // from RestoreState, applied at Open
-	snapBuf  []byte
-	// Keys of mini-batch rows in the checkpointed store that were flushed
-	// since: deleted at the next snapshot.
-	bundleDels snapshot.Deletes
+	b *kv.Backend
+	// bundleSt holds, at a checkpoint, the unflushed mini-batch rows (see
+	// keyed.go); bundleKGs are the key groups it holds rows in, restored
+	// the rows of a restored checkpoint, put into the bundle at Open.
+	bundleSt  *kv.ValueState[[]byte]
+	bundleKGs []int
+	restored  []restoredRow
+	bundleBuf []byte
+	// cacheLimit, when not 0, bounds the cache to that many keys (tests).
+	cacheLimit int
 }
 
 // NewGroupAggregate returns the operator of an unwindowed group aggregation
@@ -130,8 +135,10 @@ func (g *groupAggregate) Open(ctx *exec.OperatorContext) error {
 			return err
 		}
 	}
+	if g.state == nil {
+		return errNoBackend("group aggregate")
+	}
 	g.ctx = ctx
-	g.state = newHeapValueState(g.keyCols, g.accWidth+g.numAggs)
 	g.results = make([]types.Value, g.numAggs)
 	g.emit.b = types.NewBatch(len(g.keyCols)+g.numAggs, types.DefaultBatchSize)
 	return g.applyRestored()
@@ -147,7 +154,7 @@ func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) er
 		return err
 	}
 	if g.needsClock() {
-		g.now = g.ctx.Now()
+		g.setNow(g.ctx.Now())
 		g.ttl.arm(g.ctx, g.now)
 	}
 	if g.mini.Enabled {
@@ -156,12 +163,17 @@ func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) er
 	for i, row := range b.Rows {
 		kind := b.Kinds[i]
 		h := types.HashColumns(row, g.keyCols)
-		id, ok := g.lookup(row, h)
+		id, ok, err := g.state.get(row, h)
+		if err != nil {
+			return g.stateErr(err)
+		}
 		if !ok {
 			if kind.IsRetract() {
 				continue // a retraction of a key without state: nothing to retract
 			}
-			id = g.state.create(row, h)
+			if id, err = g.state.create(row, h); err != nil {
+				return g.stateErr(err)
+			}
 			g.aggs.Init(g.state.values(id)[:g.accWidth])
 		}
 		if err := g.apply(id, kind, row); err != nil {
@@ -174,14 +186,13 @@ func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) er
 	return g.emit.flush(out)
 }
 
-// lookup finds the state of the key of row, dropping it when it expired.
-func (g *groupAggregate) lookup(row types.Row, h uint64) (int32, bool) {
-	id, ok := g.state.get(row, h)
-	if ok && g.ttl.expired(g.state.lastWrite(id), g.now) {
-		g.state.remove(id)
-		return -1, false
-	}
-	return id, ok
+func (g *groupAggregate) setNow(now int64) {
+	g.now = now
+	g.state.now = now
+}
+
+func (g *groupAggregate) stateErr(err error) error {
+	return fmt.Errorf("group aggregate: state: %w", err)
 }
 
 func (g *groupAggregate) apply(id int32, kind types.RowKind, row types.Row) error {
@@ -209,10 +220,12 @@ func (g *groupAggregate) emitChange(id int32, first bool, out exec.Output) error
 				return err
 			}
 		}
-		g.state.remove(id)
+		if err := g.state.remove(id); err != nil {
+			return g.stateErr(err)
+		}
 		return nil
 	}
-	g.state.written(id, g.now)
+	g.state.written(id)
 	if err := g.aggs.Result(acc, g.results); err != nil {
 		return fmt.Errorf("group aggregate: %w", err)
 	}
@@ -279,7 +292,10 @@ func (g *groupAggregate) flushBundle(out exec.Output) error {
 		kid := int32(k)
 		r := bd.head[kid]
 		h := bd.keys.hash(kid)
-		id, ok := g.lookup(bd.rows.Rows[r], h)
+		id, ok, err := g.state.get(bd.rows.Rows[r], h)
+		if err != nil {
+			return g.stateErr(err)
+		}
 		if !ok {
 			for r >= 0 && bd.rows.Kinds[r].IsRetract() {
 				r = bd.next[r]
@@ -287,7 +303,9 @@ func (g *groupAggregate) flushBundle(out exec.Output) error {
 			if r < 0 {
 				continue
 			}
-			id = g.state.create(bd.rows.Rows[r], h)
+			if id, err = g.state.create(bd.rows.Rows[r], h); err != nil {
+				return g.stateErr(err)
+			}
 			g.aggs.Init(g.state.values(id)[:g.accWidth])
 		}
 		for ; r >= 0; r = bd.next[r] {
@@ -299,20 +317,19 @@ func (g *groupAggregate) flushBundle(out exec.Output) error {
 			return err
 		}
 	}
-	g.forgetBundle()
 	bd.reset()
-	return nil
+	return g.clearStoredBundle()
 }
 
 func (g *groupAggregate) OnProcessingTime(t int64, out exec.Output) error {
-	g.now = g.ctx.Now()
+	g.setNow(g.ctx.Now())
 	if g.flushAt != 0 && t >= g.flushAt {
 		if err := g.flushBundle(out); err != nil {
 			return err
 		}
 	}
 	if g.ttl.due(t) {
-		g.sweep()
+		g.state.sweep()
 		if g.state.size() > 0 || (g.bundle != nil && !g.bundle.empty()) {
 			g.ttl.arm(g.ctx, g.now)
 		}
@@ -320,21 +337,10 @@ func (g *groupAggregate) OnProcessingTime(t int64, out exec.Output) error {
 	return g.emit.flush(out)
 }
 
-// sweep drops every expired key; a retraction arriving later for such a key
-// is ignored and an accumulation starts it afresh, as after Flink's TTL
-// cleanup.
-func (g *groupAggregate) sweep() {
-	g.state.scan(func(id int32) {
-		if g.ttl.expired(g.state.lastWrite(id), g.now) {
-			g.state.remove(id)
-		}
-	})
-}
-
 func (g *groupAggregate) ProcessWatermark(wm int64, out exec.Output) error {
 	if g.mini.Enabled {
 		if g.needsClock() {
-			g.now = g.ctx.Now()
+			g.setNow(g.ctx.Now())
 		}
 		if err := g.flushBundle(out); err != nil {
 			return err
@@ -348,7 +354,7 @@ func (g *groupAggregate) ProcessWatermark(wm int64, out exec.Output) error {
 
 func (g *groupAggregate) Finish(out exec.Output) error {
 	if g.mini.Enabled {
-		g.now = g.ctx.Now()
+		g.setNow(g.ctx.Now())
 		if err := g.flushBundle(out); err != nil {
 			return err
 		}
@@ -369,9 +375,8 @@ type bundle struct {
 	keys       *keyTable
 	head, tail []int32  // per bundle key: first and last buffered row
 	next       []int32  // per buffered row: the next row of the same key, -1 at the end
-	seqs       []uint64 // per buffered row: its sequence number, the key of its checkpointed entry
+	seqs       []uint64 // per buffered row: its sequence number, its order after a restore
 	rows       *types.Batch
-	written    int // rows [0, written) are in the checkpointed store
 }
 
 func newBundle(keyCols []int, width, size int) *bundle {
@@ -404,7 +409,6 @@ func (bd *bundle) reset() {
 	bd.tail = bd.tail[:0]
 	bd.next = bd.next[:0]
 	bd.seqs = bd.seqs[:0]
-	bd.written = 0
 	bd.rows.Reset()
 }
 

@@ -2,12 +2,14 @@ package groupagg
 
 import (
 	"fmt"
-	"github.com/flinksql/flinksql/exec/internal/optest"
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/sql/expr/agg"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // collector records what an operator emits, rows as "+I(a, 1)" and
@@ -75,11 +77,28 @@ func must(t *testing.T) func(exec.Operator, error) exec.Operator {
 	}
 }
 
-func open(t *testing.T, op exec.Operator, rt *fakeRuntime) {
+// open opens op as the runtime does, on a fresh hashmap backend whose
+// clock is rt's.
+func open(t testing.TB, op exec.Operator, rt *fakeRuntime) {
 	t.Helper()
+	openOn(t, image.Hashmap, 0, op, rt)
+}
+
+// openOn opens op on a fresh backend of kind (for rocksdb with the write-back
+// cache of kv sized cacheBytes when not 0) and returns the backend.
+func openOn(t testing.TB, kind image.Kind, cacheBytes int64, op exec.Operator, rt *fakeRuntime) *kv.Backend {
+	t.Helper()
+	var b *kv.Backend
+	if ko, ok := op.(exec.KeyedOperator); ok {
+		k := optest.NewKeyed(t, kind)
+		k.CacheBytes = cacheBytes
+		k.Clock = func() int64 { return rt.Now }
+		b = k.Open(t, ko)
+	}
 	if err := op.Open(rt.Context()); err != nil {
 		t.Fatal(err)
 	}
+	return b
 }
 
 // feed processes the rows in one batch of the given width.

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // MaterializerSpec describes a sink upsert materializer.
@@ -28,13 +28,15 @@ type sinkUpsertMaterializer struct {
 	ttl       stateTTL
 
 	ctx   *exec.OperatorContext
-	state listState
+	state *listCache // created for the first batch's width
 	width int
 	emit  emitter
-	now   int64
 
-	restored []snapshot.Entry // from RestoreState, applied at Open
-	snapBuf  []byte
+	b     *kv.Backend
+	st    *kv.ValueState[[]types.Row]
+	fresh bool // the backend was empty when handed over
+	// cacheLimit, when not 0, bounds the cache to that many keys (tests).
+	cacheLimit int
 }
 
 // NewSinkUpsertMaterializer returns the operator Flink places before an
@@ -71,9 +73,12 @@ func (m *sinkUpsertMaterializer) Open(ctx *exec.OperatorContext) error {
 			return err
 		}
 	}
+	if m.b == nil {
+		return errNoBackend("sink upsert materializer")
+	}
 	m.ctx = ctx
 	m.width = -1
-	return m.applyRestored()
+	return nil
 }
 
 func (m *sinkUpsertMaterializer) init(w int) error {
@@ -90,7 +95,10 @@ func (m *sinkUpsertMaterializer) init(w int) error {
 		return err
 	}
 	m.width = w
-	m.state = newHeapListState(m.keyCols, w)
+	m.state = newListCache(m.b, m.st, m.keyCols, w, m.ttl.ms, m.fresh, m.cacheLimit)
+	if err := m.state.preload("rows"); err != nil {
+		return fmt.Errorf("sink upsert materializer: %w", err)
+	}
 	m.emit.b = types.NewBatch(w, types.DefaultBatchSize)
 	return nil
 }
@@ -135,24 +143,24 @@ func (m *sinkUpsertMaterializer) ProcessBatch(_ int, b *types.Batch, out exec.Ou
 		return err
 	}
 	if m.ttl.enabled() {
-		m.now = m.ctx.Now()
-		m.ttl.arm(m.ctx, m.now)
+		m.state.now = m.ctx.Now()
+		m.ttl.arm(m.ctx, m.state.now)
 	}
 	for i, row := range b.Rows {
 		h := types.HashColumns(row, m.keyCols)
-		id, ok := m.state.get(row, h)
-		if ok && m.ttl.expired(m.state.lastWrite(id), m.now) {
-			m.state.remove(id)
-			ok = false
+		id, ok, err := m.state.get(row, h)
+		if err != nil {
+			return m.stateErr(err)
 		}
-		var err error
 		if b.Kinds[i].IsRetract() {
 			if ok {
 				err = m.retract(id, row, out)
 			}
 		} else {
 			if !ok {
-				id = m.state.create(row, h)
+				if id, err = m.state.create(row, h); err != nil {
+					return m.stateErr(err)
+				}
 			}
 			err = m.add(id, row, out)
 		}
@@ -174,8 +182,12 @@ func (m *sinkUpsertMaterializer) add(id int32, row types.Row, out exec.Output) e
 	} else {
 		m.state.appendRow(id, row)
 	}
-	m.state.written(id, m.now)
+	m.state.written(id)
 	return m.emit.copyRow(kind, row, out)
+}
+
+func (m *sinkUpsertMaterializer) stateErr(err error) error {
+	return fmt.Errorf("sink upsert materializer: state: %w", err)
 }
 
 func (m *sinkUpsertMaterializer) retract(id int32, row types.Row, out exec.Output) error {
@@ -189,13 +201,15 @@ func (m *sinkUpsertMaterializer) retract(id int32, row types.Row, out exec.Outpu
 	rows = m.state.rows(id)
 	switch {
 	case len(rows) == 0:
-		m.state.remove(id)
+		if err := m.state.remove(id); err != nil {
+			return m.stateErr(err)
+		}
 		return m.emit.copyRow(types.Delete, row, out)
 	case i == last:
-		m.state.written(id, m.now)
+		m.state.written(id)
 		return m.emit.copyRow(types.UpdateAfter, rows[len(rows)-1], out)
 	default:
-		m.state.written(id, m.now)
+		m.state.written(id)
 		return nil
 	}
 }
@@ -204,14 +218,10 @@ func (m *sinkUpsertMaterializer) OnProcessingTime(t int64, _ exec.Output) error 
 	if !m.ttl.due(t) || m.state == nil {
 		return nil
 	}
-	m.now = m.ctx.Now()
-	m.state.scan(func(id int32) {
-		if m.ttl.expired(m.state.lastWrite(id), m.now) {
-			m.state.remove(id)
-		}
-	})
+	m.state.now = m.ctx.Now()
+	m.state.sweep()
 	if m.state.size() > 0 {
-		m.ttl.arm(m.ctx, m.now)
+		m.ttl.arm(m.ctx, m.state.now)
 	}
 	return nil
 }

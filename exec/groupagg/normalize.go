@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // NormalizeSpec describes a ChangelogNormalize over an upsert stream keyed by
@@ -24,13 +24,15 @@ type changelogNormalize struct {
 	ttl          stateTTL
 
 	ctx   *exec.OperatorContext
-	state valueState // the key's current row
+	state *valueCache // the key's current row; created for the first batch's width
 	width int
 	emit  emitter
-	now   int64
 
-	restored []snapshot.Entry // from RestoreState, applied at Open
-	snapBuf  []byte
+	b     *kv.Backend
+	st    *kv.ValueState[[]types.Value]
+	fresh bool // the backend was empty when handed over
+	// cacheLimit, when not 0, bounds the cache to that many keys (tests).
+	cacheLimit int
 }
 
 // NewChangelogNormalize returns the operator that turns an upsert stream (a
@@ -61,9 +63,12 @@ func (n *changelogNormalize) Open(ctx *exec.OperatorContext) error {
 			return err
 		}
 	}
+	if n.b == nil {
+		return errNoBackend("changelog normalize")
+	}
 	n.ctx = ctx
 	n.width = -1
-	return n.applyRestored()
+	return nil
 }
 
 // init sizes the state and output for rows of width w (the first batch).
@@ -78,7 +83,10 @@ func (n *changelogNormalize) init(w int) error {
 		return err
 	}
 	n.width = w
-	n.state = newHeapValueState(n.keyCols, w)
+	n.state = newValueCache(n.b, n.st, n.keyCols, w, n.ttl.ms, n.fresh, n.cacheLimit)
+	if err := n.state.preload("row"); err != nil {
+		return fmt.Errorf("changelog normalize: %w", err)
+	}
 	n.emit.b = types.NewBatch(w, types.DefaultBatchSize)
 	return nil
 }
@@ -91,15 +99,14 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 		return err
 	}
 	if n.ttl.enabled() {
-		n.now = n.ctx.Now()
-		n.ttl.arm(n.ctx, n.now)
+		n.state.now = n.ctx.Now()
+		n.ttl.arm(n.ctx, n.state.now)
 	}
 	for i, row := range b.Rows {
 		h := types.HashColumns(row, n.keyCols)
-		id, ok := n.state.get(row, h)
-		if ok && n.ttl.expired(n.state.lastWrite(id), n.now) {
-			n.state.remove(id)
-			ok = false
+		id, ok, err := n.state.get(row, h)
+		if err != nil {
+			return n.stateErr(err)
 		}
 		if b.Kinds[i].IsRetract() {
 			if !ok {
@@ -109,13 +116,17 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 			if err := n.emit.copyRow(types.Delete, n.state.values(id), out); err != nil {
 				return err
 			}
-			n.state.remove(id)
+			if err := n.state.remove(id); err != nil {
+				return n.stateErr(err)
+			}
 			continue
 		}
 		if !ok {
-			id = n.state.create(row, h)
+			if id, err = n.state.create(row, h); err != nil {
+				return n.stateErr(err)
+			}
 			copy(n.state.values(id), row)
-			n.state.written(id, n.now)
+			n.state.written(id)
 			if err := n.emit.copyRow(types.Insert, row, out); err != nil {
 				return err
 			}
@@ -134,23 +145,23 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 			return err
 		}
 		copy(prev, row)
-		n.state.written(id, n.now)
+		n.state.written(id)
 	}
 	return n.emit.flush(out)
+}
+
+func (n *changelogNormalize) stateErr(err error) error {
+	return fmt.Errorf("changelog normalize: state: %w", err)
 }
 
 func (n *changelogNormalize) OnProcessingTime(t int64, _ exec.Output) error {
 	if !n.ttl.due(t) || n.state == nil {
 		return nil
 	}
-	n.now = n.ctx.Now()
-	n.state.scan(func(id int32) {
-		if n.ttl.expired(n.state.lastWrite(id), n.now) {
-			n.state.remove(id)
-		}
-	})
+	n.state.now = n.ctx.Now()
+	n.state.sweep()
 	if n.state.size() > 0 {
-		n.ttl.arm(n.ctx, n.now)
+		n.ttl.arm(n.ctx, n.state.now)
 	}
 	return nil
 }
