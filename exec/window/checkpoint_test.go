@@ -1,6 +1,7 @@
 package window
 
 import (
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -262,26 +263,46 @@ func TestSlicingStateWrittenBack(t *testing.T) {
 		process(t, op, c, rows...)
 		s1 := k.Snapshot(t, ko, b, 1)
 		// 50 keys × 2 slices; 128 key groups' progress.
-		if got := countStates(s1.Entries); got[stateSliceAcc] != 100 || got[stateSliceKeys] != 100 || got[stateProgress] != 128 {
-			t.Fatalf("%s: first checkpoint holds %v", kind, got)
+		if got := countStates(s1.Entries); got[stateSliceAcc] != 100 || indexedKeys(t, s1.Entries) != 100 || got[stateProgress] != 128 {
+			t.Fatalf("%s: first checkpoint holds %v, %d indexed keys", kind, got, indexedKeys(t, s1.Entries))
 		}
 		process(t, op, c, in{"k1", 1, sec(2)}, in{"k1", 1, sec(3)}, in{"k2", 1, sec(12)}, in{"new", 1, sec(13)})
 		s2 := k.Snapshot(t, ko, b, 2)
 		// k1 in [0,10) and k2 in [10,20) changed; new in [10,20) is added
-		// with its index entry.
-		if got := changedStates(s1.Entries, s2.Entries); got[stateSliceAcc] != 3 || got[stateSliceKeys] != 1 {
+		// with an index chunk of its own.
+		if got := changedStates(s1.Entries, s2.Entries); got[stateSliceAcc] != 3 || got[stateSliceKeys] != 1 || indexedKeys(t, s2.Entries) != 101 {
 			t.Fatalf("%s: second checkpoint changed %v", kind, got)
 		}
 		watermark(t, op, c, sec(9.999))
 		s3 := k.Snapshot(t, ko, b, 3)
 		// [0,10) fired: its 50 accumulators and index entries are gone.
-		if got := countStates(s3.Entries); got[stateSliceAcc] != 51 || got[stateSliceKeys] != 51 {
-			t.Fatalf("%s: after firing the checkpoint holds %v", kind, got)
+		if got := countStates(s3.Entries); got[stateSliceAcc] != 51 || indexedKeys(t, s3.Entries) != 51 {
+			t.Fatalf("%s: after firing the checkpoint holds %v, %d indexed keys", kind, got, indexedKeys(t, s3.Entries))
 		}
 		if n := len(c.Take()); n != 51 { // 50 rows and the watermark
 			t.Fatalf("%s: %d events, want 51", kind, n)
 		}
 	}
+}
+
+// indexedKeys counts the keys in the chunks of the slice index.
+func indexedKeys(t *testing.T, entries []string) int {
+	t.Helper()
+	n := 0
+	for _, e := range entries {
+		f := strings.Fields(e)
+		if f[1] != stateSliceKeys {
+			continue
+		}
+		v, err := hex.DecodeString(f[4])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := splitSliceChunk(nil, v, func(_, _ []byte) { n++ }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
 }
 
 func countStates(entries []string) map[string]int {

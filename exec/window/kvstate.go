@@ -21,7 +21,11 @@ import (
 //	window-slice-acc    value, key = grouping key, ns = slice end:
 //	                    uvarint arrival seq, accumulator values
 //	window-slice-keys   sorted map, key = none (one per key group),
-//	                    ns = slice end: seq (8 B) → grouping key
+//	                    ns = slice end: first seq (8 B) → a chunk of up to
+//	                    sliceChunk × (uvarint seq, uvarint len, grouping key),
+//	                    the keys that slice got in that key group, in
+//	                    arrival order (chunks of one write-back; later ones
+//	                    hold later arrivals)
 //	window-sessions     value, key = grouping key, ns = none: the open
 //	                    sessions of the key (n × start, end, seq, acc)
 //	window-session-due  sorted map, key = none (one per key group):
@@ -236,6 +240,10 @@ type kgMerge struct {
 	src     int
 	// stop, when set, ends the merge at the first user key ≥ stop
 	stop []byte
+	// split, when set, expands a stored entry into the items the merge
+	// yields (their user keys ascending, and above those of the entries
+	// before): for indexes that store a chunk of items per entry.
+	split func(uk, v []byte, item func(uk, v []byte)) error
 }
 
 type kgCursor struct {
@@ -245,6 +253,7 @@ type kgCursor struct {
 	buf     []byte
 	pos     int
 	from    []byte
+	last    []byte
 	done    bool
 }
 
@@ -285,23 +294,39 @@ func (m *kgMerge) fill(i int) error {
 		from = &c.from
 	}
 	var offs [][3]int
-	err := m.st.Ascend(c.ns, from, func(uk, v []byte) bool {
+	add := func(uk, v []byte) {
 		s := len(c.buf)
 		c.buf = append(append(c.buf, uk...), v...)
 		offs = append(offs, [3]int{s, s + len(uk), s + len(uk) + len(v)})
-		return len(offs) < m.page
+	}
+	stored := 0
+	var ferr error
+	err := m.st.Ascend(c.ns, from, func(uk, v []byte) bool {
+		stored++
+		c.last = append(c.last[:0], uk...)
+		if m.split == nil {
+			add(uk, v)
+		} else if ferr = m.split(uk, v, add); ferr != nil {
+			return false
+		}
+		return stored < m.page
 	})
+	if err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return err
 	}
 	for _, o := range offs {
 		c.ents = append(c.ents, [2][]byte{c.buf[o[0]:o[1]:o[1]], c.buf[o[1]:o[2]:o[2]]})
 	}
-	if len(offs) < m.page {
+	if stored < m.page {
 		c.done = true
 	} else {
-		last := c.ents[len(c.ents)-1][0]
-		c.from = append(append(c.from[:0], last...), 0) // the smallest key after last
+		c.from = append(append(c.from[:0], c.last...), 0) // the smallest key after the last
+	}
+	if len(c.ents) == 0 && !c.done {
+		return m.fill(i) // only empty chunks in this page
 	}
 	return nil
 }

@@ -161,7 +161,7 @@ func (a *sessionAggregate) OpenKeyedState(b *kv.Backend) error {
 	a.nss = [][]byte{nil}
 	a.bound = cacheBound(b, (len(a.keyCols)+a.aggs.AccWidth())*48+128)
 	if a.cacheLimit > 0 {
-		a.bound = a.cacheLimit
+		a.bound, a.merge.page = a.cacheLimit, 2
 	}
 	a.keys = keyed.NewTable(a.keyCols)
 	p, restored, err := a.prog.read()

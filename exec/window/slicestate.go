@@ -1,9 +1,11 @@
 package window
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/sql/types"
@@ -48,6 +50,9 @@ type heapSliceState struct {
 	entries int // slots in memory
 	merge   kgMerge
 	kb, vb  []byte
+	cb      []byte
+	chunk   int // most keys per index entry
+	pend    []pendingIndex
 	ns, uk  [8]byte
 	keyBuf  []types.Value
 	decs    [][]types.Value
@@ -73,6 +78,7 @@ type sliceRef struct {
 type sliceData struct {
 	end     int64
 	spilled bool     // the backend holds entries the memory does not
+	indexed bool     // the backend's slice index has entries of it
 	keys    []int32  // key id per slot, in order of appearance
 	seqs    []uint64 // arrival sequence per slot, ascending
 	marks   []uint8  // markDirty, markPersisted per slot
@@ -96,11 +102,12 @@ func newHeapSliceState(b *kv.Backend, keyCols []int, accWidth int) (*heapSliceSt
 	if st.accSt, err = kv.NewValueState(b, stateSliceAcc, formatCodec("flinksql.window.slice-acc/1"), kv.Options{}); err != nil {
 		return nil, err
 	}
-	if st.idxSt, err = kv.NewSortedMapState(b, stateSliceKeys, formatCodec("flinksql.window.seq/1"), formatCodec("flinksql.window.key/1"), kv.Options{}); err != nil {
+	if st.idxSt, err = kv.NewSortedMapState(b, stateSliceKeys, formatCodec("flinksql.window.seq/1"), formatCodec("flinksql.window.slice-keys/1"), kv.Options{}); err != nil {
 		return nil, err
 	}
 	st.bound = cacheBound(b, sliceEntryBytes(len(keyCols), accWidth))
-	st.merge = kgMerge{b: b, st: st.idxSt}
+	st.chunk = sliceChunk
+	st.merge = kgMerge{b: b, st: st.idxSt, split: splitSliceChunk}
 	st.keyBuf = make([]types.Value, len(keyCols))
 	return st, nil
 }
@@ -109,7 +116,8 @@ func (st *heapSliceState) numKeys() int { return st.keys.Size() }
 
 // restoredSlice makes a slice of the backend known, spilled.
 func (st *heapSliceState) restoredSlice(end int64) {
-	st.slice(end).spilled = true
+	s := st.slice(end)
+	s.spilled, s.indexed = true, true
 }
 
 // acc returns the accumulator of the key of row (hash h) in the slice
@@ -221,7 +229,7 @@ func (st *heapSliceState) slice(end int64) *sliceData {
 	} else {
 		s = &sliceData{}
 	}
-	s.end, s.spilled = end, false
+	s.end, s.spilled, s.indexed = end, false, false
 	st.slices = append(st.slices, nil)
 	copy(st.slices[i+1:], st.slices[i:])
 	st.slices[i] = s
@@ -237,10 +245,22 @@ func (st *heapSliceState) find(end int64) int {
 	return -1
 }
 
-// writeBack writes the dirty slots of s to the backend.
+// sliceChunk is the most keys an entry of the slice index holds.
+const sliceChunk = 64
+
+// pendingIndex is a slot to add to the slice index, in key group kg.
+type pendingIndex struct {
+	kg   int32
+	slot int32
+}
+
+// writeBack writes the dirty slots of s to the backend, and the slots new
+// there to the slice index, in chunks per key group.
 func (st *heapSliceState) writeBack(s *sliceData) error {
 	ns := nsOf(st.ns[:], s.end)
 	wd := st.accWidth
+	maxPar := st.b.MaxParallelism()
+	pend := st.pend[:0]
 	for slot, id := range s.keys {
 		m := s.marks[slot]
 		if m&markDirty == 0 {
@@ -258,14 +278,63 @@ func (st *heapSliceState) writeBack(s *sliceData) error {
 			return err
 		}
 		if m&markPersisted == 0 {
-			if err := st.b.SetCurrentKeyInGroup(kv.KeyGroupOf(st.keys.Hash(id), st.b.MaxParallelism()), nil); err != nil {
-				return err
-			}
-			if err := st.idxSt.Put(ns, appendOrdered(st.uk[:0], int64(s.seqs[slot])), st.kb); err != nil {
-				return err
-			}
+			pend = append(pend, pendingIndex{kg: int32(kv.KeyGroupOf(st.keys.Hash(id), maxPar)), slot: int32(slot)})
 		}
 		s.marks[slot] = markPersisted
+	}
+	st.pend = pend
+	if len(pend) == 0 {
+		return nil
+	}
+	s.indexed = true
+	// Slots are in arrival order: a stable sort by key group keeps it
+	// within each.
+	slices.SortStableFunc(pend, func(a, b pendingIndex) int { return cmp.Compare(a.kg, b.kg) })
+	for i := 0; i < len(pend); {
+		j := i + 1
+		for j < len(pend) && pend[j].kg == pend[i].kg && j-i < st.chunk {
+			j++
+		}
+		chunk := st.cb[:0]
+		for _, p := range pend[i:j] {
+			chunk = binary.AppendUvarint(chunk, s.seqs[p.slot])
+			n := len(chunk)
+			chunk = appendKeyValues(binary.AppendUvarint(chunk, 0), st.keys.Key(s.keys[p.slot]))
+			if l := len(chunk) - n - 1; l < 0x80 {
+				chunk[n] = byte(l)
+			} else {
+				chunk = binary.AppendUvarint(chunk[:n], uint64(l))
+				chunk = appendKeyValues(chunk, st.keys.Key(s.keys[p.slot]))
+			}
+		}
+		st.cb = chunk
+		if err := st.b.SetCurrentKeyInGroup(int(pend[i].kg), nil); err != nil {
+			return err
+		}
+		if err := st.idxSt.Put(ns, appendOrdered(st.uk[:0], int64(s.seqs[pend[i].slot])), chunk); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// splitSliceChunk yields the (seq, key) items of a chunk of the slice
+// index.
+func splitSliceChunk(_, v []byte, item func(uk, v []byte)) error {
+	var seq [8]byte
+	for len(v) > 0 {
+		q, n := binary.Uvarint(v)
+		if n <= 0 {
+			return fmt.Errorf("window aggregate: malformed slice index chunk")
+		}
+		v = v[n:]
+		l, n := binary.Uvarint(v)
+		if n <= 0 || l > uint64(len(v)-n) {
+			return fmt.Errorf("window aggregate: malformed slice index chunk")
+		}
+		item(appendOrdered(seq[:0], int64(q)), v[n:n+int(l)])
+		v = v[n+int(l):]
 	}
 	return nil
 }
@@ -335,7 +404,7 @@ func (st *heapSliceState) dropSlice(end int64) error {
 		if err := st.clearStored(end); err != nil {
 			return err
 		}
-	} else {
+	} else if s.indexed {
 		for slot, id := range s.keys {
 			if s.marks[slot]&markPersisted == 0 {
 				continue
@@ -346,12 +415,9 @@ func (st *heapSliceState) dropSlice(end int64) error {
 			if err := st.accSt.Clear(ns); err != nil {
 				return err
 			}
-			if err := st.b.SetCurrentKeyInGroup(kv.KeyGroupOf(st.keys.Hash(id), st.b.MaxParallelism()), nil); err != nil {
-				return err
-			}
-			if err := st.idxSt.Delete(ns, appendOrdered(st.uk[:0], int64(s.seqs[slot]))); err != nil {
-				return err
-			}
+		}
+		if err := st.clearIndex(ns); err != nil {
+			return err
 		}
 	}
 	st.forget(s)
@@ -388,6 +454,11 @@ func (st *heapSliceState) clearStored(end int64) error {
 			return err
 		}
 	}
+	return st.clearIndex(ns)
+}
+
+// clearIndex removes the slice index of namespace ns in every key group.
+func (st *heapSliceState) clearIndex(ns []byte) error {
 	r := st.b.KeyGroups()
 	for kg := r.First; kg <= r.Last; kg++ {
 		if err := st.b.SetCurrentKeyInGroup(kg, nil); err != nil {

@@ -59,7 +59,9 @@ type slicingAggregate struct {
 	pushOut  exec.Output // the output of the current firing
 	snapEnds []int64
 	// cacheLimit, when set (tests), bounds the decoded cache on either
-	// backend instead of the rocksdb budget.
+	// backend instead of the rocksdb budget, and makes index chunks and
+	// the pages of index merges two entries long, so that small tests
+	// cross their boundaries.
 	cacheLimit int
 }
 
@@ -121,7 +123,7 @@ func (a *slicingAggregate) OpenKeyedState(b *kv.Backend) error {
 		return fmt.Errorf("window aggregate: restoring progress: %w", err)
 	}
 	if a.cacheLimit > 0 {
-		st.bound = a.cacheLimit
+		st.bound, st.chunk, st.merge.page = a.cacheLimit, 2, 2
 	}
 	a.state = st
 	if restored {
