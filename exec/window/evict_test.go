@@ -9,19 +9,19 @@ import (
 	"github.com/flinksql/flinksql/state/image"
 )
 
-// evictionScript is 16 batches of 400 rows over 1 000 keys, spread over
-// 32 s of event time with up to 6 s of disorder, each batch followed by a
+// evictionScript is 12 batches of 400 rows over 800 keys, spread over
+// 24 s of event time with up to 6 s of disorder, each batch followed by a
 // watermark 2 s behind its newest row (so a few rows are late).
 func evictionScript() []step {
 	var script []step
 	x := uint64(42)
 	rnd := func(n uint64) uint64 { x = x*6364136223846793005 + 1442695040888963407; return (x >> 33) % n }
-	for b := range 16 {
+	for b := range 12 {
 		var rows []in
 		newest := int64(0)
 		for i := range 400 {
 			t := sec(float64(b*2000+i*5)/1000) + int64(rnd(6000)) - 3000
-			rows = append(rows, in{fmt.Sprintf("k%d", rnd(1000)), int64(rnd(100)), t})
+			rows = append(rows, in{fmt.Sprintf("k%d", rnd(800)), int64(rnd(100)), t})
 			newest = max(newest, t)
 		}
 		script = append(script, rowsAt(rows...), wmAt(newest-2000))

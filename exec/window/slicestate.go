@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/flinksql/flinksql/exec/internal/keyed"
@@ -571,8 +570,10 @@ func (st *heapSliceState) visitStored(v windowVisitor) error {
 		if err := st.b.SetCurrentKey(hashValues(st.keyBuf), m.val); err != nil {
 			return err
 		}
+		// Earlier slices first: a key seen before this arrival was most
+		// likely seen in an earlier slice, and one read tells.
 		st.accList = st.accList[:0]
-		first := uint64(math.MaxUint64)
+		later := false
 		for j, ns := range st.nss {
 			stored, ok, err := st.accSt.Get(ns)
 			if err != nil {
@@ -585,15 +586,18 @@ func (st *heapSliceState) visitStored(v windowVisitor) error {
 			if n <= 0 {
 				return fmt.Errorf("window aggregate: malformed accumulator of slice %d in the state backend", st.winEnds[j])
 			}
+			if s < seq {
+				later = true // visited at its first arrival
+				break
+			}
 			rest, err := decodeAccValues(st.decs[j], stored[n:])
 			if err != nil || len(rest) != 0 {
 				return fmt.Errorf("window aggregate: malformed accumulator of slice %d in the state backend (%v)", st.winEnds[j], err)
 			}
-			first = min(first, s)
 			st.accList = append(st.accList, st.decs[j])
 		}
-		if first != seq {
-			continue // visited at its first arrival
+		if later {
+			continue
 		}
 		if err := v.visitKey(st.keyBuf, st.accList); err != nil {
 			return err
