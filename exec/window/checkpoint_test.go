@@ -324,3 +324,55 @@ func changedStates(before, after []string) map[string]int {
 	}
 	return n
 }
+
+// TestProcessingTimersAfterRestore checks the processing timers a restored
+// operator registers in Open, from the backend alone: the end of each
+// pending window (TUMBLE) and the earliest pending session's end (SESSION).
+func TestProcessingTimersAfterRestore(t *testing.T) {
+	tumble := AggregateSpec{Window: exec.WindowSpec{Kind: exec.Tumble, Size: 10_000}, KeyCols: []int{0}, Aggs: countSumMax{col: 1}}
+	session := AggregateSpec{Window: exec.WindowSpec{Kind: exec.Session, Gap: 5_000}, KeyCols: []int{0}, Aggs: countSumMax{col: 1}}
+	tests := []struct {
+		name   string
+		spec   AggregateSpec
+		script []step
+		want   []int64
+	}{
+		// Window [0,10) holds a and b: one timer at its last ms.
+		{"tumble", tumble, []step{rowsAt(in{"a", 1, 0}), clockAt(sec(5)), rowsAt(in{"b", 1, 0})}, []int64{sec(9.999)}},
+		// Rows from 15 s: [10,20) fired at 20 s; [20,30) is pending.
+		{"tumble after firing", tumble, []step{rowsAt(in{"a", 1, 0}), clockAt(sec(20)), rowsAt(in{"b", 1, 0})}, []int64{sec(29.999)}},
+		// Sessions [0,5) of a and [2,7) of b: the earliest, a's, at 4.999;
+		// its firing registers b's.
+		{"session", session, []step{rowsAt(in{"a", 1, 0}), clockAt(sec(2)), rowsAt(in{"b", 1, 0})}, []int64{sec(4.999)}},
+	}
+	for _, tc := range tests {
+		for _, kind := range optest.Kinds {
+			op, _ := NewAggregate(tc.spec)
+			k := optest.NewKeyed(t, kind)
+			rt := &fakeRuntime{Now: sec(0)}
+			if tc.name == "tumble after firing" {
+				rt.Now = sec(15)
+			}
+			b := k.Open(t, op.(exec.KeyedOperator))
+			mustOpenOnly(t, op, rt)
+			c := newCollector()
+			for _, s := range tc.script {
+				s.Run(t, op, rt, c)
+			}
+			snap := k.Snapshot(t, op.(exec.KeyedOperator), b, 1)
+			restored, _ := NewAggregate(tc.spec)
+			k.Restore(t, restored.(exec.KeyedOperator), snap)
+			rt2 := &fakeRuntime{Now: rt.Now}
+			mustOpenOnly(t, restored, rt2)
+			if !slices.Equal(rt2.Timers, tc.want) {
+				t.Errorf("%s on %s: timers after restore %v, want %v", tc.name, kind, rt2.Timers, tc.want)
+			}
+			if tc.name == "session" {
+				rt2.AdvanceTo(t, sec(7), restored, c)
+				expect(t, "sessions fired after restore", c.Take(),
+					"+I(a, 1, 1, 1, 00:00:00.000, 00:00:05.000, 00:00:04.999)",
+					"+I(b, 1, 1, 1, 00:00:02.000, 00:00:07.000, 00:00:06.999)")
+			}
+		}
+	}
+}
