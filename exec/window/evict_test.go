@@ -39,7 +39,7 @@ func TestEvictionMatchesHashmap(t *testing.T) {
 		"tumble":   {Kind: exec.Tumble, Size: 10_000},
 		"hop":      {Kind: exec.Hop, Size: 10_000, Slide: 2_000},
 		"cumulate": {Kind: exec.Cumulate, Size: 10_000, Step: 2_000},
-		"session":  {Kind: exec.Session, Gap: 1_000},
+		"session":  {Kind: exec.Session, Gap: 3_000},
 	}
 	script := evictionScript()
 	for name, w := range specs {
@@ -112,4 +112,37 @@ func checkCached(t *testing.T, op exec.Operator, n int) {
 	if got > n {
 		t.Fatalf("%d entries in the cache, bound %d", got, n)
 	}
+}
+
+// TestCacheBoundFromBudget checks the bound the rocksdb budget sets: a
+// quarter of optest's 4 MB over (1 key + 3 accumulator values) × 48 + 96 =
+// 288 bytes per entry, 3 640 entries. With 12 000 keys in one TUMBLE window
+// the cache stays within it plus a batch, and every key's row comes out, in
+// arrival order.
+func TestCacheBoundFromBudget(t *testing.T) {
+	op, err := NewAggregate(eventTime(exec.WindowSpec{Kind: exec.Tumble, Size: 10_000}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := optest.NewKeyed(t, image.RocksDB)
+	k.Open(t, op.(exec.KeyedOperator))
+	mustOpenOnly(t, op, &fakeRuntime{})
+	a := op.(*slicingAggregate)
+	if a.state.bound != 3640 {
+		t.Fatalf("bound %d, want 3640", a.state.bound)
+	}
+	c := newCollector()
+	var want []string
+	for b := range 12 {
+		var rows []in
+		for i := range 1000 {
+			key := fmt.Sprintf("k%05d", b*1000+i)
+			rows = append(rows, in{key, 2, sec(1)})
+			want = append(want, "+I("+key+", 1, 2, 2, 00:00:00.000, 00:00:10.000, 00:00:09.999)")
+		}
+		process(t, op, c, rows...)
+		checkCached(t, op, 3640+1000)
+	}
+	watermark(t, op, c, exec.MaxWatermark)
+	expect(t, "one row per key", c.Take(), append(want, "WM(max)")...)
 }
