@@ -257,16 +257,30 @@ type kgCursor struct {
 	done    bool
 }
 
-// reset starts a merge over namespaces nss (src = index in nss).
-func (m *kgMerge) reset(nss [][]byte) error {
+// reset starts a merge over namespaces nss (src = index in nss) in every
+// owned key group.
+func (m *kgMerge) reset(nss [][]byte) error { return m.resetIn(nss, nil) }
+
+// resetIn starts a merge over namespaces nss in key groups kgs (sorted,
+// distinct), or in every owned one when kgs is nil.
+func (m *kgMerge) resetIn(nss [][]byte, kgs []int32) error {
 	if m.page == 0 {
 		m.page = 64
 	}
 	m.curs, m.heap = m.curs[:0], m.heap[:0]
-	r := m.b.KeyGroups()
-	for kg := r.First; kg <= r.Last; kg++ {
+	add := func(kg int) {
 		for src, ns := range nss {
 			m.curs = append(m.curs, kgCursor{kg: kg, src: src, ns: ns})
+		}
+	}
+	if kgs != nil {
+		for _, kg := range kgs {
+			add(int(kg))
+		}
+	} else {
+		r := m.b.KeyGroups()
+		for kg := r.First; kg <= r.Last; kg++ {
+			add(kg)
 		}
 	}
 	for i := range m.curs {

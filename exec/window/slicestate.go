@@ -51,6 +51,7 @@ type heapSliceState struct {
 	kb, vb  []byte
 	cb      []byte
 	chunk   int // most keys per index entry
+	kgs     []int32
 	pend    []pendingIndex
 	ns, uk  [8]byte
 	keyBuf  []types.Value
@@ -76,12 +77,16 @@ type sliceRef struct {
 
 type sliceData struct {
 	end     int64
-	spilled bool     // the backend holds entries the memory does not
-	indexed bool     // the backend's slice index has entries of it
-	keys    []int32  // key id per slot, in order of appearance
-	seqs    []uint64 // arrival sequence per slot, ascending
-	marks   []uint8  // markDirty, markPersisted per slot
-	accs    []types.Value
+	spilled bool // the backend holds entries the memory does not
+	indexed bool // the backend's slice index has entries of it
+	// restored: the slice came from a restore, and its index entries are
+	// known only to the backend; otherwise chunks lists them all.
+	restored bool
+	chunks   []pendingIndex // kg and first seq of the index entries written
+	keys     []int32        // key id per slot, in order of appearance
+	seqs     []uint64       // arrival sequence per slot, ascending
+	marks    []uint8        // markDirty, markPersisted per slot
+	accs     []types.Value
 }
 
 type cursor struct {
@@ -116,7 +121,7 @@ func (st *heapSliceState) numKeys() int { return st.keys.Size() }
 // restoredSlice makes a slice of the backend known, spilled.
 func (st *heapSliceState) restoredSlice(end int64) {
 	s := st.slice(end)
-	s.spilled, s.indexed = true, true
+	s.spilled, s.indexed, s.restored = true, true, true
 }
 
 // acc returns the accumulator of the key of row (hash h) in the slice
@@ -228,7 +233,8 @@ func (st *heapSliceState) slice(end int64) *sliceData {
 	} else {
 		s = &sliceData{}
 	}
-	s.end, s.spilled, s.indexed = end, false, false
+	s.end, s.spilled, s.indexed, s.restored = end, false, false, false
+	s.chunks = s.chunks[:0]
 	st.slices = append(st.slices, nil)
 	copy(st.slices[i+1:], st.slices[i:])
 	st.slices[i] = s
@@ -247,10 +253,12 @@ func (st *heapSliceState) find(end int64) int {
 // sliceChunk is the most keys an entry of the slice index holds.
 const sliceChunk = 64
 
-// pendingIndex is a slot to add to the slice index, in key group kg.
+// pendingIndex is a slot to add to the slice index, in key group kg; or,
+// in sliceData.chunks, an entry of the index (its first seq).
 type pendingIndex struct {
 	kg   int32
 	slot int32
+	seq  uint64
 }
 
 // writeBack writes the dirty slots of s to the backend, and the slots new
@@ -313,6 +321,7 @@ func (st *heapSliceState) writeBack(s *sliceData) error {
 		if err := st.idxSt.Put(ns, appendOrdered(st.uk[:0], int64(s.seqs[pend[i].slot])), chunk); err != nil {
 			return err
 		}
+		s.chunks = append(s.chunks, pendingIndex{kg: pend[i].kg, seq: s.seqs[pend[i].slot]})
 		i = j
 	}
 	return nil
@@ -400,7 +409,7 @@ func (st *heapSliceState) dropSlice(end int64) error {
 	s := st.slices[idx]
 	ns := nsOf(st.ns[:], end)
 	if s.spilled {
-		if err := st.clearStored(end); err != nil {
+		if err := st.clearStored(s); err != nil {
 			return err
 		}
 	} else if s.indexed {
@@ -415,7 +424,7 @@ func (st *heapSliceState) dropSlice(end int64) error {
 				return err
 			}
 		}
-		if err := st.clearIndex(ns); err != nil {
+		if err := st.clearIndex(s, ns); err != nil {
 			return err
 		}
 	}
@@ -425,14 +434,27 @@ func (st *heapSliceState) dropSlice(end int64) error {
 	return nil
 }
 
-// clearStored removes every stored accumulator of the slice ending at end
-// and its index, walking the index.
-func (st *heapSliceState) clearStored(end int64) error {
-	ns := nsOf(st.ns[:], end)
+// clearStored removes every stored accumulator of slice s and its index,
+// walking the index.
+func (st *heapSliceState) clearStored(s *sliceData) error {
+	ns := nsOf(st.ns[:], s.end)
 	st.nss = append(st.nss[:0], ns)
 	m := &st.merge
 	m.stop = nil
-	if err := m.reset(st.nss); err != nil {
+	var kgs []int32 // a restored slice may have entries in any key group
+	if !s.restored {
+		if len(s.chunks) == 0 {
+			return nil // nothing of it was written
+		}
+		kgs = st.kgs[:0]
+		for _, c := range s.chunks {
+			kgs = append(kgs, c.kg)
+		}
+		slices.Sort(kgs)
+		kgs = slices.Compact(kgs)
+		st.kgs = kgs
+	}
+	if err := m.resetIn(st.nss, kgs); err != nil {
 		return err
 	}
 	for {
@@ -453,11 +475,23 @@ func (st *heapSliceState) clearStored(end int64) error {
 			return err
 		}
 	}
-	return st.clearIndex(ns)
+	return st.clearIndex(s, ns)
 }
 
-// clearIndex removes the slice index of namespace ns in every key group.
-func (st *heapSliceState) clearIndex(ns []byte) error {
+// clearIndex removes the index of slice s (namespace ns): the entries it
+// wrote, or, for a restored slice, whatever every key group holds.
+func (st *heapSliceState) clearIndex(s *sliceData, ns []byte) error {
+	if !s.restored {
+		for _, c := range s.chunks {
+			if err := st.b.SetCurrentKeyInGroup(int(c.kg), nil); err != nil {
+				return err
+			}
+			if err := st.idxSt.Delete(ns, appendOrdered(st.uk[:0], int64(c.seq))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	r := st.b.KeyGroups()
 	for kg := r.First; kg <= r.Last; kg++ {
 		if err := st.b.SetCurrentKeyInGroup(kg, nil); err != nil {
