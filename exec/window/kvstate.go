@@ -238,8 +238,6 @@ type kgMerge struct {
 	// the entry returned by the last next
 	uk, val []byte
 	src     int
-	// stop, when set, ends the merge at the first user key ≥ stop
-	stop []byte
 	// split, when set, expands a stored entry into the items the merge
 	// yields (their user keys ascending, and above those of the entries
 	// before): for indexes that store a chunk of items per entry.
@@ -354,9 +352,6 @@ func (m *kgMerge) next() (bool, error) {
 	i := m.heap[0]
 	c := &m.curs[i]
 	e := c.ents[c.pos]
-	if m.stop != nil && bytes.Compare(e[0], m.stop) >= 0 {
-		return false, nil
-	}
 	m.uk = append(m.uk[:0], e[0]...)
 	m.val = append(m.val[:0], e[1]...)
 	m.src = c.src

@@ -184,7 +184,6 @@ func (a *sessionAggregate) OpenKeyedState(b *kv.Backend) error {
 
 // firstStored returns the first entry of the due index.
 func (a *sessionAggregate) firstStored() (dueKey, bool, error) {
-	a.merge.stop = nil
 	if err := a.merge.reset(a.nss); err != nil {
 		return dueKey{}, false, err
 	}
@@ -614,7 +613,6 @@ func (a *sessionAggregate) advance(progress int64, out exec.Output) error {
 // for which a processing-time timer is registered.
 func (a *sessionAggregate) fireStored(progress, next int64, out exec.Output) (i int, _ int64, err error) {
 	m := &a.merge
-	m.stop = nil
 	if err := m.reset(a.nss); err != nil {
 		return 0, next, err
 	}

@@ -440,7 +440,6 @@ func (st *heapSliceState) clearStored(s *sliceData) error {
 	ns := nsOf(st.ns[:], s.end)
 	st.nss = append(st.nss[:0], ns)
 	m := &st.merge
-	m.stop = nil
 	var kgs []int32 // a restored slice may have entries in any key group
 	if !s.restored {
 		if len(s.chunks) == 0 {
@@ -585,7 +584,6 @@ func (st *heapSliceState) visitStored(v windowVisitor) error {
 		st.decs = append(st.decs, make([]types.Value, st.accWidth))
 	}
 	m := &st.merge
-	m.stop = nil
 	if err := m.reset(st.nss); err != nil {
 		return err
 	}
