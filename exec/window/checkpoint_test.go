@@ -1,7 +1,10 @@
 package window
 
 import (
+	"encoding/hex"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
@@ -9,11 +12,6 @@ import (
 	"github.com/flinksql/flinksql/sql/expr/agg"
 	"github.com/flinksql/flinksql/sql/types"
 )
-
-// memStore is the checkpoint store of these tests.
-type memStore = optest.Store
-
-func newMemStore() *memStore { return optest.NewStore() }
 
 // step is one action of a script: a batch of rows, a watermark, or the clock
 // moving to a time (firing the processing timers due).
@@ -40,14 +38,56 @@ func (s step) Run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector)
 }
 
 // checkRestores is optest.CheckRestores for the aggregate of spec, with
-// this package's output format; once every window fired, the last
-// checkpoint must hold no keyed entry.
+// this package's output format, on both backends: as the runtime opens it,
+// and again with a decoded cache of one entry, so that every batch evicts
+// and rows, firings and restores go through the backend. Once every window
+// fired, the backend must hold nothing but the progress.
 func checkRestores(t *testing.T, spec AggregateSpec, start int64, script []step, late int64, want ...string) {
 	t.Helper()
-	build := func() (exec.Operator, error) { return NewAggregate(spec) }
-	store := optest.CheckRestores(t, build, newCollector, start, script, late, want...)
-	if n := store.Keyed(); n != 0 {
-		t.Errorf("%d keyed entries left in the checkpoint after every window fired", n)
+	for _, limit := range []int{0, 1} {
+		build := func() (exec.Operator, error) {
+			op, err := NewAggregate(spec)
+			if err == nil {
+				setCacheLimit(op, limit)
+			}
+			return op, err
+		}
+		optest.CheckRestores(t, build, newCollector, start, script, late, want...)
+		for _, kind := range optest.Kinds {
+			op, err := build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := optest.NewKeyed(t, kind)
+			rt := &fakeRuntime{Now: start}
+			k.Clock = func() int64 { return rt.Now }
+			b := k.Open(t, op.(exec.KeyedOperator))
+			mustOpenOnly(t, op, rt)
+			for _, s := range script {
+				s.Run(t, op, rt, newCollector())
+			}
+			for _, e := range k.Snapshot(t, op.(exec.KeyedOperator), b, 1).Entries {
+				if f := strings.Fields(e); f[1] != stateProgress {
+					t.Errorf("%s, cache limit %d: entry left after every window fired: %s", kind, limit, e)
+				}
+			}
+		}
+	}
+}
+
+func setCacheLimit(op exec.Operator, n int) {
+	switch a := op.(type) {
+	case *slicingAggregate:
+		a.cacheLimit = n
+	case *sessionAggregate:
+		a.cacheLimit = n
+	}
+}
+
+func mustOpenOnly(t *testing.T, op exec.Operator, rt *fakeRuntime) {
+	t.Helper()
+	if err := op.Open(rt.Context()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -201,38 +241,138 @@ func TestDistinctAccumulatorRestore(t *testing.T) {
 		"WM(max)")
 }
 
-// TestSlicingSnapshotsAreIncremental counts the entries written: only the
-// accumulators touched since the previous snapshot, and Deletes for those
-// of fired slices.
-func TestSlicingSnapshotsAreIncremental(t *testing.T) {
-	op, err := NewAggregate(eventTime(exec.WindowSpec{Kind: exec.Tumble, Size: 10_000}))
-	if err != nil {
-		t.Fatal(err)
+// TestSlicingStateWrittenBack checks what the backend holds at each
+// checkpoint: an accumulator and an index entry per (key, slice); only
+// those touched since the previous checkpoint change; a fired slice's are
+// gone.
+func TestSlicingStateWrittenBack(t *testing.T) {
+	for _, kind := range optest.Kinds {
+		op, err := NewAggregate(eventTime(exec.WindowSpec{Kind: exec.Tumble, Size: 10_000}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := optest.NewKeyed(t, kind)
+		ko := op.(exec.KeyedOperator)
+		b := k.Open(t, ko)
+		mustOpenOnly(t, op, &fakeRuntime{})
+		c := newCollector()
+		var rows []in
+		for i := range 50 {
+			rows = append(rows, in{fmt.Sprintf("k%d", i), 1, sec(1)}, in{fmt.Sprintf("k%d", i), 1, sec(11)})
+		}
+		process(t, op, c, rows...)
+		s1 := k.Snapshot(t, ko, b, 1)
+		// 50 keys × 2 slices; 128 key groups' progress.
+		if got := countStates(s1.Entries); got[stateSliceAcc] != 100 || indexedKeys(t, s1.Entries) != 100 || got[stateProgress] != 128 {
+			t.Fatalf("%s: first checkpoint holds %v, %d indexed keys", kind, got, indexedKeys(t, s1.Entries))
+		}
+		process(t, op, c, in{"k1", 1, sec(2)}, in{"k1", 1, sec(3)}, in{"k2", 1, sec(12)}, in{"new", 1, sec(13)})
+		s2 := k.Snapshot(t, ko, b, 2)
+		// k1 in [0,10) and k2 in [10,20) changed; new in [10,20) is added
+		// with an index chunk of its own.
+		if got := changedStates(s1.Entries, s2.Entries); got[stateSliceAcc] != 3 || got[stateSliceKeys] != 1 || indexedKeys(t, s2.Entries) != 101 {
+			t.Fatalf("%s: second checkpoint changed %v", kind, got)
+		}
+		watermark(t, op, c, sec(9.999))
+		s3 := k.Snapshot(t, ko, b, 3)
+		// [0,10) fired: its 50 accumulators and index entries are gone.
+		if got := countStates(s3.Entries); got[stateSliceAcc] != 51 || indexedKeys(t, s3.Entries) != 51 {
+			t.Fatalf("%s: after firing the checkpoint holds %v, %d indexed keys", kind, got, indexedKeys(t, s3.Entries))
+		}
+		if n := len(c.Take()); n != 51 { // 50 rows and the watermark
+			t.Fatalf("%s: %d events, want 51", kind, n)
+		}
 	}
-	rt := &fakeRuntime{}
-	mustOpen(t, op, rt)
-	c := newCollector()
-	var rows []in
-	for i := range 50 {
-		rows = append(rows, in{fmt.Sprintf("k%d", i), 1, sec(1)}, in{fmt.Sprintf("k%d", i), 1, sec(11)})
+}
+
+// indexedKeys counts the keys in the chunks of the slice index.
+func indexedKeys(t *testing.T, entries []string) int {
+	t.Helper()
+	n := 0
+	for _, e := range entries {
+		f := strings.Fields(e)
+		if f[1] != stateSliceKeys {
+			continue
+		}
+		v, err := hex.DecodeString(f[4])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := splitSliceChunk(nil, v, func(_, _ []byte) { n++ }); err != nil {
+			t.Fatal(err)
+		}
 	}
-	process(t, op, c, rows...)
-	store := newMemStore()
-	store.Snapshot(t, op, 1)
-	if store.Puts != 101 || store.Dels != 0 { // 100 accumulators and the progress
-		t.Fatalf("full snapshot: %d puts, %d deletes", store.Puts, store.Dels)
+	return n
+}
+
+func countStates(entries []string) map[string]int {
+	n := map[string]int{}
+	for _, e := range entries {
+		n[strings.Fields(e)[1]]++
 	}
-	process(t, op, c, in{"k1", 1, sec(2)}, in{"k1", 1, sec(3)}, in{"k2", 1, sec(12)}, in{"new", 1, sec(13)})
-	store.Snapshot(t, op, 2)
-	if store.Puts != 4 || store.Dels != 0 { // k1 [0,10), k2 and new [10,20), progress
-		t.Fatalf("incremental snapshot: %d puts, %d deletes", store.Puts, store.Dels)
+	return n
+}
+
+// changedStates counts, per state, the entries of after that before does
+// not hold as they are.
+func changedStates(before, after []string) map[string]int {
+	n := map[string]int{}
+	for _, e := range after {
+		if !slices.Contains(before, e) {
+			n[strings.Fields(e)[1]]++
+		}
 	}
-	watermark(t, op, c, sec(9.999))
-	store.Snapshot(t, op, 3)
-	if store.Puts != 1 || store.Dels != 50 { // the progress; the 50 accumulators of [0,10)
-		t.Fatalf("after firing: %d puts, %d deletes", store.Puts, store.Dels)
+	return n
+}
+
+// TestProcessingTimersAfterRestore checks the processing timers a restored
+// operator registers in Open, from the backend alone: the end of each
+// pending window (TUMBLE) and the earliest pending session's end (SESSION).
+func TestProcessingTimersAfterRestore(t *testing.T) {
+	tumble := AggregateSpec{Window: exec.WindowSpec{Kind: exec.Tumble, Size: 10_000}, KeyCols: []int{0}, Aggs: countSumMax{col: 1}}
+	session := AggregateSpec{Window: exec.WindowSpec{Kind: exec.Session, Gap: 5_000}, KeyCols: []int{0}, Aggs: countSumMax{col: 1}}
+	tests := []struct {
+		name   string
+		spec   AggregateSpec
+		script []step
+		want   []int64
+	}{
+		// Window [0,10) holds a and b: one timer at its last ms.
+		{"tumble", tumble, []step{rowsAt(in{"a", 1, 0}), clockAt(sec(5)), rowsAt(in{"b", 1, 0})}, []int64{sec(9.999)}},
+		// Rows from 15 s: [10,20) fired at 20 s; [20,30) is pending.
+		{"tumble after firing", tumble, []step{rowsAt(in{"a", 1, 0}), clockAt(sec(20)), rowsAt(in{"b", 1, 0})}, []int64{sec(29.999)}},
+		// Sessions [0,5) of a and [2,7) of b: the earliest, a's, at 4.999;
+		// its firing registers b's.
+		{"session", session, []step{rowsAt(in{"a", 1, 0}), clockAt(sec(2)), rowsAt(in{"b", 1, 0})}, []int64{sec(4.999)}},
 	}
-	if n := store.Keyed(); n != 51 {
-		t.Fatalf("%d keyed entries, want 51", n)
+	for _, tc := range tests {
+		for _, kind := range optest.Kinds {
+			op, _ := NewAggregate(tc.spec)
+			k := optest.NewKeyed(t, kind)
+			rt := &fakeRuntime{Now: sec(0)}
+			if tc.name == "tumble after firing" {
+				rt.Now = sec(15)
+			}
+			b := k.Open(t, op.(exec.KeyedOperator))
+			mustOpenOnly(t, op, rt)
+			c := newCollector()
+			for _, s := range tc.script {
+				s.Run(t, op, rt, c)
+			}
+			snap := k.Snapshot(t, op.(exec.KeyedOperator), b, 1)
+			restored, _ := NewAggregate(tc.spec)
+			k.Restore(t, restored.(exec.KeyedOperator), snap)
+			rt2 := &fakeRuntime{Now: rt.Now}
+			mustOpenOnly(t, restored, rt2)
+			if !slices.Equal(rt2.Timers, tc.want) {
+				t.Errorf("%s on %s: timers after restore %v, want %v", tc.name, kind, rt2.Timers, tc.want)
+			}
+			if tc.name == "session" {
+				rt2.AdvanceTo(t, sec(7), restored, c)
+				expect(t, "sessions fired after restore", c.Take(),
+					"+I(a, 1, 1, 1, 00:00:00.000, 00:00:05.000, 00:00:04.999)",
+					"+I(b, 1, 1, 1, 00:00:02.000, 00:00:07.000, 00:00:06.999)")
+			}
+		}
 	}
 }

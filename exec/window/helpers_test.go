@@ -8,6 +8,7 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
 )
 
 // base is 2024-01-01T00:00:00Z, aligned to every window size used here.
@@ -89,8 +90,13 @@ func batchOf(rows ...in) *types.Batch {
 	return b
 }
 
+// mustOpen opens op as the runtime does: a keyed operator gets a fresh
+// hashmap backend first.
 func mustOpen(t *testing.T, op exec.Operator, rt *fakeRuntime) {
 	t.Helper()
+	if ko, ok := op.(exec.KeyedOperator); ok {
+		optest.NewKeyed(t, image.Hashmap).Open(t, ko)
+	}
 	if err := op.Open(rt.Context()); err != nil {
 		t.Fatal(err)
 	}

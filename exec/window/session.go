@@ -2,15 +2,16 @@ package window
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/keyed"
-	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // sessionAggregate is the SESSION window aggregate. Per key it keeps the open
@@ -20,6 +21,17 @@ import (
 // Lateness follows Flink's merging window rule: the row's window is first
 // merged with the open sessions of its key, and the row is dropped only when
 // the resulting session has already passed the watermark (end - 1 <= wm).
+//
+// State: the sessions of a key are one value of the backend (a session's
+// window changes as it merges, so the window is not a namespace here, as
+// Flink keeps a merging window set per key), and the backend's
+// window-session-due index lists every stored session by (end, start, seq)
+// per key group, so that firing finds the stored sessions that are due in
+// output order without reading every key. In front of the backend a
+// write-back cache holds the decoded sessions of the keys seen since their
+// last write-back; it is authoritative for the keys it holds. It holds
+// every key on hashmap (the backend is read only after a restore) and is
+// bounded on rocksdb.
 type sessionAggregate struct {
 	spec    exec.WindowSpec
 	zone    tz.Zone
@@ -31,24 +43,40 @@ type sessionAggregate struct {
 	metrics  *exec.OperatorMetrics
 	wm       int64
 	sessions [][]session // per key id, ascending start
+	flags    []uint8     // per key id: markDirty, markPersisted
+	stored   [][]dueKey  // per key id: its entries in the due index
 	accPool  [][]types.Value
 	seq      uint64
-	// minTrigger is at or below the fire time of every open session.
+	// minTrigger is at or below the fire time of every open session, in
+	// the cache and in the backend.
 	minTrigger int64
 
 	proc int64 // processing-time progress: the latest timer handled
 
-	// checkpointing: see snapshot.go
-	restored  []snapshot.Entry
-	restoring bool
-	snapBuf   []byte
-	changes   snapshot.Changes // by key id
+	b        *kv.Backend
+	sessSt   *kv.ValueState[[]byte]
+	dueSt    *kv.SortedMapState[[]byte, []byte]
+	prog     *progressState
+	bound    int  // most keys in the cache (0: unbounded)
+	kvKeys   bool // the backend may hold keys the cache does not
+	merge    kgMerge
+	nss      [][]byte
+	kb, vb   []byte
+	uk       []byte
+	keyBuf   []types.Value
+	keyRow   types.Row
+	loaded   []session // sessions of a key read from the backend
+	dueBuf   []dueKey
+	restored bool
+	// cacheLimit: see slicingAggregate.
+	cacheLimit int
 
 	due      []dueSession
 	emptied  []int32 // keys left without sessions by the current firing
 	out      *types.Batch
 	outWidth int
 	results  []types.Value
+	props    [3]types.Value
 }
 
 type session struct {
@@ -58,12 +86,45 @@ type session struct {
 	acc        []types.Value
 }
 
+// dueKey is a session's entry in the due index.
+type dueKey struct {
+	end, start int64
+	seq        uint64
+}
+
+func (d dueKey) compare(o dueKey) int {
+	if c := cmp.Compare(d.end, o.end); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(d.start, o.start); c != 0 {
+		return c
+	}
+	return cmp.Compare(d.seq, o.seq)
+}
+
+func (d dueKey) append(dst []byte) []byte {
+	return appendOrdered(appendOrdered(appendOrdered(dst, d.end), d.start), int64(d.seq))
+}
+
+func decodeDueKey(src []byte) (dueKey, error) {
+	if len(src) != 24 {
+		return dueKey{}, fmt.Errorf("window aggregate: malformed session index entry %x", src)
+	}
+	return dueKey{end: ordered(src), start: ordered(src[8:]), seq: uint64(ordered(src[16:]))}, nil
+}
+
 type dueSession struct {
 	session
 	key int32
 }
 
+func (d *dueSession) dueKey() dueKey { return dueKey{end: d.end, start: d.start, seq: d.seq} }
+
 func newSessionAggregate(spec AggregateSpec) *sessionAggregate {
+	w := 0
+	for _, c := range spec.KeyCols {
+		w = max(w, c+1)
+	}
 	return &sessionAggregate{
 		spec:       spec.Window,
 		zone:       tz.New(spec.Window.Loc),
@@ -74,7 +135,64 @@ func newSessionAggregate(spec AggregateSpec) *sessionAggregate {
 		minTrigger: math.MaxInt64,
 		outWidth:   len(spec.KeyCols) + spec.Aggs.NumAggs() + 3,
 		results:    make([]types.Value, spec.Aggs.NumAggs()),
+		keyBuf:     make([]types.Value, len(spec.KeyCols)),
+		keyRow:     make(types.Row, w),
 	}
+}
+
+var _ exec.KeyedOperator = (*sessionAggregate)(nil)
+
+// OpenKeyedState implements exec.KeyedOperator: it declares the states and,
+// on a restore, reads the progress and the earliest stored session (not the
+// sessions, which stay in the backend until rows or firings need them).
+func (a *sessionAggregate) OpenKeyedState(b *kv.Backend) error {
+	a.b = b
+	var err error
+	if a.sessSt, err = kv.NewValueState(b, stateSessions, formatCodec("flinksql.window.sessions/1"), kv.Options{}); err != nil {
+		return fmt.Errorf("window aggregate: %w", err)
+	}
+	if a.dueSt, err = kv.NewSortedMapState(b, stateSessionDue, formatCodec("flinksql.window.session-due/1"), formatCodec("flinksql.window.key/1"), kv.Options{}); err != nil {
+		return fmt.Errorf("window aggregate: %w", err)
+	}
+	if a.prog, err = openProgress(b); err != nil {
+		return fmt.Errorf("window aggregate: %w", err)
+	}
+	a.merge = kgMerge{b: b, st: a.dueSt}
+	a.nss = [][]byte{nil}
+	a.bound = cacheBound(b, (len(a.keyCols)+a.aggs.AccWidth())*48+128)
+	if a.cacheLimit > 0 {
+		a.bound, a.merge.page = a.cacheLimit, 2
+	}
+	a.keys = keyed.NewTable(a.keyCols)
+	p, restored, err := a.prog.read()
+	if err != nil {
+		return fmt.Errorf("window aggregate: restoring progress: %w", err)
+	}
+	if !restored {
+		return nil
+	}
+	a.wm, a.proc, a.seq, a.kvKeys, a.restored = p.wm, p.proc, p.seq, true, true
+	first, ok, err := a.firstStored()
+	if err != nil {
+		return fmt.Errorf("window aggregate: restoring state: %w", err)
+	}
+	if ok {
+		a.minTrigger = a.zone.FireTime(first.end - 1)
+	}
+	return nil
+}
+
+// firstStored returns the first entry of the due index.
+func (a *sessionAggregate) firstStored() (dueKey, bool, error) {
+	if err := a.merge.reset(a.nss); err != nil {
+		return dueKey{}, false, err
+	}
+	ok, err := a.merge.next()
+	if err != nil || !ok {
+		return dueKey{}, false, err
+	}
+	d, err := decodeDueKey(a.merge.uk)
+	return d, err == nil, err
 }
 
 func (a *sessionAggregate) Open(ctx *exec.OperatorContext) error {
@@ -83,9 +201,31 @@ func (a *sessionAggregate) Open(ctx *exec.OperatorContext) error {
 	if !a.spec.EventTime && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
 		return fmt.Errorf("window aggregate: processing-time windows need a clock and processing timers")
 	}
-	a.keys = keyed.NewTable(a.keyCols)
+	if a.b == nil {
+		return fmt.Errorf("window aggregate: no keyed state backend (OpenKeyedState was not called)")
+	}
 	a.out = types.NewBatch(a.outWidth, types.DefaultBatchSize)
-	return a.applyRestored()
+	if a.restored && a.wm != exec.MinWatermark {
+		a.metrics.CurrentWatermark.Set(a.wm)
+	}
+	if !a.spec.EventTime && a.minTrigger != math.MaxInt64 {
+		// The stored sessions' timers: the earliest now, each firing
+		// registers the next.
+		a.ctx.RegisterProcessingTimer(a.minTrigger)
+	}
+	return nil
+}
+
+// PrepareSnapshot implements exec.KeyedOperator: the sessions of the keys
+// changed since the last checkpoint, and the progress, go to the backend.
+func (a *sessionAggregate) PrepareSnapshot(exec.CheckpointID) error {
+	if err := a.writeBackAll(false); err != nil {
+		return fmt.Errorf("window aggregate: writing back state: %w", err)
+	}
+	if err := a.prog.write(progress{wm: a.wm, proc: a.proc, seq: a.seq}); err != nil {
+		return fmt.Errorf("window aggregate: writing progress: %w", err)
+	}
+	return nil
 }
 
 func (a *sessionAggregate) newAcc() []types.Value {
@@ -128,6 +268,191 @@ func (a *sessionAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 	if dropped > 0 {
 		a.metrics.LateRowsDropped.Add(dropped)
 	}
+	if a.bound > 0 && a.keys.Size() > a.bound {
+		if err := a.writeBackAll(true); err != nil {
+			return fmt.Errorf("window aggregate: evicting state: %w", err)
+		}
+	}
+	return nil
+}
+
+// lookup interns the key of row in the cache, reading its sessions from
+// the backend when the backend may hold it.
+func (a *sessionAggregate) lookup(row types.Row, h uint64) (int32, error) {
+	id, added := a.keys.Lookup(row, h)
+	if !added {
+		return id, nil
+	}
+	if int(id) == len(a.sessions) {
+		a.sessions = append(a.sessions, nil)
+		a.flags = append(a.flags, 0)
+		a.stored = append(a.stored, nil)
+	}
+	a.flags[id] = 0
+	if !a.kvKeys {
+		return id, nil
+	}
+	ok, err := a.readSessions(id)
+	if err != nil {
+		a.keys.Release(id)
+		return 0, err
+	}
+	if ok {
+		a.sessions[id] = append(a.sessions[id][:0], a.loaded...)
+		st := a.stored[id][:0]
+		for _, s := range a.loaded {
+			st = append(st, dueKey{end: s.end, start: s.start, seq: s.seq})
+		}
+		a.stored[id] = st
+		a.flags[id] = markPersisted
+	}
+	return id, nil
+}
+
+// setKey makes key id the backend's current key, its encoding in a.kb.
+func (a *sessionAggregate) setKey(id int32) error {
+	a.kb = appendKeyValues(a.kb[:0], a.keys.Key(id))
+	return a.b.SetCurrentKey(a.keys.Hash(id), a.kb)
+}
+
+// readSessions decodes the stored sessions of key id into a.loaded.
+func (a *sessionAggregate) readSessions(id int32) (bool, error) {
+	if err := a.setKey(id); err != nil {
+		return false, err
+	}
+	return a.readCurrent()
+}
+
+// readCurrent decodes the stored sessions of the current key into
+// a.loaded; false when it has none.
+func (a *sessionAggregate) readCurrent() (bool, error) {
+	v, ok, err := a.sessSt.Get(nil)
+	if err != nil || !ok {
+		return false, err
+	}
+	a.loaded = a.loaded[:0]
+	n, k := binary.Uvarint(v)
+	if k <= 0 || n > uint64(len(v)) {
+		return false, fmt.Errorf("window aggregate: malformed stored sessions")
+	}
+	v = v[k:]
+	for range n {
+		var s session
+		var k1, k2, k3 int
+		s.start, k1 = binary.Varint(v)
+		if k1 > 0 {
+			s.end, k2 = binary.Varint(v[k1:])
+		}
+		if k1 > 0 && k2 > 0 {
+			s.seq, k3 = binary.Uvarint(v[k1+k2:])
+		}
+		if k1 <= 0 || k2 <= 0 || k3 <= 0 {
+			return false, fmt.Errorf("window aggregate: malformed stored sessions")
+		}
+		s.acc = a.newAcc()
+		if v, err = decodeAccValues(s.acc, v[k1+k2+k3:]); err != nil {
+			return false, fmt.Errorf("window aggregate: stored sessions: %w", err)
+		}
+		s.trigger = a.zone.FireTime(s.end - 1)
+		a.loaded = append(a.loaded, s)
+	}
+	if len(v) != 0 {
+		return false, fmt.Errorf("window aggregate: stored sessions have %d trailing bytes", len(v))
+	}
+	return true, nil
+}
+
+func (a *sessionAggregate) encodeSessions(ss []session) []byte {
+	v := binary.AppendUvarint(a.vb[:0], uint64(len(ss)))
+	for _, s := range ss {
+		v = binary.AppendVarint(v, s.start)
+		v = binary.AppendVarint(v, s.end)
+		v = binary.AppendUvarint(v, s.seq)
+		for _, x := range s.acc {
+			v = types.AppendValue(v, x)
+		}
+	}
+	a.vb = v
+	return v
+}
+
+// writeBack writes the sessions of dirty key id and their index entries
+// to the backend; a key left without sessions is cleared there and
+// released.
+func (a *sessionAggregate) writeBack(id int32) error {
+	if a.flags[id]&markDirty == 0 {
+		return nil
+	}
+	ss := a.sessions[id]
+	if err := a.setKey(id); err != nil {
+		return err
+	}
+	if len(ss) == 0 {
+		if err := a.sessSt.Clear(nil); err != nil {
+			return err
+		}
+	} else if err := a.sessSt.Put(nil, a.encodeSessions(ss)); err != nil {
+		return err
+	}
+	if err := a.b.SetCurrentKeyInGroup(kv.KeyGroupOf(a.keys.Hash(id), a.b.MaxParallelism()), nil); err != nil {
+		return err
+	}
+	old := a.stored[id]
+	for _, d := range old {
+		if !slices.ContainsFunc(ss, func(s session) bool { return s.seq == d.seq && s.start == d.start && s.end == d.end }) {
+			if err := a.dueSt.Delete(nil, d.append(a.uk[:0])); err != nil {
+				return err
+			}
+		}
+	}
+	cur := a.dueBuf[:0]
+	for _, s := range ss {
+		d := dueKey{end: s.end, start: s.start, seq: s.seq}
+		if !slices.Contains(old, d) {
+			if err := a.dueSt.Put(nil, d.append(a.uk[:0]), a.kb); err != nil {
+				return err
+			}
+		}
+		cur = append(cur, d)
+	}
+	a.dueBuf = cur
+	a.stored[id] = append(old[:0], cur...)
+	a.flags[id] = markPersisted
+	if len(ss) == 0 {
+		a.release(id)
+	}
+	return nil
+}
+
+// release forgets key id in the cache.
+func (a *sessionAggregate) release(id int32) {
+	for _, s := range a.sessions[id] {
+		a.freeAcc(s.acc)
+	}
+	clear(a.sessions[id])
+	a.sessions[id] = a.sessions[id][:0]
+	a.stored[id] = a.stored[id][:0]
+	a.flags[id] = 0
+	a.keys.Release(id)
+}
+
+// writeBackAll writes back every dirty key; evict also forgets every key,
+// after which the backend holds keys the cache does not.
+func (a *sessionAggregate) writeBackAll(evict bool) error {
+	for id := range int32(a.keys.Span()) {
+		if !a.keys.InUse(id) {
+			continue
+		}
+		if err := a.writeBack(id); err != nil {
+			return err
+		}
+		if evict && a.keys.InUse(id) {
+			a.release(id)
+		}
+	}
+	if evict {
+		a.kvKeys = true
+	}
 	return nil
 }
 
@@ -135,9 +460,9 @@ func (a *sessionAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 // row was late and dropped.
 func (a *sessionAggregate) add(row types.Row, kind types.RowKind, t int64) (bool, error) {
 	h := types.HashColumns(row, a.keyCols)
-	id, added := a.keys.Lookup(row, h)
-	if added && int(id) == len(a.sessions) {
-		a.sessions = append(a.sessions, nil)
+	id, err := a.lookup(row, h)
+	if err != nil {
+		return false, err
 	}
 	ss := a.sessions[id]
 	start, end := t, t+a.spec.Gap
@@ -153,7 +478,7 @@ func (a *sessionAggregate) add(row types.Row, kind types.RowKind, t int64) (bool
 	}
 	trigger := a.zone.FireTime(end - 1)
 	if a.spec.EventTime && a.wm >= trigger {
-		if len(ss) == 0 {
+		if len(ss) == 0 && a.flags[id] == 0 {
 			a.keys.Release(id)
 		}
 		return false, nil
@@ -182,7 +507,6 @@ func (a *sessionAggregate) add(row types.Row, kind types.RowKind, t int64) (bool
 	if changed && !a.spec.EventTime {
 		a.ctx.RegisterProcessingTimer(trigger)
 	}
-	var err error
 	if kind.IsRetract() {
 		err = a.aggs.Retract(target.acc, row)
 	} else {
@@ -191,7 +515,7 @@ func (a *sessionAggregate) add(row types.Row, kind types.RowKind, t int64) (bool
 	if err != nil {
 		return false, fmt.Errorf("window aggregate: %w", err)
 	}
-	a.changes.Touch(id)
+	a.flags[id] |= markDirty
 	return true, nil
 }
 
@@ -223,7 +547,9 @@ func (a *sessionAggregate) OnProcessingTime(t int64, out exec.Output) error {
 }
 
 // advance fires every session whose trigger is at or before progress, in
-// ascending end (then start, then first arrival) order.
+// ascending end (then start, then first arrival) order: the due sessions
+// of the cache, merged with the due sessions of the keys only the backend
+// holds, which come from its due index in that order.
 func (a *sessionAggregate) advance(progress int64, out exec.Output) error {
 	if progress < a.minTrigger {
 		return nil
@@ -246,48 +572,146 @@ func (a *sessionAggregate) advance(progress int64, out exec.Output) error {
 		}
 		clear(ss[j:])
 		a.sessions[id] = ss[:j]
-		if j == 0 {
-			a.emptied = append(a.emptied, int32(id))
-		} else if j < len(ss) {
-			a.changes.Touch(int32(id))
-		}
-	}
-	a.minTrigger = next
-	slices.SortFunc(a.due, func(x, y dueSession) int {
-		if c := cmp.Compare(x.end, y.end); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.start, y.start); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.seq, y.seq)
-	})
-	var props [3]types.Value
-	for _, d := range a.due {
-		if err := a.aggs.Result(d.acc, a.results); err != nil {
-			return fmt.Errorf("window aggregate: %w", err)
-		}
-		windowProps(&a.zone, d.start, d.end, props[:])
-		row := a.out.Append(types.Insert)
-		n := copy(row, a.keys.Key(d.key))
-		n += copy(row[n:], a.results)
-		copy(row[n:], props[:])
-		if a.out.Full() {
-			if err := a.flush(out); err != nil {
-				return err
+		if j < len(ss) {
+			a.flags[id] |= markDirty
+			if j == 0 {
+				a.emptied = append(a.emptied, int32(id))
 			}
 		}
 	}
+	slices.SortFunc(a.due, func(x, y dueSession) int { return x.dueKey().compare(y.dueKey()) })
+	i := 0
+	if a.kvKeys {
+		var err error
+		if i, next, err = a.fireStored(progress, next, out); err != nil {
+			return err
+		}
+	}
+	for _, d := range a.due[i:] {
+		if err := a.emit(a.keys.Key(d.key), &d.session, out); err != nil {
+			return err
+		}
+	}
+	a.minTrigger = next
 	for _, d := range a.due {
 		a.freeAcc(d.acc)
 	}
 	for _, id := range a.emptied {
-		a.changes.Removed(id, a.keys.Hash(id), tagSession, a.keys.Key(id))
-		a.keys.Release(id)
+		if a.flags[id]&markPersisted == 0 {
+			a.release(id)
+		}
 	}
 	clear(a.due)
 	a.emptied = a.emptied[:0]
 	return a.flush(out)
+}
+
+// fireStored emits the due sessions of the keys the cache does not hold,
+// from the backend's due index, interleaved in order with the cache's due
+// sessions a.due, of which it emits the first i. next is the earliest
+// trigger not due so far; it returns it lowered to the next stored one,
+// for which a processing-time timer is registered.
+func (a *sessionAggregate) fireStored(progress, next int64, out exec.Output) (i int, _ int64, err error) {
+	m := &a.merge
+	if err := m.reset(a.nss); err != nil {
+		return 0, next, err
+	}
+	for {
+		ok, err := m.next()
+		if err != nil {
+			return i, next, err
+		}
+		if !ok {
+			return i, next, nil
+		}
+		d, err := decodeDueKey(m.uk)
+		if err != nil {
+			return i, next, err
+		}
+		if trig := a.zone.FireTime(d.end - 1); trig > progress {
+			next = min(next, trig)
+			if !a.spec.EventTime {
+				a.ctx.RegisterProcessingTimer(trig)
+			}
+			return i, next, nil
+		}
+		if err := decodeKeyValues(a.keyBuf, m.val); err != nil {
+			return i, next, fmt.Errorf("window aggregate: %w", err)
+		}
+		h := hashValues(a.keyBuf)
+		for j, c := range a.keyCols {
+			a.keyRow[c] = a.keyBuf[j]
+		}
+		if id, added := a.keys.Lookup(a.keyRow, h); !added {
+			continue // the cache holds this key: its sessions were fired from there
+		} else {
+			a.keys.Release(id)
+		}
+		for ; i < len(a.due) && a.due[i].dueKey().compare(d) < 0; i++ {
+			if err := a.emit(a.keys.Key(a.due[i].key), &a.due[i].session, out); err != nil {
+				return i, next, err
+			}
+		}
+		if err := a.fireStoredSession(h, m.val, d, out); err != nil {
+			return i, next, err
+		}
+	}
+}
+
+// fireStoredSession emits the stored session d of the key kb (hash h,
+// values in a.keyBuf) and removes it from the backend.
+func (a *sessionAggregate) fireStoredSession(h uint64, kb []byte, d dueKey, out exec.Output) error {
+	if err := a.b.SetCurrentKey(h, kb); err != nil {
+		return err
+	}
+	ok, err := a.readCurrent()
+	if err != nil {
+		return err
+	}
+	k := -1
+	if ok {
+		k = slices.IndexFunc(a.loaded, func(s session) bool { return s.seq == d.seq && s.start == d.start && s.end == d.end })
+	}
+	if k < 0 {
+		return fmt.Errorf("window aggregate: the session index lists session [%d, %d) of key %x, which the state does not hold", d.start, d.end, kb)
+	}
+	if err := a.emit(a.keyBuf, &a.loaded[k], out); err != nil {
+		return err
+	}
+	a.freeAcc(a.loaded[k].acc)
+	rest := slices.Delete(a.loaded, k, k+1)
+	if len(rest) == 0 {
+		err = a.sessSt.Clear(nil)
+	} else {
+		err = a.sessSt.Put(nil, a.encodeSessions(rest))
+	}
+	for _, s := range rest {
+		a.freeAcc(s.acc)
+	}
+	if err != nil {
+		return err
+	}
+	a.loaded = rest[:0]
+	if err := a.b.SetCurrentKeyInGroup(kv.KeyGroupOf(h, a.b.MaxParallelism()), nil); err != nil {
+		return err
+	}
+	return a.dueSt.Delete(nil, d.append(a.uk[:0]))
+}
+
+// emit appends the result row of session s of key.
+func (a *sessionAggregate) emit(key []types.Value, s *session, out exec.Output) error {
+	if err := a.aggs.Result(s.acc, a.results); err != nil {
+		return fmt.Errorf("window aggregate: %w", err)
+	}
+	windowProps(&a.zone, s.start, s.end, a.props[:])
+	row := a.out.Append(types.Insert)
+	n := copy(row, key)
+	n += copy(row[n:], a.results)
+	copy(row[n:], a.props[:])
+	if a.out.Full() {
+		return a.flush(out)
+	}
+	return nil
 }
 
 func (a *sessionAggregate) flush(out exec.Output) error {

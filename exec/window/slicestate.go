@@ -1,29 +1,15 @@
 package window
 
 import (
-	"github.com/flinksql/flinksql/exec/internal/keyed"
-	"github.com/flinksql/flinksql/exec/internal/snapshot"
-	"github.com/flinksql/flinksql/sql/types"
-)
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
 
-// sliceState keeps one accumulator per (key, slice) for the slicing window
-// aggregate. It is the seam where a persistent backend can replace the heap
-// implementation: the operator decides which slices exist and when they fire;
-// the state only stores accumulators and enumerates keys.
-type sliceState interface {
-	// acc returns the accumulator of the key of row (hash h) in the slice
-	// ending at sliceEnd. created reports a new accumulator (all NULL) that
-	// the caller initialises. The slice is valid until the next call.
-	acc(row types.Row, h uint64, sliceEnd int64) (acc []types.Value, created bool)
-	// visitWindow calls v once for every key that has an accumulator in a
-	// slice ending in (lo, hi], in the order in which the keys first appeared
-	// in those slices, with the key values and its accumulators there.
-	visitWindow(lo, hi int64, v windowVisitor) error
-	// dropSlice discards every accumulator of the slice.
-	dropSlice(sliceEnd int64)
-	// numKeys is the number of distinct keys held.
-	numKeys() int
-}
+	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/kv"
+)
 
 // windowVisitor receives the keys of a firing window. key and accs are only
 // valid during the call.
@@ -31,12 +17,23 @@ type windowVisitor interface {
 	visitKey(key []types.Value, accs [][]types.Value) error
 }
 
-// heapSliceState is the in-memory sliceState. Accumulators live in one flat
-// array per slice; every key keeps references to its slots, newest last, so a
-// row of a key seen in the current slice is found without a map lookup per
+// heapSliceState keeps one accumulator per (key, slice) for the slicing
+// window aggregate: decoded, in memory, in front of the keyed-state backend
+// (a write-back cache, see kvstate.go). Accumulators live in one flat array
+// per slice; every key keeps references to its slots, newest last, so a row
+// of a key seen in the current slice is found without a map lookup per
 // slice.
+//
+// The memory holds every entry of a slice unless the slice is spilled: its
+// entries were evicted to the backend (rocksdb, over the cache bound) or it
+// was restored. A row missing from the memory of a spilled slice reads the
+// backend, and a window over a spilled slice fires from the backend's
+// per-key-group index of the slice's keys. A slice that is not spilled never
+// reads the backend: on hashmap, without a restore, the backend is only
+// written, at checkpoints.
 type heapSliceState struct {
 	keys     *keyed.Table
+	keyWidth int
 	accWidth int
 	refs     [][]sliceRef // per key id, ascending slice end
 	stamps   []uint64     // per key id: last visit that emitted it
@@ -45,9 +42,22 @@ type heapSliceState struct {
 	seq      uint64
 	stamp    uint64
 
-	// checkpointing: see snapshot.go
-	tracking bool
-	dels     snapshot.Deletes
+	b       *kv.Backend
+	accSt   *kv.ValueState[[]byte]
+	idxSt   *kv.SortedMapState[[]byte, []byte]
+	bound   int // most slots in memory (0: unbounded)
+	entries int // slots in memory
+	merge   kgMerge
+	kb, vb  []byte
+	cb      []byte
+	chunk   int // most keys per index entry
+	kgs     []int32
+	pend    []pendingIndex
+	ns, uk  [8]byte
+	keyBuf  []types.Value
+	decs    [][]types.Value
+	nss     [][]byte
+	winEnds []int64
 
 	// visit scratch
 	win     []*sliceData
@@ -55,17 +65,28 @@ type heapSliceState struct {
 	accList [][]types.Value
 }
 
+const (
+	markDirty     = 1 << iota // changed since written to the backend
+	markPersisted             // its accumulator and index entry are in the backend
+)
+
 type sliceRef struct {
 	s    *sliceData
 	slot int32
 }
 
 type sliceData struct {
-	end   int64
-	keys  []int32  // key id per slot, in order of appearance
-	seqs  []uint64 // arrival sequence per slot, ascending
-	marks []uint8  // snapshot.MarkDirty, snapshot.MarkPersisted per slot
-	accs  []types.Value
+	end     int64
+	spilled bool // the backend holds entries the memory does not
+	indexed bool // the backend's slice index has entries of it
+	// restored: the slice came from a restore, and its index entries are
+	// known only to the backend; otherwise chunks lists them all.
+	restored bool
+	chunks   []pendingIndex // kg and first seq of the index entries written
+	keys     []int32        // key id per slot, in order of appearance
+	seqs     []uint64       // arrival sequence per slot, ascending
+	marks    []uint8        // markDirty, markPersisted per slot
+	accs     []types.Value
 }
 
 type cursor struct {
@@ -73,13 +94,40 @@ type cursor struct {
 	pos int
 }
 
-func newHeapSliceState(keyCols []int, accWidth int) *heapSliceState {
-	return &heapSliceState{keys: keyed.NewTable(keyCols), accWidth: accWidth}
+// sliceEntryBytes estimates the memory of one cached slot with its key.
+func sliceEntryBytes(keyWidth, accWidth int) int {
+	const valueSize = 48 // types.Value
+	return (keyWidth+accWidth)*valueSize + 96
+}
+
+func newHeapSliceState(b *kv.Backend, keyCols []int, accWidth int) (*heapSliceState, error) {
+	st := &heapSliceState{keys: keyed.NewTable(keyCols), keyWidth: len(keyCols), accWidth: accWidth, b: b}
+	var err error
+	if st.accSt, err = kv.NewValueState(b, stateSliceAcc, formatCodec("flinksql.window.slice-acc/1"), kv.Options{}); err != nil {
+		return nil, err
+	}
+	if st.idxSt, err = kv.NewSortedMapState(b, stateSliceKeys, formatCodec("flinksql.window.seq/1"), formatCodec("flinksql.window.slice-keys/1"), kv.Options{}); err != nil {
+		return nil, err
+	}
+	st.bound = cacheBound(b, sliceEntryBytes(len(keyCols), accWidth))
+	st.chunk = sliceChunk
+	st.merge = kgMerge{b: b, st: st.idxSt, split: splitSliceChunk}
+	st.keyBuf = make([]types.Value, len(keyCols))
+	return st, nil
 }
 
 func (st *heapSliceState) numKeys() int { return st.keys.Size() }
 
-func (st *heapSliceState) acc(row types.Row, h uint64, sliceEnd int64) ([]types.Value, bool) {
+// restoredSlice makes a slice of the backend known, spilled.
+func (st *heapSliceState) restoredSlice(end int64) {
+	s := st.slice(end)
+	s.spilled, s.indexed, s.restored = true, true, true
+}
+
+// acc returns the accumulator of the key of row (hash h) in the slice
+// ending at sliceEnd. created reports a new accumulator (all NULL) that the
+// caller initialises. The slice is valid until the next call.
+func (st *heapSliceState) acc(row types.Row, h uint64, sliceEnd int64) ([]types.Value, bool, error) {
 	id, added := st.keys.Lookup(row, h)
 	if added && int(id) == len(st.refs) {
 		st.refs = append(st.refs, nil)
@@ -91,11 +139,9 @@ func (st *heapSliceState) acc(row types.Row, h uint64, sliceEnd int64) ([]types.
 	for i > 0 {
 		r := refs[i-1]
 		if r.s.end == sliceEnd {
-			if st.tracking {
-				r.s.marks[r.slot] |= snapshot.MarkDirty
-			}
+			r.s.marks[r.slot] |= markDirty
 			off := int(r.slot) * w
-			return r.s.accs[off : off+w : off+w], false
+			return r.s.accs[off : off+w : off+w], false, nil
 		}
 		if r.s.end < sliceEnd {
 			break
@@ -103,15 +149,18 @@ func (st *heapSliceState) acc(row types.Row, h uint64, sliceEnd int64) ([]types.
 		i--
 	}
 	s := st.slice(sliceEnd)
+	var stored []byte
+	if s.spilled {
+		var err error
+		if stored, err = st.load(id, sliceEnd); err != nil {
+			if len(refs) == 0 {
+				st.keys.Release(id)
+			}
+			return nil, false, err
+		}
+	}
 	slot := int32(len(s.keys))
 	s.keys = append(s.keys, id)
-	st.seq++
-	s.seqs = append(s.seqs, st.seq)
-	var mark uint8
-	if st.tracking {
-		mark = snapshot.MarkDirty
-	}
-	s.marks = append(s.marks, mark)
 	off := len(s.accs)
 	if cap(s.accs)-off < w {
 		grown := make([]types.Value, off, 2*cap(s.accs)+16*w)
@@ -121,12 +170,51 @@ func (st *heapSliceState) acc(row types.Row, h uint64, sliceEnd int64) ([]types.
 	s.accs = s.accs[:off+w]
 	acc := s.accs[off : off+w : off+w]
 	clear(acc)
+	created := true
+	if stored != nil {
+		seq, n := binary.Uvarint(stored)
+		rest, err := decodeAccValues(acc, stored[max(n, 0):])
+		if n <= 0 || err != nil || len(rest) != 0 {
+			s.keys, s.accs = s.keys[:slot], s.accs[:off]
+			if len(refs) == 0 {
+				st.keys.Release(id)
+			}
+			return nil, false, fmt.Errorf("window aggregate: malformed accumulator of slice %d in the state backend (%v)", sliceEnd, err)
+		}
+		s.seqs = append(s.seqs, seq)
+		s.marks = append(s.marks, markDirty|markPersisted)
+		created = false
+	} else {
+		st.seq++
+		s.seqs = append(s.seqs, st.seq)
+		s.marks = append(s.marks, markDirty)
+	}
+	st.entries++
 	// insert the reference at i, keeping refs sorted by slice end
 	refs = append(refs, sliceRef{})
 	copy(refs[i+1:], refs[i:])
 	refs[i] = sliceRef{s: s, slot: slot}
 	st.refs[id] = refs
-	return acc, true
+	return acc, created, nil
+}
+
+// load reads the stored accumulator of key id in the slice ending at end
+// (nil when there is none); valid until the next use of the backend.
+func (st *heapSliceState) load(id int32, end int64) ([]byte, error) {
+	if err := st.setKey(id); err != nil {
+		return nil, err
+	}
+	v, ok, err := st.accSt.Get(nsOf(st.ns[:], end))
+	if err != nil || !ok {
+		return nil, err
+	}
+	return v, nil
+}
+
+// setKey makes key id the backend's current key, its encoding in st.kb.
+func (st *heapSliceState) setKey(id int32) error {
+	st.kb = appendKeyValues(st.kb[:0], st.keys.Key(id))
+	return st.b.SetCurrentKey(st.keys.Hash(id), st.kb)
 }
 
 // slice finds or creates the slice ending at end.
@@ -145,29 +233,155 @@ func (st *heapSliceState) slice(end int64) *sliceData {
 	} else {
 		s = &sliceData{}
 	}
-	s.end = end
+	s.end, s.spilled, s.indexed, s.restored = end, false, false, false
+	s.chunks = s.chunks[:0]
 	st.slices = append(st.slices, nil)
 	copy(st.slices[i+1:], st.slices[i:])
 	st.slices[i] = s
 	return s
 }
 
-func (st *heapSliceState) dropSlice(end int64) {
-	idx := -1
+func (st *heapSliceState) find(end int64) int {
 	for i, s := range st.slices {
 		if s.end == end {
-			idx = i
+			return i
+		}
+	}
+	return -1
+}
+
+// sliceChunk is the most keys an entry of the slice index holds.
+const sliceChunk = 64
+
+// pendingIndex is a slot to add to the slice index, in key group kg; or,
+// in sliceData.chunks, an entry of the index (its first seq).
+type pendingIndex struct {
+	kg   int32
+	slot int32
+	seq  uint64
+}
+
+// writeBack writes the dirty slots of s to the backend, and the slots new
+// there to the slice index, in chunks per key group.
+func (st *heapSliceState) writeBack(s *sliceData) error {
+	ns := nsOf(st.ns[:], s.end)
+	wd := st.accWidth
+	maxPar := st.b.MaxParallelism()
+	pend := st.pend[:0]
+	for slot, id := range s.keys {
+		m := s.marks[slot]
+		if m&markDirty == 0 {
+			continue
+		}
+		if err := st.setKey(id); err != nil {
+			return err
+		}
+		v := binary.AppendUvarint(st.vb[:0], s.seqs[slot])
+		for _, x := range s.accs[slot*wd : (slot+1)*wd] {
+			v = types.AppendValue(v, x)
+		}
+		st.vb = v
+		if err := st.accSt.Put(ns, v); err != nil {
+			return err
+		}
+		if m&markPersisted == 0 {
+			pend = append(pend, pendingIndex{kg: int32(kv.KeyGroupOf(st.keys.Hash(id), maxPar)), slot: int32(slot)})
+		}
+		s.marks[slot] = markPersisted
+	}
+	st.pend = pend
+	if len(pend) == 0 {
+		return nil
+	}
+	s.indexed = true
+	// Slots are in arrival order: a stable sort by key group keeps it
+	// within each.
+	slices.SortStableFunc(pend, func(a, b pendingIndex) int { return cmp.Compare(a.kg, b.kg) })
+	for i := 0; i < len(pend); {
+		j := i + 1
+		for j < len(pend) && pend[j].kg == pend[i].kg && j-i < st.chunk {
+			j++
+		}
+		chunk := st.cb[:0]
+		for _, p := range pend[i:j] {
+			chunk = binary.AppendUvarint(chunk, s.seqs[p.slot])
+			n := len(chunk)
+			chunk = appendKeyValues(binary.AppendUvarint(chunk, 0), st.keys.Key(s.keys[p.slot]))
+			if l := len(chunk) - n - 1; l < 0x80 {
+				chunk[n] = byte(l)
+			} else {
+				chunk = binary.AppendUvarint(chunk[:n], uint64(l))
+				chunk = appendKeyValues(chunk, st.keys.Key(s.keys[p.slot]))
+			}
+		}
+		st.cb = chunk
+		if err := st.b.SetCurrentKeyInGroup(int(pend[i].kg), nil); err != nil {
+			return err
+		}
+		if err := st.idxSt.Put(ns, appendOrdered(st.uk[:0], int64(s.seqs[pend[i].slot])), chunk); err != nil {
+			return err
+		}
+		s.chunks = append(s.chunks, pendingIndex{kg: pend[i].kg, seq: s.seqs[pend[i].slot]})
+		i = j
+	}
+	return nil
+}
+
+// splitSliceChunk yields the (seq, key) items of a chunk of the slice
+// index.
+func splitSliceChunk(_, v []byte, item func(uk, v []byte)) error {
+	var seq [8]byte
+	for len(v) > 0 {
+		q, n := binary.Uvarint(v)
+		if n <= 0 {
+			return fmt.Errorf("window aggregate: malformed slice index chunk")
+		}
+		v = v[n:]
+		l, n := binary.Uvarint(v)
+		if n <= 0 || l > uint64(len(v)-n) {
+			return fmt.Errorf("window aggregate: malformed slice index chunk")
+		}
+		item(appendOrdered(seq[:0], int64(q)), v[n:n+int(l)])
+		v = v[n+int(l):]
+	}
+	return nil
+}
+
+// writeBackAll writes every dirty slot to the backend (at a checkpoint).
+func (st *heapSliceState) writeBackAll() error {
+	for _, s := range st.slices {
+		if err := st.writeBack(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evict writes slices back and forgets them, oldest first, until the memory
+// holds at most three quarters of the bound.
+func (st *heapSliceState) evict() error {
+	if st.bound == 0 || st.entries <= st.bound {
+		return nil
+	}
+	for _, s := range st.slices {
+		if st.entries <= st.bound*3/4 {
 			break
 		}
-	}
-	if idx < 0 {
-		return
-	}
-	s := st.slices[idx]
-	for slot, id := range s.keys {
-		if st.tracking && s.marks[slot]&snapshot.MarkPersisted != 0 {
-			st.dels.Add(appendSliceKey(st.dels.Buffer(), st.keys.Key(id), s.end), st.keys.Hash(id))
+		if len(s.keys) == 0 {
+			continue
 		}
+		if err := st.writeBack(s); err != nil {
+			return err
+		}
+		st.forget(s)
+		s.spilled = true
+	}
+	return nil
+}
+
+// forget drops the memory of s (its slots and their key references).
+func (st *heapSliceState) forget(s *sliceData) {
+	for _, id := range s.keys {
 		refs := st.refs[id]
 		for j, r := range refs {
 			if r.s == s {
@@ -180,18 +394,131 @@ func (st *heapSliceState) dropSlice(end int64) {
 			st.keys.Release(id)
 		}
 	}
+	st.entries -= len(s.keys)
 	clear(s.accs)
 	s.keys, s.seqs, s.marks, s.accs = s.keys[:0], s.seqs[:0], s.marks[:0], s.accs[:0]
-	st.slices = append(st.slices[:idx], st.slices[idx+1:]...)
-	st.spare = append(st.spare, s)
 }
 
+// dropSlice discards every accumulator of the slice, in memory and in the
+// backend.
+func (st *heapSliceState) dropSlice(end int64) error {
+	idx := st.find(end)
+	if idx < 0 {
+		return nil
+	}
+	s := st.slices[idx]
+	ns := nsOf(st.ns[:], end)
+	if s.spilled {
+		if err := st.clearStored(s); err != nil {
+			return err
+		}
+	} else if s.indexed {
+		for slot, id := range s.keys {
+			if s.marks[slot]&markPersisted == 0 {
+				continue
+			}
+			if err := st.setKey(id); err != nil {
+				return err
+			}
+			if err := st.accSt.Clear(ns); err != nil {
+				return err
+			}
+		}
+		if err := st.clearIndex(s, ns); err != nil {
+			return err
+		}
+	}
+	st.forget(s)
+	st.slices = append(st.slices[:idx], st.slices[idx+1:]...)
+	st.spare = append(st.spare, s)
+	return nil
+}
+
+// clearStored removes every stored accumulator of slice s and its index,
+// walking the index.
+func (st *heapSliceState) clearStored(s *sliceData) error {
+	ns := nsOf(st.ns[:], s.end)
+	st.nss = append(st.nss[:0], ns)
+	m := &st.merge
+	var kgs []int32 // a restored slice may have entries in any key group
+	if !s.restored {
+		if len(s.chunks) == 0 {
+			return nil // nothing of it was written
+		}
+		kgs = st.kgs[:0]
+		for _, c := range s.chunks {
+			kgs = append(kgs, c.kg)
+		}
+		slices.Sort(kgs)
+		kgs = slices.Compact(kgs)
+		st.kgs = kgs
+	}
+	if err := m.resetIn(st.nss, kgs); err != nil {
+		return err
+	}
+	for {
+		ok, err := m.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if err := decodeKeyValues(st.keyBuf, m.val); err != nil {
+			return fmt.Errorf("window aggregate: %w", err)
+		}
+		if err := st.b.SetCurrentKey(hashValues(st.keyBuf), m.val); err != nil {
+			return err
+		}
+		if err := st.accSt.Clear(ns); err != nil {
+			return err
+		}
+	}
+	return st.clearIndex(s, ns)
+}
+
+// clearIndex removes the index of slice s (namespace ns): the entries it
+// wrote, or, for a restored slice, whatever every key group holds.
+func (st *heapSliceState) clearIndex(s *sliceData, ns []byte) error {
+	if !s.restored {
+		for _, c := range s.chunks {
+			if err := st.b.SetCurrentKeyInGroup(int(c.kg), nil); err != nil {
+				return err
+			}
+			if err := st.idxSt.Delete(ns, appendOrdered(st.uk[:0], int64(c.seq))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	r := st.b.KeyGroups()
+	for kg := r.First; kg <= r.Last; kg++ {
+		if err := st.b.SetCurrentKeyInGroup(kg, nil); err != nil {
+			return err
+		}
+		if err := st.idxSt.Clear(ns); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// visitWindow calls v once for every key that has an accumulator in a slice
+// ending in (lo, hi], in the order in which the keys first appeared in those
+// slices, with the key values and its accumulators there.
 func (st *heapSliceState) visitWindow(lo, hi int64, v windowVisitor) error {
 	st.win = st.win[:0]
+	spilled := false
 	for _, s := range st.slices {
-		if s.end > lo && s.end <= hi && len(s.keys) > 0 {
-			st.win = append(st.win, s)
+		if s.end > lo && s.end <= hi {
+			spilled = spilled || s.spilled
+			if len(s.keys) > 0 || s.spilled {
+				st.win = append(st.win, s)
+			}
 		}
+	}
+	if spilled {
+		return st.visitStored(v)
 	}
 	w := st.accWidth
 	if len(st.win) == 1 {
@@ -236,6 +563,78 @@ func (st *heapSliceState) visitWindow(lo, hi int64, v windowVisitor) error {
 		}
 	}
 	return nil
+}
+
+// visitStored is visitWindow over the slices in st.win when one of them is
+// spilled: the memory is written back, then the window's keys come from the
+// backend's index, merged across key groups and slices by arrival seq, and
+// each key's accumulators are read from the backend. A key in several
+// slices is visited at its first arrival, the one whose seq is the least
+// of its accumulators in the window.
+func (st *heapSliceState) visitStored(v windowVisitor) error {
+	st.nss, st.winEnds = st.nss[:0], st.winEnds[:0]
+	for _, s := range st.win {
+		if err := st.writeBack(s); err != nil {
+			return err
+		}
+		st.nss = append(st.nss, appendOrdered(nil, s.end))
+		st.winEnds = append(st.winEnds, s.end)
+	}
+	for len(st.decs) < len(st.win) {
+		st.decs = append(st.decs, make([]types.Value, st.accWidth))
+	}
+	m := &st.merge
+	if err := m.reset(st.nss); err != nil {
+		return err
+	}
+	for {
+		ok, err := m.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		seq := uint64(ordered(m.uk))
+		if err := decodeKeyValues(st.keyBuf, m.val); err != nil {
+			return fmt.Errorf("window aggregate: %w", err)
+		}
+		if err := st.b.SetCurrentKey(hashValues(st.keyBuf), m.val); err != nil {
+			return err
+		}
+		// Earlier slices first: a key seen before this arrival was most
+		// likely seen in an earlier slice, and one read tells.
+		st.accList = st.accList[:0]
+		later := false
+		for j, ns := range st.nss {
+			stored, ok, err := st.accSt.Get(ns)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			s, n := binary.Uvarint(stored)
+			if n <= 0 {
+				return fmt.Errorf("window aggregate: malformed accumulator of slice %d in the state backend", st.winEnds[j])
+			}
+			if s < seq {
+				later = true // visited at its first arrival
+				break
+			}
+			rest, err := decodeAccValues(st.decs[j], stored[n:])
+			if err != nil || len(rest) != 0 {
+				return fmt.Errorf("window aggregate: malformed accumulator of slice %d in the state backend (%v)", st.winEnds[j], err)
+			}
+			st.accList = append(st.accList, st.decs[j])
+		}
+		if later {
+			continue
+		}
+		if err := v.visitKey(st.keyBuf, st.accList); err != nil {
+			return err
+		}
+	}
 }
 
 // The cursors form a binary min-heap on the arrival sequence of the slot they

@@ -3,11 +3,12 @@ package window
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // errNullRowtime is Flink's message when a window aggregate meets a NULL
@@ -31,7 +32,8 @@ type slicingAggregate struct {
 	zone    tz.Zone
 	keyCols []int
 	aggs    exec.AggsHandle
-	state   sliceState
+	state   *heapSliceState
+	prog    *progressState
 
 	ctx     *exec.OperatorContext
 	metrics *exec.OperatorMetrics
@@ -39,9 +41,9 @@ type slicingAggregate struct {
 	proc    int64       // processing-time progress: the latest timer handled
 	live    []liveSlice // ascending end
 
-	restored  []snapshot.Entry // from RestoreState, applied at Open
-	restoring bool
-	snapBuf   []byte
+	// restoredEnds are the live slices found in the backend, made live
+	// at Open.
+	restoredEnds []int64
 
 	// The slice of the previous row and what to do with its rows; reset
 	// whenever progress fires windows.
@@ -55,6 +57,12 @@ type slicingAggregate struct {
 	results  []types.Value
 	props    [3]types.Value
 	pushOut  exec.Output // the output of the current firing
+	snapEnds []int64
+	// cacheLimit, when set (tests), bounds the decoded cache on either
+	// backend instead of the rocksdb budget, and makes index chunks and
+	// the pages of index merges two entries long, so that small tests
+	// cross their boundaries.
+	cacheLimit int
 }
 
 type liveSlice struct {
@@ -83,9 +91,91 @@ func (a *slicingAggregate) Open(ctx *exec.OperatorContext) error {
 	if !a.spec.EventTime && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
 		return fmt.Errorf("window aggregate: processing-time windows need a clock and processing timers")
 	}
-	a.state = newHeapSliceState(a.keyCols, a.aggs.AccWidth())
+	if a.state == nil {
+		return fmt.Errorf("window aggregate: no keyed state backend (OpenKeyedState was not called)")
+	}
 	a.out = types.NewBatch(a.outWidth, types.DefaultBatchSize)
-	return a.applyRestored()
+	if a.wm != exec.MinWatermark {
+		a.metrics.CurrentWatermark.Set(a.wm)
+	}
+	for _, se := range a.restoredEnds {
+		a.restoreSlice(se)
+	}
+	a.restoredEnds = nil
+	return nil
+}
+
+var _ exec.KeyedOperator = (*slicingAggregate)(nil)
+
+// OpenKeyedState implements exec.KeyedOperator: it declares the states and,
+// on a restore, reads the progress and the live slices (not their
+// accumulators, which stay in the backend until rows or firings need them).
+func (a *slicingAggregate) OpenKeyedState(b *kv.Backend) error {
+	st, err := newHeapSliceState(b, a.keyCols, a.aggs.AccWidth())
+	if err != nil {
+		return fmt.Errorf("window aggregate: %w", err)
+	}
+	if a.prog, err = openProgress(b); err != nil {
+		return fmt.Errorf("window aggregate: %w", err)
+	}
+	p, restored, err := a.prog.read()
+	if err != nil {
+		return fmt.Errorf("window aggregate: restoring progress: %w", err)
+	}
+	if a.cacheLimit > 0 {
+		st.bound, st.chunk, st.merge.page = a.cacheLimit, 2, 2
+	}
+	a.state = st
+	if restored {
+		a.wm, a.proc, st.seq = p.wm, p.proc, p.seq
+		slices.Sort(p.ends)
+		for _, se := range p.ends {
+			st.restoredSlice(se)
+		}
+		a.restoredEnds = p.ends
+	}
+	return nil
+}
+
+// PrepareSnapshot implements exec.KeyedOperator: the accumulators changed
+// since the last checkpoint and the progress go to the backend.
+func (a *slicingAggregate) PrepareSnapshot(exec.CheckpointID) error {
+	if err := a.state.writeBackAll(); err != nil {
+		return fmt.Errorf("window aggregate: writing back state: %w", err)
+	}
+	ends := a.snapEnds[:0]
+	for _, s := range a.state.slices {
+		ends = append(ends, s.end)
+	}
+	a.snapEnds = ends
+	if err := a.prog.write(progress{wm: a.wm, proc: a.proc, seq: a.state.seq, ends: ends}); err != nil {
+		return fmt.Errorf("window aggregate: writing progress: %w", err)
+	}
+	return nil
+}
+
+// restoreSlice makes the slice ending at se live again, with the first of
+// its windows that had not fired at the restored progress.
+func (a *slicingAggregate) restoreSlice(se int64) {
+	i := len(a.live)
+	for i > 0 && a.live[i-1].end >= se {
+		if a.live[i-1].end == se {
+			return
+		}
+		i--
+	}
+	done := a.wm
+	if !a.spec.EventTime {
+		done = a.proc
+	}
+	nextEnd := se
+	for a.zone.FireTime(nextEnd-1) <= done {
+		nextEnd += a.sl.interval
+	}
+	a.live = slices.Insert(a.live, i, liveSlice{end: se, nextEnd: nextEnd})
+	if !a.spec.EventTime {
+		a.ctx.RegisterProcessingTimer(a.zone.FireTime(nextEnd - 1))
+	}
 }
 
 func (a *slicingAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
@@ -112,11 +202,13 @@ func (a *slicingAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 			dropped++
 			continue
 		}
-		acc, created := a.state.acc(row, types.HashColumns(row, a.keyCols), se)
+		acc, created, err := a.state.acc(row, types.HashColumns(row, a.keyCols), se)
+		if err != nil {
+			return err
+		}
 		if created {
 			a.aggs.Init(acc)
 		}
-		var err error
 		if b.Kinds[i].IsRetract() {
 			err = a.aggs.Retract(acc, row)
 		} else {
@@ -128,6 +220,9 @@ func (a *slicingAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 	}
 	if dropped > 0 {
 		a.metrics.LateRowsDropped.Add(dropped)
+	}
+	if err := a.state.evict(); err != nil {
+		return fmt.Errorf("window aggregate: evicting state: %w", err)
 	}
 	return nil
 }
@@ -210,7 +305,9 @@ func (a *slicingAggregate) advance(progress int64, out exec.Output) error {
 			if ls.nextEnd == end {
 				ls.nextEnd += a.sl.interval
 				if ls.nextEnd > a.sl.lastWindowEnd(ls.end) {
-					a.state.dropSlice(ls.end)
+					if err := a.state.dropSlice(ls.end); err != nil {
+						return fmt.Errorf("window aggregate: clearing a fired slice: %w", err)
+					}
 					continue
 				}
 				if !a.spec.EventTime {
