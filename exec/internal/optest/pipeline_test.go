@@ -3,8 +3,12 @@ package optest_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
+	"path/filepath"
 	"sort"
 	"testing"
 
@@ -31,14 +35,19 @@ type pipeline struct {
 	byID    map[int]*pvertex
 	sources []*pvertex
 	timers  []ptimer
+	// nBackends numbers the backends' directories.
+	nBackends int
 }
 
 type pvertex struct {
-	v       *exec.Vertex
-	ops     []exec.Operator
-	lastWM  []int64
-	reader  exec.SourceReader
-	prepare exec.Projector
+	v   *exec.Vertex
+	ops []exec.Operator
+	// backends[i] is the keyed state of ops[i] (an exec.KeyedOperator),
+	// checkpointed through its entries (kv.Backend.WriteEntries).
+	backends []*kv.Backend
+	lastWM   []int64
+	reader   exec.SourceReader
+	prepare  exec.Projector
 	// Inbound edges: the upstream vertex per edge and its last watermark.
 	in      []*pvertex
 	inWM    []int64
@@ -71,6 +80,7 @@ func (p *pipeline) instantiate(g *exec.JobGraph) error {
 				return err
 			}
 			pv.ops = append(pv.ops, op)
+			pv.backends = append(pv.backends, nil)
 			pv.lastWM = append(pv.lastWM, exec.MinWatermark)
 		}
 		if v.Source != nil {
@@ -229,6 +239,13 @@ func (p *pipeline) Open(ctx *exec.OperatorContext) error {
 			}
 		}
 		for i, op := range pv.ops {
+			if ko, ok := op.(exec.KeyedOperator); ok && pv.backends[i] == nil {
+				b, err := p.openBackend(ko)
+				if err != nil {
+					return err
+				}
+				pv.backends[i] = b
+			}
 			vi, i := vi, i
 			octx := *ctx
 			octx.Ctx = context.Background()
@@ -288,24 +305,51 @@ func (p *pipeline) OnProcessingTime(t int64, _ exec.Output) error {
 	return nil
 }
 
+// openBackend opens a hashmap backend (closed with the test) and, when ko
+// is not nil, hands it to ko.
+func (p *pipeline) openBackend(ko exec.KeyedOperator) (*kv.Backend, error) {
+	p.nBackends++
+	b, err := kv.Open(kv.Config{Kind: image.Hashmap, Dir: filepath.Join(p.t.TempDir(), fmt.Sprint("kv-", p.nBackends)), MaxParallelism: 128})
+	if err != nil {
+		return nil, err
+	}
+	p.t.Cleanup(func() { b.Close() })
+	if ko != nil {
+		if err := ko.OpenKeyedState(b); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
 func opPrefix(v, i int) string { return fmt.Sprintf("v%d-%d/", v, i) }
 func srcKey(v int) string      { return fmt.Sprintf("v%d-source", v) }
 
 // prefixed writes an operator's entries under its prefix.
+// With withKG, the key group follows the prefix (as two bytes): a keyed
+// backend's entry keys are unique within their key group only, the store's
+// across all.
 type prefixed struct {
 	w      exec.StateWriter
 	prefix string
+	withKG bool
 	buf    []byte
+}
+
+func (w *prefixed) key(kg int, key []byte) []byte {
+	w.buf = append(w.buf[:0], w.prefix...)
+	if w.withKG {
+		w.buf = binary.BigEndian.AppendUint16(w.buf, uint16(kg))
+	}
+	return append(w.buf, key...)
 }
 
 func (w *prefixed) Full() bool { return w.w.Full() }
 func (w *prefixed) Put(kg int, key, value []byte) error {
-	w.buf = append(append(w.buf[:0], w.prefix...), key...)
-	return w.w.Put(kg, w.buf, value)
+	return w.w.Put(kg, w.key(kg, key), value)
 }
 func (w *prefixed) Delete(kg int, key []byte) error {
-	w.buf = append(append(w.buf[:0], w.prefix...), key...)
-	return w.w.Delete(kg, w.buf)
+	return w.w.Delete(kg, w.key(kg, key))
 }
 
 // SnapshotState snapshots every operator and records every reader's
@@ -328,6 +372,15 @@ func (p *pipeline) SnapshotState(id exec.CheckpointID, w exec.StateWriter) error
 			}
 		}
 		for i, op := range pv.ops {
+			if ko, ok := op.(exec.KeyedOperator); ok {
+				if err := ko.PrepareSnapshot(id); err != nil {
+					return fmt.Errorf("%s: %w", pv.v.ChainNames[i], err)
+				}
+				if err := pv.backends[i].WriteEntries(&prefixed{w: w, prefix: opPrefix(pv.v.ID, i), withKG: true}); err != nil {
+					return fmt.Errorf("%s: %w", pv.v.ChainNames[i], err)
+				}
+				continue
+			}
 			co, ok := optest.Checkpointed(p.t, op)
 			if !ok {
 				continue
@@ -390,6 +443,28 @@ func (p *pipeline) RestoreState(r exec.StateReader) error {
 		}
 		for i, op := range pv.ops {
 			pre := opPrefix(pv.v.ID, i)
+			if ko, ok := op.(exec.KeyedOperator); ok {
+				b, err := p.openBackend(nil)
+				if err != nil {
+					return err
+				}
+				es := make(entries, 0, len(byPrefix[pre]))
+				for _, e := range byPrefix[pre] {
+					if len(e.key) < 2 {
+						return fmt.Errorf("%s: keyed entry %x has no key group", pv.v.ChainNames[i], e.key)
+					}
+					es = append(es, entry{e.kg, e.key[2:], e.value})
+				}
+				if err := b.LoadEntries(es); err != nil {
+					return fmt.Errorf("%s: %w", pv.v.ChainNames[i], err)
+				}
+				if err := ko.OpenKeyedState(b); err != nil {
+					return fmt.Errorf("%s: %w", pv.v.ChainNames[i], err)
+				}
+				pv.backends[i] = b
+				delete(byPrefix, pre)
+				continue
+			}
 			co, ok := optest.Checkpointed(p.t, op)
 			if !ok {
 				if len(byPrefix[pre]) > 0 {
