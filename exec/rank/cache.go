@@ -34,6 +34,7 @@ type cache struct {
 	pending []int32 // ids marked dirty since the last write back
 	held    int     // values held (the operator's estimate)
 	limit   int     // most values held; 0 = no bound
+	resets  int     // times the cache was emptied to stay in its bound
 	keyBuf  []byte
 }
 
@@ -146,6 +147,7 @@ func sweepCache(c *cache, ttl, now int64, drop func(id int32) error) (int64, err
 
 // reset forgets every entry; the caller wrote back the dirty ones.
 func (c *cache) reset() {
+	c.resets++
 	c.keys.Reset()
 	c.dirty = c.dirty[:0]
 	c.written = c.written[:0]

@@ -34,9 +34,36 @@ func (s step) Run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector)
 
 // checkRestores is optest.CheckRestores with this package's output
 // format; the hand-worked want is the uninterrupted run's output.
+//
+// It runs twice: with the operator's cache as the backend sizes it, and
+// with a cache of one value, so that every batch starts by writing back
+// and dropping every cached entry and every key is loaded from the
+// backend again: the output must not change.
 func checkRestores(t *testing.T, build func() (exec.Operator, error), start int64, script []step, late int64, want ...string) {
 	t.Helper()
 	optest.CheckRestores(t, build, newCollector, start, script, late, want...)
+	t.Run("evicting", func(t *testing.T) {
+		optest.CheckRestores(t, withCache(build, 1), newCollector, start, script, late, want...)
+	})
+}
+
+// withCache makes build's operators keep at most n values in their cache.
+func withCache(build func() (exec.Operator, error), n int) func() (exec.Operator, error) {
+	return func() (exec.Operator, error) {
+		op, err := build()
+		if err != nil {
+			return nil, err
+		}
+		switch o := op.(type) {
+		case *dedup:
+			o.maxCached = n
+		case *topN:
+			o.maxCached = n
+		case *windowRank:
+			o.maxCached = n
+		}
+		return op, nil
+	}
 }
 
 func eachRow(rows ...rowSpec) []step {
