@@ -142,5 +142,23 @@ func stateSize(t *testing.T, op exec.Operator) int {
 	if n := c.keys.Size(); n != stored {
 		t.Fatalf("%d keys cached, %d stored", n, stored)
 	}
+	// The cache's estimate of what it holds, counted afresh.
+	held := 0
+	for id := int32(0); int(id) < c.keys.Span(); id++ {
+		if !c.keys.InUse(id) {
+			continue
+		}
+		switch o := op.(type) {
+		case *dedup:
+			held += 2 + o.width
+		case *topN:
+			held += 2 + o.parts[id].len()*o.width
+		case *windowRank:
+			held += 2 + o.parts[id].len()*o.width
+		}
+	}
+	if held != c.held {
+		t.Fatalf("the cache counts %d values held, it holds %d", c.held, held)
+	}
 	return stored
 }

@@ -147,6 +147,9 @@ func checkAgainstModelOn(t *testing.T, rng *rand.Rand, spec RankSpec, k *optest.
 				return err
 			}
 		}
+		if k == nil && step%10 == 9 {
+			stateSize(t, op) // the cache agrees with the backend and with its own count
+		}
 	}
 	return nil
 }
