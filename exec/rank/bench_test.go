@@ -166,30 +166,35 @@ func BenchmarkDeduplicateKeepLastHot(b *testing.B) {
 // holds about 3 000 keys, so most rows load their key from the backend
 // (and the cache is written back and emptied every few batches).
 func BenchmarkDeduplicateKeepLastCold(b *testing.B) {
-	benchmarkDedupBudget(b, 100_000, image.RocksDB, kv.MinMemoryBudget)
+	benchmarkDedupBudget(b, 100_000, image.RocksDB, kv.MinMemoryBudget, 1<<16)
 }
 
 func benchmarkDedup(b *testing.B, keys int, kind image.Kind) {
-	benchmarkDedupBudget(b, keys, kind, benchBudget)
+	benchmarkDedupBudget(b, keys, kind, benchBudget, 1<<20)
 }
 
-func benchmarkDedupBudget(b *testing.B, keys int, kind image.Kind, budget int64) {
-	batches := benchBatches(1<<20, keys)
+// benchmarkDedupBudget measures keep-last deduplication over keys keys
+// on a backend of kind and budget, warmed up with (and then cycling
+// through) the given number of rows.
+func benchmarkDedupBudget(b *testing.B, keys int, kind image.Kind, budget int64, rows int) {
+	batches := benchBatches(rows, keys)
 	op, _ := NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: -1, KeepLast: true, GenerateUpdateBefore: true})
 	openBenchBudget(b, op, kind, budget)
 	out := &discard{}
 	for _, bt := range batches {
-		_ = op.ProcessBatch(0, bt, out)
+		if err := op.ProcessBatch(0, bt, out); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	rows := 0
+	done := 0
 	for i := 0; i < b.N; i++ {
 		bt := batches[i%len(batches)]
 		if err := op.ProcessBatch(0, bt, out); err != nil {
 			b.Fatal(err)
 		}
-		rows += bt.Len()
+		done += bt.Len()
 	}
-	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(done)/b.Elapsed().Seconds(), "rows/s")
 }
