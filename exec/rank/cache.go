@@ -28,14 +28,22 @@ import (
 // key per fill.
 type cache struct {
 	keys    *keyed.Table
-	nkey    int     // leading key values that form the kv key (the rest, if any, is the namespace)
-	dirty   []bool  // by id
-	written []int64 // by id: processing time of the entry's last change (state TTL)
-	pending []int32 // ids marked dirty since the last write back
-	held    int     // values held (the operator's estimate)
-	limit   int     // most values held; 0 = no bound
-	resets  int     // times the cache was emptied to stay in its bound
+	nkey    int         // leading key values that form the kv key (the rest, if any, is the namespace)
+	meta    []entryMeta // by id
+	pending []int32     // ids marked dirty since the last write back
+	held    int         // values held (the operator's estimate)
+	limit   int         // most values held; 0 = no bound
+	resets  int         // times the cache was emptied to stay in its bound
 	keyBuf  []byte
+}
+
+// entryMeta is the cache's bookkeeping of one entry, with one value of the
+// operator's (aux) beside it, so that a row touches one cache line for
+// all of them.
+type entryMeta struct {
+	written int64 // processing time of the entry's last change (state TTL)
+	aux     int64 // the operator's (deduplication: the kept row's rowtime)
+	dirty   bool
 }
 
 func newCache(cols []int, nkey int) *cache {
@@ -64,21 +72,21 @@ func cacheLimit(b *kv.Backend, override int) int {
 // cached and the caller loads or creates its entry.
 func (c *cache) lookup(row types.Row, h uint64) (int32, bool) {
 	id, added := c.keys.Lookup(row, h)
-	if int(id) == len(c.dirty) {
-		c.dirty = append(c.dirty, false)
-		c.written = append(c.written, 0)
+	if int(id) == len(c.meta) {
+		c.meta = append(c.meta, entryMeta{})
 	}
 	if added {
-		c.dirty[id], c.written[id] = false, 0
+		c.meta[id] = entryMeta{}
 	}
 	return id, added
 }
 
 // touch marks id changed at now.
 func (c *cache) touch(id int32, now int64) {
-	c.written[id] = now
-	if !c.dirty[id] {
-		c.dirty[id] = true
+	m := &c.meta[id]
+	m.written = now
+	if !m.dirty {
+		m.dirty = true
 		c.pending = append(c.pending, id)
 	}
 }
@@ -105,13 +113,13 @@ func appendKeyValues(dst []byte, vals []types.Value) []byte {
 // writeBack stores every dirty entry with store.
 func (c *cache) writeBack(store func(id int32) error) error {
 	for _, id := range c.pending {
-		if !c.dirty[id] || !c.keys.InUse(id) {
+		if !c.meta[id].dirty || !c.keys.InUse(id) {
 			continue
 		}
 		if err := store(id); err != nil {
 			return err
 		}
-		c.dirty[id] = false
+		c.meta[id].dirty = false
 	}
 	c.pending = c.pending[:0]
 	return nil
@@ -120,7 +128,7 @@ func (c *cache) writeBack(store func(id int32) error) error {
 // release forgets id without writing it back (the caller cleared or will
 // not need its stored entry).
 func (c *cache) release(id int32) {
-	c.dirty[id] = false
+	c.meta[id].dirty = false
 	c.keys.Release(id)
 }
 
@@ -133,7 +141,7 @@ func sweepCache(c *cache, ttl, now int64, drop func(id int32) error) (int64, err
 		if !c.keys.InUse(id) {
 			continue
 		}
-		if w := c.written[id]; expired(ttl, w, now) {
+		if w := c.meta[id].written; expired(ttl, w, now) {
 			if err := drop(id); err != nil {
 				return 0, err
 			}
@@ -149,8 +157,7 @@ func sweepCache(c *cache, ttl, now int64, drop func(id int32) error) (int64, err
 func (c *cache) reset() {
 	c.resets++
 	c.keys.Reset()
-	c.dirty = c.dirty[:0]
-	c.written = c.written[:0]
+	c.meta = c.meta[:0]
 	c.pending = c.pending[:0]
 	c.held = 0
 }

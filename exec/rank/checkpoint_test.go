@@ -225,7 +225,7 @@ func writtenBack(t *testing.T, op exec.Operator) int {
 	tn := op.(*topN)
 	n := 0
 	for _, id := range tn.c.pending {
-		if tn.c.dirty[id] {
+		if tn.c.meta[id].dirty {
 			n++
 		}
 	}

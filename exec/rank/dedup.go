@@ -72,9 +72,8 @@ type dedup struct {
 	width   int // values per kept row; 0 when rows are not kept
 	checked bool
 	// by cache id
-	rowtimes []int64
-	rows     []types.Value
-	buf      []byte
+	rows []types.Value
+	buf  []byte
 
 	maxCached int // values the cache may hold, overriding the backend's bound (tests)
 }
@@ -162,14 +161,13 @@ func (d *dedup) kept(id int32) types.Row {
 // backend on a miss; found is false when the key has no live entry.
 func (d *dedup) lookup(row types.Row, now int64) (id int32, found bool, err error) {
 	id, added := d.c.lookup(row, types.HashColumns(row, d.spec.KeyCols))
-	if int(id) == len(d.rowtimes) {
-		d.rowtimes = append(d.rowtimes, 0)
-		for range d.width {
+	if n := (int(id) + 1) * d.width; n > len(d.rows) {
+		for range n - len(d.rows) {
 			d.rows = append(d.rows, types.Value{})
 		}
 	}
 	if !added {
-		return id, !expired(d.ttl.ttl, d.c.written[id], now), nil
+		return id, d.ttl.ttl == 0 || !expired(d.ttl.ttl, d.c.meta[id].written, now), nil
 	}
 	d.c.held += d.width + 2
 	if err := d.c.setKey(d.b, id); err != nil {
@@ -203,8 +201,8 @@ func (d *dedup) lookup(row types.Row, now int64) (id int32, found bool, err erro
 	if len(v) != 0 {
 		return id, false, fmt.Errorf("deduplicate: corrupt state: %d trailing bytes", len(v))
 	}
-	d.rowtimes[id] = rowtime
-	d.c.written[id] = written
+	d.c.meta[id].aux = rowtime
+	d.c.meta[id].written = written
 	return id, true, nil
 }
 
@@ -213,8 +211,9 @@ func (d *dedup) store(id int32) error {
 	if err := d.c.setKey(d.b, id); err != nil {
 		return err
 	}
-	buf := binary.AppendVarint(d.buf[:0], d.c.written[id])
-	buf = binary.AppendVarint(buf, d.rowtimes[id])
+	m := &d.c.meta[id]
+	buf := binary.AppendVarint(d.buf[:0], m.written)
+	buf = binary.AppendVarint(buf, m.aux)
 	if d.keepRow {
 		buf = types.AppendRow(buf, d.kept(id))
 	}
@@ -228,7 +227,7 @@ func (d *dedup) evict() error {
 		return fmt.Errorf("deduplicate: %w", err)
 	}
 	clear(d.rows)
-	d.rows, d.rowtimes = d.rows[:0], d.rowtimes[:0]
+	d.rows = d.rows[:0]
 	d.c.reset()
 	return nil
 }
@@ -258,12 +257,12 @@ func (d *dedup) process(row types.Row, now int64) error {
 	if !added {
 		switch {
 		case d.spec.RowtimeCol >= 0 && d.spec.KeepLast:
-			if rowtime < d.rowtimes[id] {
+			if rowtime < d.c.meta[id].aux {
 				return nil
 			}
 		case d.spec.RowtimeCol >= 0:
 			// Keep first: only a strictly earlier row wins over the kept one.
-			if rowtime >= d.rowtimes[id] {
+			if rowtime >= d.c.meta[id].aux {
 				return nil
 			}
 		case !d.ttl.enabled() && types.RowsEqual(kept, row):
@@ -283,7 +282,7 @@ func (d *dedup) process(row types.Row, now int64) error {
 		return err
 	}
 	copy(kept, row)
-	d.rowtimes[id] = rowtime
+	d.c.meta[id].aux = rowtime
 	d.c.touch(id, now)
 	return nil
 }
@@ -316,4 +315,4 @@ func (d *dedup) OnProcessingTime(t int64, out exec.Output) error {
 
 func (d *dedup) ProcessWatermark(wm int64, out exec.Output) error { return out.PushWatermark(wm) }
 func (d *dedup) Finish(exec.Output) error                         { return nil }
-func (d *dedup) Close() error                                     { d.c, d.rows, d.rowtimes = nil, nil, nil; return nil }
+func (d *dedup) Close() error                                     { d.c, d.rows = nil, nil; return nil }

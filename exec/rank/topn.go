@@ -195,7 +195,7 @@ func (t *topN) partition(row types.Row, now int64) (int32, *sortedRows, error) {
 	}
 	p := t.parts[id]
 	if !added {
-		if p.len() > 0 && expired(t.ttl.ttl, t.c.written[id], now) {
+		if t.ttl.ttl > 0 && p.len() > 0 && expired(t.ttl.ttl, t.c.meta[id].written, now) {
 			t.c.held -= p.len() * t.width
 			p.reset()
 		}
@@ -223,7 +223,7 @@ func (t *topN) partition(row types.Row, now int64) (int32, *sortedRows, error) {
 	if len(v) != 0 {
 		return id, p, fmt.Errorf("rank: corrupt state: %d trailing bytes", len(v))
 	}
-	t.c.written[id] = written
+	t.c.meta[id].written = written
 	t.c.held += p.len() * t.width
 	return id, p, nil
 }
@@ -233,7 +233,7 @@ func (t *topN) store(id int32) error {
 	if err := t.c.setKey(t.b, id); err != nil {
 		return err
 	}
-	buf := binary.AppendVarint(t.buf[:0], t.c.written[id])
+	buf := binary.AppendVarint(t.buf[:0], t.c.meta[id].written)
 	buf = appendRows(buf, t.parts[id])
 	t.buf = buf
 	return t.state.Put(nil, buf)
