@@ -75,14 +75,14 @@ func NewWindowRank(spec WindowRankSpec) (exec.Operator, error) {
 //
 //	"rows"     key (partition values, window_start), ns end → [uvarint n][n
 //	           rows in rank order]: the best RankEnd rows so far
-//	"index"    key "i" in each key group → sorted map end|start|arrival →
+//	"index"    key "i"+key group in each key group → sorted map end|start|arrival →
 //	           the rows' key: which partitions a window has in this key
 //	           group, in order of first arrival, so firing finds them
 //	           without a scan of the state
-//	"windows"  key "w" in each key group → sorted map end|start → the
+//	"windows"  key "w"+key group in each key group → sorted map end|start → the
 //	           latest arrival number: the live windows, read back on a
 //	           restore (a handful of entries per key group)
-//	"progress" key "p" in each key group → the watermark, written at
+//	"progress" key "p"+key group in each key group → the watermark, written at
 //	           checkpoints, so rows of windows fired before a restore stay
 //	           late (Flink keeps it as operator state); the smallest wins
 //	           when key groups of several instances meet
@@ -98,11 +98,19 @@ const (
 	progressState = "progress"
 )
 
-var (
-	indexKey    = []byte("i")
-	windowsKey  = []byte("w")
-	progressKey = []byte("p")
+// The keys of the per-key-group states: a tag and the key group, so that
+// each key lives in one key group, as every key does.
+const (
+	indexTag    = 'i'
+	windowsTag  = 'w'
+	progressTag = 'p'
 )
+
+// setGroupKey makes (tag, kg) the backend's current key, in key group kg.
+func (w *windowRank) setGroupKey(kg int, tag byte) error {
+	k := binary.BigEndian.AppendUint16(append(w.gkey[:0], tag), uint16(kg))
+	return w.b.SetCurrentKeyInGroup(kg, k)
+}
 
 // rankWindow is a live window.
 type rankWindow struct {
@@ -138,6 +146,7 @@ type windowRank struct {
 	buf      []byte
 	ns       [8]byte
 	uk       [24]byte
+	gkey     []byte
 	fired    []firedPart
 
 	maxCached int // values the cache may hold, overriding the backend's bound (tests)
@@ -179,7 +188,7 @@ func (w *windowRank) OpenKeyedState(b *kv.Backend) (err error) {
 	first := true
 	kgs := b.KeyGroups()
 	for kg := kgs.First; kg <= kgs.Last; kg++ {
-		if err := b.SetCurrentKeyInGroup(kg, progressKey); err != nil {
+		if err := w.setGroupKey(kg, progressTag); err != nil {
 			return err
 		}
 		wm, ok, err := w.progress.Get(nil)
@@ -189,7 +198,7 @@ func (w *windowRank) OpenKeyedState(b *kv.Backend) (err error) {
 		if ok && (first || wm < w.wm) {
 			w.wm, first = wm, false
 		}
-		if err := b.SetCurrentKeyInGroup(kg, windowsKey); err != nil {
+		if err := w.setGroupKey(kg, windowsTag); err != nil {
 			return err
 		}
 		var bad bool
@@ -223,7 +232,7 @@ func (w *windowRank) PrepareSnapshot(exec.CheckpointID) error {
 	}
 	kgs := w.b.KeyGroups()
 	for kg := kgs.First; kg <= kgs.Last; kg++ {
-		if err := w.b.SetCurrentKeyInGroup(kg, progressKey); err != nil {
+		if err := w.setGroupKey(kg, progressTag); err != nil {
 			return fmt.Errorf("window rank: %w", err)
 		}
 		if err := w.progress.Put(nil, w.wm); err != nil {
@@ -329,13 +338,13 @@ func (w *windowRank) partition(row types.Row, win *rankWindow) (int32, *sortedRo
 	// New in its window: index it in its key group.
 	w.seq++
 	kg := kv.KeyGroupOf(h, w.b.MaxParallelism())
-	if err := w.b.SetCurrentKeyInGroup(kg, indexKey); err != nil {
+	if err := w.setGroupKey(kg, indexTag); err != nil {
 		return id, p, err
 	}
 	if err := w.index.Put(nil, w.indexKey(win.end, win.start, w.seq), w.c.keyBuf); err != nil {
 		return id, p, err
 	}
-	if err := w.b.SetCurrentKeyInGroup(kg, windowsKey); err != nil {
+	if err := w.setGroupKey(kg, windowsTag); err != nil {
 		return id, p, err
 	}
 	if err := w.wins.Put(nil, w.indexKey(win.end, win.start, 0)[:16], w.seq); err != nil {
@@ -478,7 +487,7 @@ func (w *windowRank) fire() error {
 	fired := w.fired[:0]
 	kgs := w.b.KeyGroups()
 	for kg := kgs.First; kg <= kgs.Last; kg++ {
-		if err := w.b.SetCurrentKeyInGroup(kg, indexKey); err != nil {
+		if err := w.setGroupKey(kg, indexTag); err != nil {
 			return err
 		}
 		var bad bool
@@ -553,13 +562,13 @@ func (w *windowRank) fire() error {
 		if err := w.rows.Clear(ns); err != nil {
 			return err
 		}
-		if err := w.b.SetCurrentKeyInGroup(f.kg, indexKey); err != nil {
+		if err := w.setGroupKey(f.kg, indexTag); err != nil {
 			return err
 		}
 		if err := w.index.Delete(nil, w.indexKey(f.end, f.start, f.seq)); err != nil {
 			return err
 		}
-		if err := w.b.SetCurrentKeyInGroup(f.kg, windowsKey); err != nil {
+		if err := w.setGroupKey(f.kg, windowsTag); err != nil {
 			return err
 		}
 		if err := w.wins.Delete(nil, w.indexKey(f.end, f.start, 0)[:16]); err != nil {

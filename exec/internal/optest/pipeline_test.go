@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // pipeline runs a whole job graph at parallelism 1 as one operator, so
@@ -31,6 +34,10 @@ type pipeline struct {
 	byID    map[int]*pvertex
 	sources []*pvertex
 	timers  []ptimer
+	// Keyed operators get a hashmap backend each, whose entries the
+	// pipeline's snapshot carries under the operator's prefix.
+	backends  map[string]*kv.Backend
+	keyedFrom map[string]entries // restored entries, loaded at Open
 }
 
 type pvertex struct {
@@ -237,12 +244,40 @@ func (p *pipeline) Open(ctx *exec.OperatorContext) error {
 				p.timers = append(p.timers, ptimer{t: ts, v: vi, op: i})
 				ctx.RegisterProcessingTimer(ts)
 			}
+			if ko, ok := op.(exec.KeyedOperator); ok {
+				if err := p.openKeyed(ko, opPrefix(pv.v.ID, i), ctx); err != nil {
+					return fmt.Errorf("open %s: %w", octx.Name, err)
+				}
+			}
 			if err := op.Open(&octx); err != nil {
 				return fmt.Errorf("open %s: %w", octx.Name, err)
 			}
 		}
 	}
 	return nil
+}
+
+// openKeyed gives a keyed operator its backend, filled with the entries
+// restored for it.
+func (p *pipeline) openKeyed(ko exec.KeyedOperator, prefix string, ctx *exec.OperatorContext) error {
+	cfg := kv.Config{Kind: image.Hashmap, Dir: filepath.Join(p.t.TempDir(), "db"), MaxParallelism: 128}
+	if ctx.Now != nil {
+		cfg.Clock = ctx.Now
+	}
+	b, err := kv.Open(cfg)
+	if err != nil {
+		return err
+	}
+	if p.backends == nil {
+		p.backends = map[string]*kv.Backend{}
+	}
+	p.backends[prefix] = b
+	if es, ok := p.keyedFrom[prefix]; ok {
+		if err := b.LoadEntries(es); err != nil {
+			return err
+		}
+	}
+	return ko.OpenKeyedState(b)
 }
 
 func (p *pipeline) ProcessBatch(int, *types.Batch, exec.Output) error {
@@ -265,6 +300,11 @@ func (p *pipeline) Close() error {
 			if err := pv.reader.Close(); err != nil && first == nil {
 				first = err
 			}
+		}
+	}
+	for _, b := range p.backends {
+		if err := b.Close(); err != nil && first == nil {
+			first = err
 		}
 	}
 	return first
@@ -328,6 +368,16 @@ func (p *pipeline) SnapshotState(id exec.CheckpointID, w exec.StateWriter) error
 			}
 		}
 		for i, op := range pv.ops {
+			if ko, ok := op.(exec.KeyedOperator); ok {
+				pre := opPrefix(pv.v.ID, i)
+				if err := ko.PrepareSnapshot(id); err != nil {
+					return fmt.Errorf("%s: %w", pv.v.ChainNames[i], err)
+				}
+				if err := p.backends[pre].WriteEntries(&prefixed{w: w, prefix: pre}); err != nil {
+					return fmt.Errorf("%s: %w", pv.v.ChainNames[i], err)
+				}
+				continue
+			}
 			co, ok := optest.Checkpointed(p.t, op)
 			if !ok {
 				continue
@@ -390,6 +440,14 @@ func (p *pipeline) RestoreState(r exec.StateReader) error {
 		}
 		for i, op := range pv.ops {
 			pre := opPrefix(pv.v.ID, i)
+			if _, ok := op.(exec.KeyedOperator); ok {
+				if p.keyedFrom == nil {
+					p.keyedFrom = map[string]entries{}
+				}
+				p.keyedFrom[pre] = byPrefix[pre]
+				delete(byPrefix, pre)
+				continue
+			}
 			co, ok := optest.Checkpointed(p.t, op)
 			if !ok {
 				if len(byPrefix[pre]) > 0 {
