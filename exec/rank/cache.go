@@ -185,7 +185,7 @@ func varint(src []byte) (int64, []byte, error) {
 	return x, src[n:], nil
 }
 
-// appendRows appends n rows in order.
+// appendRows appends the rows of p, in rank order, after their count.
 func appendRows(dst []byte, p *sortedRows) []byte {
 	dst = binary.AppendUvarint(dst, uint64(p.len()))
 	for i := range p.len() {
@@ -215,7 +215,7 @@ func decodeRowsInto(src []byte, p *sortedRows) ([]byte, error) {
 	return src, nil
 }
 
-// corrupt wraps an error decoding what's stored state.
+// corrupt wraps an error met decoding the stored state of operator what.
 func corrupt(what string, err error) error { return fmt.Errorf("%s: corrupt state: %w", what, err) }
 
 // storedWidth returns the width of the first row written by appendRows.
