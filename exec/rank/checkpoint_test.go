@@ -10,11 +10,6 @@ import (
 	"github.com/flinksql/flinksql/exec/internal/optest"
 )
 
-// memStore is the checkpoint store of these tests.
-type memStore = optest.Store
-
-func newMemStore() *memStore { return optest.NewStore() }
-
 // step is one action of a script: rows (one batch), a watermark, or the
 // clock moving to a time, firing the processing timers due.
 type step struct {
@@ -39,9 +34,36 @@ func (s step) Run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector)
 
 // checkRestores is optest.CheckRestores with this package's output
 // format; the hand-worked want is the uninterrupted run's output.
+//
+// It runs twice: with the operator's cache as the backend sizes it, and
+// with a cache of one value, so that every batch starts by writing back
+// and dropping every cached entry and every key is loaded from the
+// backend again: the output must not change.
 func checkRestores(t *testing.T, build func() (exec.Operator, error), start int64, script []step, late int64, want ...string) {
 	t.Helper()
 	optest.CheckRestores(t, build, newCollector, start, script, late, want...)
+	t.Run("evicting", func(t *testing.T) {
+		optest.CheckRestores(t, withCache(build, 1), newCollector, start, script, late, want...)
+	})
+}
+
+// withCache makes build's operators keep at most n values in their cache.
+func withCache(build func() (exec.Operator, error), n int) func() (exec.Operator, error) {
+	return func() (exec.Operator, error) {
+		op, err := build()
+		if err != nil {
+			return nil, err
+		}
+		switch o := op.(type) {
+		case *dedup:
+			o.maxCached = n
+		case *topN:
+			o.maxCached = n
+		case *windowRank:
+			o.maxCached = n
+		}
+		return op, nil
+	}
 }
 
 func eachRow(rows ...rowSpec) []step {
@@ -165,7 +187,9 @@ func TestWindowTopNRestore(t *testing.T) {
 		"WM(max)")
 }
 
-// TestTopNSnapshotsAreIncremental counts the partitions written.
+// TestTopNSnapshotsAreIncremental counts the partitions a checkpoint writes
+// back to the backend: only those changed since the previous one (the
+// backend makes its own images incremental).
 func TestTopNSnapshotsAreIncremental(t *testing.T) {
 	op, err := NewRank(RankSpec{PartitionCols: []int{0}, SortKeys: byPriceDesc, RankStart: 1, RankEnd: 2})
 	if err != nil {
@@ -179,48 +203,66 @@ func TestTopNSnapshotsAreIncremental(t *testing.T) {
 		rows = append(rows, ins(fmt.Sprintf("p%d", i), "x", 10))
 	}
 	process(t, op, c, rows...)
-	store := newMemStore()
-	store.Snapshot(t, op, 1)
-	if store.Puts != 30 {
-		t.Fatalf("full snapshot: %d puts", store.Puts)
+	if n := writtenBack(t, op); n != 30 {
+		t.Fatalf("first checkpoint: %d partitions written back", n)
 	}
 	// p1 changes; p2's first z takes rank 2, its second ranks 3 and is not
 	// kept (append-only Top-N keeps RankEnd rows); p3's 5 ranks 3 too.
 	process(t, op, c, ins("p1", "y", 20), ins("p2", "z", 1), ins("p2", "z", 1))
-	store.Snapshot(t, op, 2)
-	if store.Puts != 2 || store.Dels != 0 {
-		t.Fatalf("incremental snapshot: %d puts, %d deletes; want 2 (p1, p2), 0", store.Puts, store.Dels)
+	if n := writtenBack(t, op); n != 2 {
+		t.Fatalf("second checkpoint: %d partitions written back; want 2 (p1, p2)", n)
 	}
 	process(t, op, c, ins("p2", "w", 0), ins("p3", "v", 10), ins("p3", "u", 5))
-	store.Snapshot(t, op, 3)
-	if store.Puts != 1 || store.Dels != 0 { // p3: v ranks 2; u ranks 3, dropped
-		t.Fatalf("third snapshot: %d puts, %d deletes; want 1 (p3), 0", store.Puts, store.Dels)
+	if n := writtenBack(t, op); n != 1 { // p3: v ranks 2; u ranks 3, dropped
+		t.Fatalf("third checkpoint: %d partitions written back; want 1 (p3)", n)
 	}
 }
 
-// A checkpoint of a deduplication that kept no rows (proctime keep-first, or
-// event-time keep-first before it could update) cannot restore an event-time
-// keep-first, which must be able to retract its row: a clear error, not a
-// decode failure or a silent -U of an empty row.
-func TestDeduplicateRestoreWithoutKeptRows(t *testing.T) {
-	old, err := NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: -1})
-	if err != nil {
+// writtenBack runs op's PrepareSnapshot and returns how many partitions it
+// wrote to the backend.
+func writtenBack(t *testing.T, op exec.Operator) int {
+	t.Helper()
+	tn := op.(*topN)
+	n := 0
+	for _, id := range tn.c.pending {
+		if tn.c.meta[id].dirty {
+			n++
+		}
+	}
+	if err := tn.PrepareSnapshot(0); err != nil {
 		t.Fatal(err)
 	}
-	open(t, old, &fakeRuntime{})
-	process(t, old, newCollector(), ins("a", 1, sec(5)))
-	st := newMemStore()
-	st.Snapshot(t, old, 1)
+	if len(tn.c.pending) != 0 {
+		t.Fatalf("%d partitions still pending after the write back", len(tn.c.pending))
+	}
+	return n
+}
 
-	op, err := NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: 2, GenerateUpdateBefore: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := op.(exec.CheckpointedOperator).RestoreState(st); err != nil {
-		t.Fatal(err)
-	}
-	err = op.Open((&fakeRuntime{}).Context())
-	if err == nil || !strings.Contains(err.Error(), "holds no kept rows") {
-		t.Fatalf("open after restore: %v", err)
+// A checkpoint of a deduplication that kept no rows (proctime keep-first)
+// cannot restore an event-time keep-first, which must be able to retract
+// its row: a clear error when the state is declared, not a decode failure
+// or a silent -U of an empty row.
+func TestDeduplicateRestoreWithoutKeptRows(t *testing.T) {
+	for _, kind := range optest.Kinds {
+		old, err := NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := optest.NewKeyed(t, kind)
+		b := k.Open(t, old.(exec.KeyedOperator))
+		if err := old.Open((&fakeRuntime{}).Context()); err != nil {
+			t.Fatal(err)
+		}
+		process(t, old, newCollector(), ins("a", 1, sec(5)))
+		snap := k.Snapshot(t, old.(exec.KeyedOperator), b, 1)
+
+		op, err := NewDeduplicate(DedupSpec{KeyCols: []int{0}, RowtimeCol: 2, GenerateUpdateBefore: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = op.(exec.KeyedOperator).OpenKeyedState(k.RestoreBackend(t, snap))
+		if err == nil || !strings.Contains(err.Error(), `"rank.dedup.first/1"`) || !strings.Contains(err.Error(), "cannot be read that way") {
+			t.Fatalf("%s: declaring the state of a restored keep-first: %v", kind, err)
+		}
 	}
 }

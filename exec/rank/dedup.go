@@ -1,14 +1,14 @@
 package rank
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/internal/keyed"
-	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // DedupSpec describes ROW_NUMBER() OVER (PARTITION BY keys ORDER BY time)
@@ -53,48 +53,62 @@ func NewDeduplicate(spec DedupSpec) (exec.Operator, error) {
 	return &dedup{spec: spec, ttl: ttlTimer{ttl: spec.StateTTL.Milliseconds()}}, nil
 }
 
-// dedupStore keeps, per key, whether a row was seen, the kept row (unless
-// proctime keep-first), its rowtime and when the key was last written.
-type dedupStore interface {
-	// lookup returns the id of row's key (hash h); added reports a new key
-	// whose entry the caller fills.
-	lookup(row types.Row, h uint64) (id int32, added bool)
-	// entry is the bookkeeping of id; valid until the next lookup.
-	entry(id int32) *dedupEntry
-	// kept is the kept row of id (empty for proctime keep-first); valid until
-	// the next lookup.
-	kept(id int32) types.Row
-	// expire forgets every key written at or before cutoff and returns the
-	// oldest write time among the keys left (math.MaxInt64 when none).
-	expire(cutoff int64) (oldest int64)
-	size() int
-	// touch records that the entry of id changed (for incremental snapshots).
-	touch(id int32)
-}
-
-type dedupEntry struct {
-	rowtime int64
-	written int64
-}
+// Deduplication state: one value per key, [varint last change][varint
+// rowtime][kept row (types.AppendRow), unless proctime keep-first]. The
+// codec id differs with and without the kept row, so a checkpoint of a
+// proctime keep-first (no rows) cannot be read by a variant that must
+// retract its kept row.
+const dedupState = "dedup"
 
 type dedup struct {
 	spec    DedupSpec
 	ttl     ttlTimer
-	state   dedupStore
 	em      emitter
 	keepRow bool // state holds the kept row
 
-	restored []snapshot.Entry // from RestoreState, applied at Open
-	snapBuf  []byte
+	b       *kv.Backend
+	state   *kv.ValueState[[]byte]
+	c       *cache
+	width   int // values per kept row; 0 when rows are not kept
+	checked bool
+	// by cache id
+	rows []types.Value
+	buf  []byte
+
+	maxCached int // values the cache may hold, overriding the backend's bound (tests)
+}
+
+var _ exec.KeyedOperator = (*dedup)(nil)
+
+func (d *dedup) OpenKeyedState(b *kv.Backend) error {
+	// Every variant but proctime keep-first may retract its kept row.
+	d.keepRow = d.spec.KeepLast || d.spec.RowtimeCol >= 0
+	codec := encoded{"rank.dedup.first/1"}
+	if d.keepRow {
+		codec = encoded{"rank.dedup.row/1"}
+	}
+	st, err := kv.NewValueState[[]byte](b, dedupState, codec, kv.Options{TTL: d.spec.StateTTL})
+	if err != nil {
+		return fmt.Errorf("deduplicate: %w", err)
+	}
+	d.b, d.state = b, st
+	d.c = newCache(d.spec.KeyCols, len(d.spec.KeyCols))
+	d.c.limit = cacheLimit(b, d.maxCached)
+	return nil
+}
+
+func (d *dedup) PrepareSnapshot(exec.CheckpointID) error {
+	if err := d.c.writeBack(d.store); err != nil {
+		return fmt.Errorf("deduplicate: %w", err)
+	}
+	return nil
 }
 
 func (d *dedup) Open(ctx *exec.OperatorContext) error {
-	if err := d.ttl.open(ctx, "deduplicate"); err != nil {
-		return err
+	if d.b == nil {
+		return fmt.Errorf("deduplicate: opened without its keyed state backend")
 	}
-	// Every variant but proctime keep-first may retract its kept row.
-	d.keepRow = d.spec.KeepLast || d.spec.RowtimeCol >= 0
-	return d.applyRestored()
+	return d.ttl.open(ctx, "deduplicate")
 }
 
 func (d *dedup) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
@@ -104,18 +118,22 @@ func (d *dedup) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 	if err := d.em.init(b.Width()); err != nil {
 		return fmt.Errorf("deduplicate: %w", err)
 	}
-	if d.state == nil {
+	if !d.checked {
 		if err := checkColumns(b.Width(), d.spec.KeyCols, nil); err != nil {
 			return fmt.Errorf("deduplicate: %w", err)
 		}
-		w := 0
 		if d.keepRow {
-			w = b.Width()
+			d.width = b.Width()
 		}
-		d.state = newHeapDedupStore(d.spec.KeyCols, w)
+		d.checked = true
 	}
 	if rt := d.spec.RowtimeCol; rt >= b.Width() {
 		return fmt.Errorf("deduplicate: rowtime column %d out of range for rows of width %d", rt, b.Width())
+	}
+	if d.c.full() {
+		if err := d.evict(); err != nil {
+			return err
+		}
 	}
 	d.em.out = out
 	now := d.ttl.now()
@@ -127,24 +145,104 @@ func (d *dedup) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 			return err
 		}
 	}
-	if d.state.size() > 0 {
+	if d.c.keys.Size() > 0 {
 		d.ttl.schedule(now)
 	}
 	return d.em.flush()
 }
 
-func (d *dedup) process(row types.Row, now int64) error {
-	id, added := d.state.lookup(row, types.HashColumns(row, d.spec.KeyCols))
-	e := d.state.entry(id)
-	if !added && d.ttl.expired(e.written, now) {
-		added = true
+// kept is the kept row of cache id.
+func (d *dedup) kept(id int32) types.Row {
+	w := d.width
+	return types.Row(d.rows[int(id)*w : int(id+1)*w : int(id+1)*w])
+}
+
+// lookup returns the cache id of row's key, loading its entry from the
+// backend on a miss; found is false when the key has no live entry.
+func (d *dedup) lookup(row types.Row, now int64) (id int32, found bool, err error) {
+	id, added := d.c.lookup(row, types.HashColumns(row, d.spec.KeyCols))
+	if n := (int(id) + 1) * d.width; n > len(d.rows) {
+		for range n - len(d.rows) {
+			d.rows = append(d.rows, types.Value{})
+		}
 	}
+	if !added {
+		return id, d.ttl.ttl == 0 || !expired(d.ttl.ttl, d.c.meta[id].written, now), nil
+	}
+	d.c.held += d.width + 2
+	if err := d.c.setKey(d.b, id); err != nil {
+		return id, false, fmt.Errorf("deduplicate: %w", err)
+	}
+	v, ok, err := d.state.Get(nil)
+	if err != nil || !ok {
+		return id, false, err
+	}
+	written, v, err := varint(v)
+	if err != nil {
+		return id, false, corrupt("deduplicate", err)
+	}
+	if expired(d.ttl.ttl, written, now) {
+		return id, false, d.state.Clear(nil)
+	}
+	rowtime, v, err := varint(v)
+	if err != nil {
+		return id, false, corrupt("deduplicate", err)
+	}
+	if d.keepRow {
+		var r types.Row
+		if r, v, err = types.DecodeRow(v); err != nil {
+			return id, false, corrupt("deduplicate", err)
+		}
+		if len(r) != d.width {
+			return id, false, fmt.Errorf("deduplicate: corrupt state: a kept row of %d columns for rows of %d", len(r), d.width)
+		}
+		copy(d.kept(id), r)
+	}
+	if len(v) != 0 {
+		return id, false, fmt.Errorf("deduplicate: corrupt state: %d trailing bytes", len(v))
+	}
+	d.c.meta[id].aux = rowtime
+	d.c.meta[id].written = written
+	return id, true, nil
+}
+
+// store writes the entry of cache id to the backend.
+func (d *dedup) store(id int32) error {
+	if err := d.c.setKey(d.b, id); err != nil {
+		return err
+	}
+	m := &d.c.meta[id]
+	buf := binary.AppendVarint(d.buf[:0], m.written)
+	buf = binary.AppendVarint(buf, m.aux)
+	if d.keepRow {
+		buf = types.AppendRow(buf, d.kept(id))
+	}
+	d.buf = buf
+	return d.state.Put(nil, buf)
+}
+
+// evict writes back the dirty entries and empties the cache.
+func (d *dedup) evict() error {
+	if err := d.c.writeBack(d.store); err != nil {
+		return fmt.Errorf("deduplicate: %w", err)
+	}
+	clear(d.rows)
+	d.rows = d.rows[:0]
+	d.c.reset()
+	return nil
+}
+
+func (d *dedup) process(row types.Row, now int64) error {
+	id, found, err := d.lookup(row, now)
+	if err != nil {
+		return err
+	}
+	added := !found
 	if !d.keepRow {
 		if !added {
 			return nil
 		}
-		e.written = now
-		d.state.touch(id)
+		d.c.touch(id, now)
 		return d.em.emit(types.Insert, row, 0)
 	}
 	var rowtime int64
@@ -155,16 +253,16 @@ func (d *dedup) process(row types.Row, now int64) error {
 		}
 		rowtime = v.N // epoch ms of TIMESTAMP / TIMESTAMP_LTZ, or a BIGINT
 	}
-	kept := d.state.kept(id)
+	kept := d.kept(id)
 	if !added {
 		switch {
 		case d.spec.RowtimeCol >= 0 && d.spec.KeepLast:
-			if rowtime < e.rowtime {
+			if rowtime < d.c.meta[id].aux {
 				return nil
 			}
 		case d.spec.RowtimeCol >= 0:
 			// Keep first: only a strictly earlier row wins over the kept one.
-			if rowtime >= e.rowtime {
+			if rowtime >= d.c.meta[id].aux {
 				return nil
 			}
 		case !d.ttl.enabled() && types.RowsEqual(kept, row):
@@ -184,17 +282,32 @@ func (d *dedup) process(row types.Row, now int64) error {
 		return err
 	}
 	copy(kept, row)
-	e.rowtime = rowtime
-	e.written = now
-	d.state.touch(id)
+	d.c.meta[id].aux = rowtime
+	d.c.touch(id, now)
 	return nil
 }
 
+// OnProcessingTime forgets the cached entries whose TTL ran out (the
+// backend's TTL removes the stored ones), so idle keys do not stay in
+// memory.
 func (d *dedup) OnProcessingTime(t int64, out exec.Output) error {
-	if !d.ttl.due(t) || d.state == nil {
+	if !d.ttl.due(t) || d.c == nil {
 		return nil
 	}
-	if oldest := d.state.expire(t - d.ttl.ttl); oldest != math.MaxInt64 {
+	oldest, err := sweepCache(d.c, d.ttl.ttl, t, func(id int32) error {
+		d.c.held -= d.width + 2
+		if d.width > 0 {
+			clear(d.kept(id))
+		}
+		if err := d.c.setKey(d.b, id); err != nil {
+			return err
+		}
+		return d.state.Clear(nil)
+	})
+	if err != nil {
+		return fmt.Errorf("deduplicate: %w", err)
+	}
+	if oldest != math.MaxInt64 {
 		d.ttl.schedule(oldest)
 	}
 	return nil
@@ -202,60 +315,4 @@ func (d *dedup) OnProcessingTime(t int64, out exec.Output) error {
 
 func (d *dedup) ProcessWatermark(wm int64, out exec.Output) error { return out.PushWatermark(wm) }
 func (d *dedup) Finish(exec.Output) error                         { return nil }
-func (d *dedup) Close() error                                     { d.state = nil; return nil }
-
-// heapDedupStore is the in-memory dedupStore: entries and kept rows in flat
-// arrays indexed by key id.
-type heapDedupStore struct {
-	keys    *keyed.Table
-	width   int // values per kept row; 0 when rows are not kept
-	entries []dedupEntry
-	rows    []types.Value
-	changes snapshot.Changes
-}
-
-func newHeapDedupStore(keyCols []int, width int) *heapDedupStore {
-	return &heapDedupStore{keys: keyed.NewTable(keyCols), width: width}
-}
-
-func (s *heapDedupStore) lookup(row types.Row, h uint64) (int32, bool) {
-	id, added := s.keys.Lookup(row, h)
-	if int(id) == len(s.entries) {
-		s.entries = append(s.entries, dedupEntry{})
-		for range s.width {
-			s.rows = append(s.rows, types.Value{})
-		}
-	}
-	if added {
-		s.entries[id] = dedupEntry{}
-	}
-	return id, added
-}
-
-func (s *heapDedupStore) entry(id int32) *dedupEntry { return &s.entries[id] }
-
-func (s *heapDedupStore) kept(id int32) types.Row {
-	w := s.width
-	return types.Row(s.rows[int(id)*w : int(id+1)*w : int(id+1)*w])
-}
-
-func (s *heapDedupStore) expire(cutoff int64) int64 {
-	oldest := int64(math.MaxInt64)
-	for id := int32(0); int(id) < s.keys.Span(); id++ {
-		if !s.keys.InUse(id) {
-			continue
-		}
-		if w := s.entries[id].written; w <= cutoff {
-			s.changes.Removed(id, s.keys.Hash(id), tagDedup, s.keys.Key(id))
-			clear(s.kept(id))
-			s.keys.Release(id)
-		} else {
-			oldest = min(oldest, w)
-		}
-	}
-	return oldest
-}
-
-func (s *heapDedupStore) size() int { return s.keys.Size() }
-
-func (s *heapDedupStore) touch(id int32) { s.changes.Touch(id) }
+func (d *dedup) Close() error                                     { d.c, d.rows = nil, nil; return nil }

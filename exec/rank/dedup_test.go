@@ -141,7 +141,6 @@ func TestDeduplicateTTL(t *testing.T) {
 	}
 	open(t, op, rt)
 	c := newCollector()
-	st := op.(*dedup)
 
 	process(t, op, c, ins("a", 1, sec(0)))
 	expect(t, "first row", c.Take(), "+I(a, 1, 0s)")
@@ -156,7 +155,7 @@ func TestDeduplicateTTL(t *testing.T) {
 
 	rt.Now = 11000
 	fireTimer(t, op, c, 11000)
-	if n := st.state.size(); n != 2 {
+	if n := stateSize(t, op); n != 2 {
 		t.Fatalf("after the sweep at 11s: %d keys, want 2 (both written at 5s)", n)
 	}
 	expect(t, "next sweep when the oldest key expires", timers(rt), "11000", "15000")
@@ -167,7 +166,7 @@ func TestDeduplicateTTL(t *testing.T) {
 
 	rt.Now = 15000
 	fireTimer(t, op, c, 15000)
-	if n := st.state.size(); n != 1 {
+	if n := stateSize(t, op); n != 1 {
 		t.Fatalf("after the sweep at 15s: %d keys, want 1 (a expired)", n)
 	}
 	expect(t, "sweep for b", timers(rt), "11000", "15000", "24000")

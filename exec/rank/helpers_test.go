@@ -8,6 +8,8 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // collector records what an operator emits; newCollector prints
@@ -68,8 +70,15 @@ func batchOf(t *testing.T, rows ...rowSpec) *types.Batch {
 	return b
 }
 
+// open opens op; a keyed operator first gets a hashmap backend whose
+// clock is rt's (CheckRestores and the eviction tests cover rocksdb).
 func open(t *testing.T, op exec.Operator, rt *fakeRuntime) {
 	t.Helper()
+	if ko, ok := op.(exec.KeyedOperator); ok {
+		k := optest.NewKeyed(t, image.Hashmap)
+		k.Clock = func() int64 { return rt.Now }
+		k.Open(t, ko)
+	}
 	if err := op.Open(rt.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -99,3 +108,57 @@ func watermark(t *testing.T, op exec.Operator, c *collector, wm int64) {
 }
 
 func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// stateSize returns the number of keys op holds: the entries of its
+// cache, which must be the live entries of its state in the backend once
+// written back (PrepareSnapshot).
+func stateSize(t *testing.T, op exec.Operator) int {
+	t.Helper()
+	var c *cache
+	var b *kv.Backend
+	var name string
+	switch o := op.(type) {
+	case *dedup:
+		c, b, name = o.c, o.b, dedupState
+	case *topN:
+		c, b, name = o.c, o.b, topNState
+	case *windowRank:
+		c, b, name = o.c, o.b, rowsState
+	default:
+		t.Fatalf("stateSize of %T", op)
+	}
+	if err := op.(exec.KeyedOperator).PrepareSnapshot(0); err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	if err := b.Entries(b.KeyGroups(), func(e kv.Entry) error {
+		if e.State == name {
+			stored++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.keys.Size(); n != stored {
+		t.Fatalf("%d keys cached, %d stored", n, stored)
+	}
+	// The cache's estimate of what it holds, counted afresh.
+	held := 0
+	for id := int32(0); int(id) < c.keys.Span(); id++ {
+		if !c.keys.InUse(id) {
+			continue
+		}
+		switch o := op.(type) {
+		case *dedup:
+			held += 2 + o.width
+		case *topN:
+			held += 2 + o.parts[id].len()*o.width
+		case *windowRank:
+			held += 2 + o.parts[id].len()*o.width
+		}
+	}
+	if held != c.held {
+		t.Fatalf("the cache counts %d values held, it holds %d", c.held, held)
+	}
+	return stored
+}

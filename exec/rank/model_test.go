@@ -8,7 +8,10 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // TestTopNAgainstModel feeds random changelogs (small value ranges, so ties
@@ -39,12 +42,57 @@ type modelRow struct {
 	seq int
 }
 
+// TestTopNAgainstModelEvicting is TestTopNAgainstModel on rocksdb with a
+// write-back cache of a few values in the operator and a few bytes in the
+// backend, so rows go through Pebble all the time, and with a checkpoint
+// and a restore into a fresh operator at random steps.
+func TestTopNAgainstModelEvicting(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for iter := 0; iter < 25; iter++ {
+		spec := RankSpec{
+			PartitionCols:        []int{0},
+			SortKeys:             []exec.SortKey{{Col: 2, Desc: rng.Intn(2) == 0, NullsFirst: rng.Intn(2) == 0}},
+			RankStart:            int64(1 + rng.Intn(3)),
+			OutputRankNumber:     rng.Intn(2) == 0,
+			InputIsUpdating:      rng.Intn(2) == 0,
+			GenerateUpdateBefore: true,
+		}
+		spec.RankEnd = spec.RankStart + int64(rng.Intn(4))
+		k := optest.NewKeyed(t, image.RocksDB)
+		k.CacheBytes = 64
+		if err := checkAgainstModelOn(t, rng, spec, k, 4); err != nil {
+			t.Fatalf("spec %+v: %v", spec, err)
+		}
+	}
+}
+
 func checkAgainstModel(t *testing.T, rng *rand.Rand, spec RankSpec) error {
-	op, err := NewRank(spec)
+	return checkAgainstModelOn(t, rng, spec, nil, 0)
+}
+
+// checkAgainstModelOn runs the model check on k's backends (nil: the
+// default hashmap), the operator's cache bounded to cached values (0: the
+// backend's bound); with k, one step in eight ends with a checkpoint
+// and a restore into a fresh operator.
+func checkAgainstModelOn(t *testing.T, rng *rand.Rand, spec RankSpec, k *optest.Keyed, cached int) error {
+	build := func() (exec.Operator, error) { return NewRank(spec) }
+	if cached > 0 {
+		build = withCache(build, cached)
+	}
+	op, err := build()
 	if err != nil {
 		return err
 	}
-	open(t, op, &fakeRuntime{})
+	var be *kv.Backend
+	if k == nil {
+		open(t, op, &fakeRuntime{})
+	} else {
+		be = k.Open(t, op.(exec.KeyedOperator))
+		if err := op.Open((&fakeRuntime{}).Context()); err != nil {
+			return err
+		}
+	}
+	checkpoint := exec.CheckpointID(0)
 	live := map[string][]modelRow{} // partition → rows in arrival order
 	var table mat
 	table.init(spec.OutputRankNumber)
@@ -87,6 +135,20 @@ func checkAgainstModel(t *testing.T, rng *rand.Rand, spec RankSpec) error {
 		want := expectedTable(spec, live)
 		if got := table.dump(); got != want {
 			return fmt.Errorf("step %d: materialized output\n%s\nwant\n%s", step, got, want)
+		}
+		if k != nil && rng.Intn(8) == 0 {
+			checkpoint++
+			snap := k.Snapshot(t, op.(exec.KeyedOperator), be, checkpoint)
+			if op, err = build(); err != nil {
+				return err
+			}
+			be = k.Restore(t, op.(exec.KeyedOperator), snap)
+			if err := op.Open((&fakeRuntime{}).Context()); err != nil {
+				return err
+			}
+		}
+		if k == nil && step%10 == 9 {
+			stateSize(t, op) // the cache agrees with the backend and with its own count
 		}
 	}
 	return nil

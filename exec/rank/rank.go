@@ -5,9 +5,11 @@
 // updating input), and the window variants that rank the rows of each window
 // of a window TVF or window aggregate once, when the window fires.
 //
-// State lives behind small internal interfaces (dedupStore, rankStore) so a
-// persistent backend can replace the heap implementations; the operators
-// decide what to emit, the stores only keep rows per key.
+// Every operator here is an exec.KeyedOperator: its state is the kv
+// backend the runtime owns for its instance (snapshots, restores, state
+// TTL and rescaling are the backend's), with a write-back cache of decoded
+// entries in front of it (cache.go) so that a hot key costs no backend
+// access per row. Each operator's state layout is documented beside it.
 package rank
 
 import (
@@ -119,12 +121,13 @@ func metricsOf(ctx *exec.OperatorContext) *exec.OperatorMetrics {
 	return &exec.OperatorMetrics{}
 }
 
-// ttlTimer implements state time-to-live the way Flink's table runtime
-// configures it: processing time, refreshed when a key's state is written
-// (OnCreateAndWrite), expired state never returned. Expired keys are
-// forgotten lazily when touched and, so that idle keys do not pile up, by a
-// sweep on a processing-time timer set for the moment the oldest key
-// expires.
+// ttlTimer applies state time-to-live to the operators' caches the way
+// the kv backend applies it to the stored entries (Flink's semantics:
+// processing time, refreshed when a key's state is written,
+// OnCreateAndWrite, expired state never returned). Expired cached entries
+// are ignored when touched and, so that idle keys do not stay in memory,
+// dropped by a sweep on a processing-time timer set for the moment the
+// oldest cached entry expires.
 type ttlTimer struct {
 	ttl       int64 // ms; 0 disables TTL
 	ctx       *exec.OperatorContext

@@ -9,11 +9,10 @@ import (
 // slots of one flat value array; order lists the slots by rank, so moving a
 // row costs one int32 and a removed row's slot is reused by the next insert.
 type sortedRows struct {
-	width   int
-	vals    []types.Value
-	order   []int32
-	free    []int32
-	written int64 // processing time of the last change (state TTL)
+	width int
+	vals  []types.Value
+	order []int32
+	free  []int32
 }
 
 func (s *sortedRows) len() int { return len(s.order) }
@@ -108,5 +107,4 @@ func (s *sortedRows) reset() {
 	s.vals = s.vals[:0]
 	s.order = s.order[:0]
 	s.free = s.free[:0]
-	s.written = 0
 }

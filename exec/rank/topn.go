@@ -1,14 +1,14 @@
 package rank
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/internal/keyed"
-	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // RankSpec describes a Top-N: ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)
@@ -75,39 +75,61 @@ func checkRange(start, end int64) error {
 	return nil
 }
 
-// rankStore keeps the sorted rows of every partition. A persistent backend
-// would hand out sortedRows as a cache of the partition's rows and write
-// changes back.
-type rankStore interface {
-	// partition returns the id and rows of row's partition (hash h), empty
-	// when new. rows stays valid until release of id.
-	partition(row types.Row, h uint64) (id int32, rows *sortedRows)
-	release(id int32)
-	// expire forgets every partition last changed at or before cutoff and
-	// returns the oldest change time among those left (math.MaxInt64 when
-	// none).
-	expire(cutoff int64) (oldest int64)
-	size() int
-	// touch records that the partition of id changed.
-	touch(id int32)
-}
+// Top-N state: one value per partition, [varint last change][uvarint
+// n][n rows in rank order (types.AppendRow)].
+//
+// Append-only Top-N holds at most RankEnd rows per partition, as Flink's
+// AppendOnlyTopNFunction does (its per-key sort-key map is cut back to N
+// rows), so the bounded list is one value: one read when the partition is
+// loaded and one write when it is written back. Retractable Top-N holds
+// every row of the partition; Flink's RetractableTopNFunction keeps the
+// partition's sorted sort keys in one value state too (read and written
+// per record), with the rows in a map state beside it. Here the rows ride
+// in the same value, so the cache holds a partition whole and writes it
+// back whole.
+const topNState = "topn"
 
 type topN struct {
 	spec       RankSpec
 	withNumber bool // emit changes per rank position (rn output or an offset)
 	ttl        ttlTimer
-	state      rankStore
 	em         emitter
 
-	restored []snapshot.Entry // from RestoreState, applied at Open
-	snapBuf  []byte
+	b     *kv.Backend
+	state *kv.ValueState[[]byte]
+	c     *cache
+	parts []*sortedRows // by cache id; kept for reuse after release
+	width int
+	buf   []byte
+
+	maxCached int // values the cache may hold, overriding the backend's bound (tests)
+}
+
+var _ exec.KeyedOperator = (*topN)(nil)
+
+func (t *topN) OpenKeyedState(b *kv.Backend) error {
+	st, err := kv.NewValueState[[]byte](b, topNState, encoded{"rank.topn.rows/1"}, kv.Options{TTL: t.spec.StateTTL})
+	if err != nil {
+		return fmt.Errorf("rank: %w", err)
+	}
+	t.b, t.state = b, st
+	t.c = newCache(t.spec.PartitionCols, len(t.spec.PartitionCols))
+	t.c.limit = cacheLimit(b, t.maxCached)
+	return nil
+}
+
+func (t *topN) PrepareSnapshot(exec.CheckpointID) error {
+	if err := t.c.writeBack(t.store); err != nil {
+		return fmt.Errorf("rank: %w", err)
+	}
+	return nil
 }
 
 func (t *topN) Open(ctx *exec.OperatorContext) error {
-	if err := t.ttl.open(ctx, "rank"); err != nil {
-		return err
+	if t.b == nil {
+		return fmt.Errorf("rank: opened without its keyed state backend")
 	}
-	return t.applyRestored()
+	return t.ttl.open(ctx, "rank")
 }
 
 func (t *topN) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
@@ -117,11 +139,16 @@ func (t *topN) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 	if err := t.em.init(b.Width()); err != nil {
 		return fmt.Errorf("rank: %w", err)
 	}
-	if t.state == nil {
+	if t.width == 0 {
 		if err := checkColumns(b.Width(), t.spec.PartitionCols, t.spec.SortKeys); err != nil {
 			return fmt.Errorf("rank: %w", err)
 		}
-		t.state = newHeapRankStore(t.spec.PartitionCols, b.Width())
+		t.width = b.Width()
+	}
+	if t.c.full() {
+		if err := t.evict(); err != nil {
+			return err
+		}
 	}
 	t.em.out = out
 	now := t.ttl.now()
@@ -130,12 +157,12 @@ func (t *topN) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 		if !t.spec.InputIsUpdating && kind != types.Insert {
 			return fmt.Errorf("rank: append-only Top-N got a %s row; its input must be insert-only", kind)
 		}
-		id, p := t.state.partition(row, types.HashColumns(row, t.spec.PartitionCols))
-		if p.len() > 0 && t.ttl.expired(p.written, now) {
-			p.reset()
+		id, p, err := t.partition(row, now)
+		if err != nil {
+			return err
 		}
+		before := p.len()
 		var changed bool
-		var err error
 		if kind.IsAccumulate() {
 			changed, err = t.accumulate(p, row)
 		} else {
@@ -144,18 +171,98 @@ func (t *topN) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 		if err != nil {
 			return err
 		}
-		if changed {
-			p.written = now
-			t.state.touch(id)
-		}
+		t.c.held += (p.len() - before) * t.width
 		if p.len() == 0 {
-			t.state.release(id)
+			if err := t.drop(id); err != nil {
+				return fmt.Errorf("rank: %w", err)
+			}
+		} else if changed {
+			t.c.touch(id, now)
 		}
 	}
-	if t.state.size() > 0 {
+	if t.c.keys.Size() > 0 {
 		t.ttl.schedule(now)
 	}
 	return t.em.flush()
+}
+
+// partition returns the cache id and rows of row's partition, loading them
+// from the backend on a miss; empty when the partition has no live rows.
+func (t *topN) partition(row types.Row, now int64) (int32, *sortedRows, error) {
+	id, added := t.c.lookup(row, types.HashColumns(row, t.spec.PartitionCols))
+	if int(id) == len(t.parts) {
+		t.parts = append(t.parts, &sortedRows{width: t.width})
+	}
+	p := t.parts[id]
+	if !added {
+		if t.ttl.ttl > 0 && p.len() > 0 && expired(t.ttl.ttl, t.c.meta[id].written, now) {
+			t.c.held -= p.len() * t.width
+			p.reset()
+		}
+		return id, p, nil
+	}
+	p.reset()
+	t.c.held += 2
+	if err := t.c.setKey(t.b, id); err != nil {
+		return id, p, fmt.Errorf("rank: %w", err)
+	}
+	v, ok, err := t.state.Get(nil)
+	if err != nil || !ok {
+		return id, p, err
+	}
+	written, v, err := varint(v)
+	if err != nil {
+		return id, p, corrupt("rank", err)
+	}
+	if expired(t.ttl.ttl, written, now) {
+		return id, p, t.state.Clear(nil)
+	}
+	if v, err = decodeRowsInto(v, p); err != nil {
+		return id, p, corrupt("rank", err)
+	}
+	if len(v) != 0 {
+		return id, p, fmt.Errorf("rank: corrupt state: %d trailing bytes", len(v))
+	}
+	t.c.meta[id].written = written
+	t.c.held += p.len() * t.width
+	return id, p, nil
+}
+
+// store writes the rows of cache id to the backend.
+func (t *topN) store(id int32) error {
+	if err := t.c.setKey(t.b, id); err != nil {
+		return err
+	}
+	buf := binary.AppendVarint(t.buf[:0], t.c.meta[id].written)
+	buf = appendRows(buf, t.parts[id])
+	t.buf = buf
+	return t.state.Put(nil, buf)
+}
+
+// drop removes the emptied partition of cache id.
+func (t *topN) drop(id int32) error {
+	if err := t.c.setKey(t.b, id); err != nil {
+		return err
+	}
+	if err := t.state.Clear(nil); err != nil {
+		return err
+	}
+	t.c.held -= 2 + t.parts[id].len()*t.width
+	t.parts[id].reset()
+	t.c.release(id)
+	return nil
+}
+
+// evict writes back the dirty partitions and empties the cache.
+func (t *topN) evict() error {
+	if err := t.c.writeBack(t.store); err != nil {
+		return fmt.Errorf("rank: %w", err)
+	}
+	for _, p := range t.parts {
+		p.reset()
+	}
+	t.c.reset()
+	return nil
 }
 
 func (t *topN) inRange(r int64) bool { return r >= t.spec.RankStart && r <= t.spec.RankEnd }
@@ -255,11 +362,24 @@ func (t *topN) update(old, cur types.Row, r int64) error {
 	return t.em.emit(types.UpdateAfter, cur, r)
 }
 
+// OnProcessingTime forgets the cached partitions whose TTL ran out (the
+// backend's TTL removes the stored ones).
 func (t *topN) OnProcessingTime(ts int64, out exec.Output) error {
-	if !t.ttl.due(ts) || t.state == nil {
+	if !t.ttl.due(ts) || t.c == nil {
 		return nil
 	}
-	if oldest := t.state.expire(ts - t.ttl.ttl); oldest != math.MaxInt64 {
+	oldest, err := sweepCache(t.c, t.ttl.ttl, ts, func(id int32) error {
+		if err := t.c.setKey(t.b, id); err != nil {
+			return err
+		}
+		t.c.held -= 2 + t.parts[id].len()*t.width
+		t.parts[id].reset()
+		return t.state.Clear(nil)
+	})
+	if err != nil {
+		return fmt.Errorf("rank: %w", err)
+	}
+	if oldest != math.MaxInt64 {
 		t.ttl.schedule(oldest)
 	}
 	return nil
@@ -267,49 +387,4 @@ func (t *topN) OnProcessingTime(ts int64, out exec.Output) error {
 
 func (t *topN) ProcessWatermark(wm int64, out exec.Output) error { return out.PushWatermark(wm) }
 func (t *topN) Finish(exec.Output) error                         { return nil }
-func (t *topN) Close() error                                     { t.state = nil; return nil }
-
-// heapRankStore is the in-memory rankStore.
-type heapRankStore struct {
-	keys    *keyed.Table
-	width   int
-	parts   []*sortedRows // by partition id; kept for reuse after release
-	changes snapshot.Changes
-}
-
-func newHeapRankStore(partCols []int, width int) *heapRankStore {
-	return &heapRankStore{keys: keyed.NewTable(partCols), width: width}
-}
-
-func (s *heapRankStore) partition(row types.Row, h uint64) (int32, *sortedRows) {
-	id, _ := s.keys.Lookup(row, h)
-	if int(id) == len(s.parts) {
-		s.parts = append(s.parts, &sortedRows{width: s.width})
-	}
-	return id, s.parts[id]
-}
-
-func (s *heapRankStore) release(id int32) {
-	s.changes.Removed(id, s.keys.Hash(id), tagTopN, s.keys.Key(id))
-	s.parts[id].reset()
-	s.keys.Release(id)
-}
-
-func (s *heapRankStore) expire(cutoff int64) int64 {
-	oldest := int64(math.MaxInt64)
-	for id := int32(0); int(id) < s.keys.Span(); id++ {
-		if !s.keys.InUse(id) {
-			continue
-		}
-		if w := s.parts[id].written; w <= cutoff {
-			s.release(id)
-		} else {
-			oldest = min(oldest, w)
-		}
-	}
-	return oldest
-}
-
-func (s *heapRankStore) size() int { return s.keys.Size() }
-
-func (s *heapRankStore) touch(id int32) { s.changes.Touch(id) }
+func (t *topN) Close() error                                     { t.c, t.parts = nil, nil; return nil }

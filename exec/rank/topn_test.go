@@ -229,7 +229,7 @@ func TestRetractableTopNDuplicates(t *testing.T) {
 	// Two equal rows: one retraction removes one of them.
 	processEach(t, op, c, ins("A", "a", 1), ins("A", "a", 1), del("A", "a", 1), del("A", "a", 1), del("A", "a", 1))
 	expect(t, "duplicates", c.Take(), "+I(A, a, 1)", "-D(A, a, 1)", "+I(A, a, 1)", "-D(A, a, 1)")
-	if n := op.(*topN).state.size(); n != 0 {
+	if n := stateSize(t, op); n != 0 {
 		t.Errorf("%d partitions left after every row was retracted", n)
 	}
 }
@@ -248,7 +248,7 @@ func TestTopNTTL(t *testing.T) {
 	expect(t, "before expiry", c.Take(), "+I(A, x, 5)", "+I(B, y, 5)", "-D(A, x, 5)", "+I(A, z, 6)")
 	rt.Now = 1000
 	fireTimer(t, op, c, 1000)
-	if n := op.(*topN).state.size(); n != 1 {
+	if n := stateSize(t, op); n != 1 {
 		t.Fatalf("after the sweep at 1s: %d partitions, want 1", n)
 	}
 	rt.Now = 1599

@@ -1,14 +1,16 @@
 package rank
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/internal/keyed"
-	"github.com/flinksql/flinksql/exec/internal/snapshot"
 	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // WindowRankSpec describes a window Top-N or window deduplication over the
@@ -69,13 +71,51 @@ func NewWindowRank(spec WindowRankSpec) (exec.Operator, error) {
 	}, nil
 }
 
-// rankWindow is the state of one window: the best rows of each partition.
+// Window rank state (namespace = window end, 8 bytes big-endian):
+//
+//	"rows"     key (partition values, window_start), ns end → [uvarint n][n
+//	           rows in rank order]: the best RankEnd rows so far
+//	"index"    key "i"+key group in each key group → sorted map end|start|arrival →
+//	           the rows' key: which partitions a window has in this key
+//	           group, in order of first arrival, so firing finds them
+//	           without a scan of the state
+//	"windows"  key "w"+key group in each key group → sorted map end|start → the
+//	           latest arrival number: the live windows, read back on a
+//	           restore (a handful of entries per key group)
+//	"progress" key "p"+key group in each key group → the watermark, written at
+//	           checkpoints, so rows of windows fired before a restore stay
+//	           late (Flink keeps it as operator state); the smallest wins
+//	           when key groups of several instances meet
+//
+// The rows' key group is that of the columns the input is hashed by
+// (partition columns, window_start, window_end); index, windows and
+// progress live in every key group of the instance, so a rescale splits
+// them with the rows.
+const (
+	rowsState     = "rows"
+	indexState    = "index"
+	windowsState  = "windows"
+	progressState = "progress"
+)
+
+// The keys of the per-key-group states: a tag and the key group, so that
+// each key lives in one key group, as every key does.
+const (
+	indexTag    = 'i'
+	windowsTag  = 'w'
+	progressTag = 'p'
+)
+
+// setGroupKey makes (tag, kg) the backend's current key, in key group kg.
+func (w *windowRank) setGroupKey(kg int, tag byte) error {
+	k := binary.BigEndian.AppendUint16(append(w.gkey[:0], tag), uint16(kg))
+	return w.b.SetCurrentKeyInGroup(kg, k)
+}
+
+// rankWindow is a live window.
 type rankWindow struct {
 	start, end int64
 	fire       int64 // the watermark at which the window fires
-	keys       *keyed.Table
-	parts      []*sortedRows // by partition id, which is the order of first arrival
-	marks      []uint8       // per partition id: snapshot.MarkDirty, snapshot.MarkPersisted
 }
 
 type windowRank struct {
@@ -84,30 +124,131 @@ type windowRank struct {
 	latestFirst bool // a tie goes before the rows already held
 	metrics     *exec.OperatorMetrics
 	wm          int64
-	width       int
+	wmStored    int64 // the watermark in the backend
+	width       int   // of the input rows; 0 until the first row (or restored row)
+	checked     bool  // the columns were checked against the input's width
 
-	windows    []*rankWindow // ascending (end, start)
-	last       *rankWindow   // the window of the previous row
-	spareWins  []*rankWindow
-	spareParts []*sortedRows
+	windows []*rankWindow // ascending (end, start)
+	last    *rankWindow   // the window of the previous row
+	seq     int64         // arrival number of the latest new (window, partition)
 
-	em emitter
+	em       emitter
+	hashCols []int // partition columns, window_start, window_end: how the input is hashed
 
-	// checkpointing: see snapshot.go
-	ctx       *exec.OperatorContext
-	hashCols  []int // partition columns, window_start, window_end: how the input is hashed
-	restored  []snapshot.Entry
-	restoring bool
-	snapBuf   []byte
-	tracking  bool
-	dels      snapshot.Deletes
+	b        *kv.Backend
+	rows     *kv.ValueState[[]byte]
+	index    *kv.SortedMapState[[]byte, []byte]
+	wins     *kv.SortedMapState[[]byte, int64]
+	progress *kv.ValueState[int64]
+	c        *cache
+	parts    []*sortedRows // by cache id
+	scratch  sortedRows
+	buf      []byte
+	ns       [8]byte
+	uk       [24]byte
+	gkey     []byte
+	fired    []firedPart
+
+	maxCached int // values the cache may hold, overriding the backend's bound (tests)
+}
+
+// firedPart is a (window, partition) found in the index when its window
+// fires.
+type firedPart struct {
+	end, start, seq int64
+	kg              int
+	key             []byte
+}
+
+var _ exec.KeyedOperator = (*windowRank)(nil)
+
+func (w *windowRank) OpenKeyedState(b *kv.Backend) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("window rank: %w", err)
+		}
+	}()
+	w.hashCols = append(append([]int(nil), w.spec.PartitionCols...), w.spec.WindowStartCol, w.spec.WindowEndCol)
+	if w.rows, err = kv.NewValueState[[]byte](b, rowsState, encoded{"rank.window.rows/1"}, kv.Options{}); err != nil {
+		return err
+	}
+	if w.index, err = kv.NewSortedMapState[[]byte, []byte](b, indexState, kv.Bytes{}, encoded{"rank.window.key/1"}, kv.Options{}); err != nil {
+		return err
+	}
+	if w.wins, err = kv.NewSortedMapState[[]byte, int64](b, windowsState, kv.Bytes{}, kv.Int64{}, kv.Options{}); err != nil {
+		return err
+	}
+	if w.progress, err = kv.NewValueState[int64](b, progressState, kv.Int64{}, kv.Options{}); err != nil {
+		return err
+	}
+	w.b = b
+	w.c = newCache(w.hashCols, len(w.spec.PartitionCols)+1)
+	w.c.limit = cacheLimit(b, w.maxCached)
+	// A restored backend: the watermark and the live windows.
+	first := true
+	kgs := b.KeyGroups()
+	for kg := kgs.First; kg <= kgs.Last; kg++ {
+		if err := w.setGroupKey(kg, progressTag); err != nil {
+			return err
+		}
+		wm, ok, err := w.progress.Get(nil)
+		if err != nil {
+			return err
+		}
+		if ok && (first || wm < w.wm) {
+			w.wm, first = wm, false
+		}
+		if err := w.setGroupKey(kg, windowsTag); err != nil {
+			return err
+		}
+		var bad bool
+		if err := w.wins.Iterate(nil, func(uk []byte, seq int64) bool {
+			if len(uk) != 16 {
+				bad = true
+				return false
+			}
+			end, start := decodeInt64(uk), decodeInt64(uk[8:])
+			w.window(start, end)
+			w.seq = max(w.seq, seq)
+			return true
+		}); err != nil {
+			return err
+		}
+		if bad {
+			return fmt.Errorf("corrupt state: a window entry of the wrong length")
+		}
+	}
+	w.wmStored = w.wm
+	return nil
+}
+
+// PrepareSnapshot writes back the cached partitions and the watermark.
+func (w *windowRank) PrepareSnapshot(exec.CheckpointID) error {
+	if err := w.c.writeBack(w.store); err != nil {
+		return fmt.Errorf("window rank: %w", err)
+	}
+	if w.wm == w.wmStored {
+		return nil
+	}
+	kgs := w.b.KeyGroups()
+	for kg := kgs.First; kg <= kgs.Last; kg++ {
+		if err := w.setGroupKey(kg, progressTag); err != nil {
+			return fmt.Errorf("window rank: %w", err)
+		}
+		if err := w.progress.Put(nil, w.wm); err != nil {
+			return fmt.Errorf("window rank: %w", err)
+		}
+	}
+	w.wmStored = w.wm
+	return nil
 }
 
 func (w *windowRank) Open(ctx *exec.OperatorContext) error {
+	if w.b == nil {
+		return fmt.Errorf("window rank: opened without its keyed state backend")
+	}
 	w.metrics = metricsOf(ctx)
-	w.ctx = ctx
-	w.hashCols = append(append([]int(nil), w.spec.PartitionCols...), w.spec.WindowStartCol, w.spec.WindowEndCol)
-	return w.applyRestored()
+	return nil
 }
 
 func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
@@ -117,11 +258,17 @@ func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error 
 	if err := w.em.init(b.Width()); err != nil {
 		return fmt.Errorf("window rank: %w", err)
 	}
-	if w.width == 0 {
-		w.width = b.Width()
+	if !w.checked {
 		cols := append([]int{w.spec.WindowStartCol, w.spec.WindowEndCol}, w.spec.PartitionCols...)
-		if err := checkColumns(w.width, cols, w.spec.SortKeys); err != nil {
+		if err := checkColumns(b.Width(), cols, w.spec.SortKeys); err != nil {
 			return fmt.Errorf("window rank: %w", err)
+		}
+		w.checked = true
+		w.setWidth(b.Width())
+	}
+	if w.c.full() {
+		if err := w.evict(); err != nil {
+			return err
 		}
 	}
 	var dropped int64
@@ -141,17 +288,115 @@ func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error 
 			}
 			w.last = win
 		}
-		id, added := win.keys.Lookup(row, types.HashColumns(row, w.spec.PartitionCols))
-		if added && int(id) == len(win.parts) {
-			win.parts = append(win.parts, w.newPart())
+		id, p, err := w.partition(row, win)
+		if err != nil {
+			return fmt.Errorf("window rank: %w", err)
 		}
-		if w.add(win.parts[id], row) {
-			w.touch(win, id)
+		before := p.len()
+		if w.add(p, row) {
+			w.c.held += (p.len() - before) * w.width
+			w.c.touch(id, 0)
 		}
 	}
 	if dropped > 0 {
 		w.metrics.LateRowsDropped.Add(dropped)
 	}
+	return nil
+}
+
+// partition returns the cache id and rows of row's partition in win,
+// loading them on a miss and indexing a partition new to the window.
+func (w *windowRank) partition(row types.Row, win *rankWindow) (int32, *sortedRows, error) {
+	h := types.HashColumns(row, w.hashCols)
+	id, added := w.c.lookup(row, h)
+	if int(id) == len(w.parts) {
+		w.parts = append(w.parts, &sortedRows{width: w.width})
+	}
+	p := w.parts[id]
+	if !added {
+		return id, p, nil
+	}
+	p.reset()
+	w.c.held += 2
+	if err := w.c.setKey(w.b, id); err != nil {
+		return id, p, err
+	}
+	v, ok, err := w.rows.Get(w.namespace(win.end))
+	if err != nil {
+		return id, p, err
+	}
+	if ok {
+		if v, err = decodeRowsInto(v, p); err != nil {
+			return id, p, fmt.Errorf("corrupt state: %w", err)
+		}
+		if len(v) != 0 {
+			return id, p, fmt.Errorf("corrupt state: %d trailing bytes", len(v))
+		}
+		w.c.held += p.len() * w.width
+		return id, p, nil
+	}
+	// New in its window: index it in its key group.
+	w.seq++
+	kg := kv.KeyGroupOf(h, w.b.MaxParallelism())
+	if err := w.setGroupKey(kg, indexTag); err != nil {
+		return id, p, err
+	}
+	if err := w.index.Put(nil, w.indexKey(win.end, win.start, w.seq), w.c.keyBuf); err != nil {
+		return id, p, err
+	}
+	if err := w.setGroupKey(kg, windowsTag); err != nil {
+		return id, p, err
+	}
+	if err := w.wins.Put(nil, w.indexKey(win.end, win.start, 0)[:16], w.seq); err != nil {
+		return id, p, err
+	}
+	return id, p, nil
+}
+
+// setWidth sets the width of the input rows, known from the first input
+// batch or, after a restore, possibly first from a stored row.
+func (w *windowRank) setWidth(n int) {
+	w.width = n
+	w.scratch.width = n
+	for _, p := range w.parts {
+		p.width = n
+	}
+}
+
+func (w *windowRank) namespace(end int64) []byte {
+	binary.BigEndian.PutUint64(w.ns[:], uint64(end))
+	return w.ns[:]
+}
+
+// indexKey is end|start|seq, each sorting like the number.
+func (w *windowRank) indexKey(end, start, seq int64) []byte {
+	binary.BigEndian.PutUint64(w.uk[0:], uint64(end)^(1<<63))
+	binary.BigEndian.PutUint64(w.uk[8:], uint64(start)^(1<<63))
+	binary.BigEndian.PutUint64(w.uk[16:], uint64(seq))
+	return w.uk[:]
+}
+
+func decodeInt64(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)) }
+
+// store writes the rows of cache id to the backend.
+func (w *windowRank) store(id int32) error {
+	if err := w.c.setKey(w.b, id); err != nil {
+		return err
+	}
+	end := w.c.keys.Key(id)[len(w.spec.PartitionCols)+1].N
+	w.buf = appendRows(w.buf[:0], w.parts[id])
+	return w.rows.Put(w.namespace(end), w.buf)
+}
+
+// evict writes back the dirty partitions and empties the cache.
+func (w *windowRank) evict() error {
+	if err := w.c.writeBack(w.store); err != nil {
+		return fmt.Errorf("window rank: %w", err)
+	}
+	for _, p := range w.parts {
+		p.reset()
+	}
+	w.c.reset()
 	return nil
 }
 
@@ -173,29 +418,11 @@ func (w *windowRank) window(start, end int64) *rankWindow {
 		}
 		i--
 	}
-	var win *rankWindow
-	if n := len(w.spareWins); n > 0 {
-		win = w.spareWins[n-1]
-		w.spareWins = w.spareWins[:n-1]
-	} else {
-		win = &rankWindow{keys: keyed.NewTable(w.spec.PartitionCols)}
-	}
-	win.start, win.end, win.fire = start, end, fire
+	win := &rankWindow{start: start, end: end, fire: fire}
 	w.windows = append(w.windows, nil)
 	copy(w.windows[i+1:], w.windows[i:])
 	w.windows[i] = win
 	return win
-}
-
-func (w *windowRank) newPart() *sortedRows {
-	if n := len(w.spareParts); n > 0 {
-		p := w.spareParts[n-1]
-		w.spareParts = w.spareParts[:n-1]
-		if p.width == w.width {
-			return p
-		}
-	}
-	return &sortedRows{width: w.width}
 }
 
 // add keeps row if it ranks within RankEnd in its partition, and reports
@@ -222,7 +449,7 @@ func (w *windowRank) ProcessWatermark(wm int64, out exec.Output) error {
 		w.wm = wm
 		w.em.out = out
 		if err := w.fire(); err != nil {
-			return err
+			return fmt.Errorf("window rank: %w", err)
 		}
 		if err := w.em.flush(); err != nil {
 			return err
@@ -231,43 +458,135 @@ func (w *windowRank) ProcessWatermark(wm int64, out exec.Output) error {
 	return out.PushWatermark(wm)
 }
 
-// fire emits and drops every window due at the current watermark.
+// fire emits and clears every window due at the current watermark: the
+// cached partitions are written back and those of fired windows dropped
+// from the cache, then each key group's index names the partitions of the
+// fired windows, emitted in order of window and first arrival.
 func (w *windowRank) fire() error {
 	n := 0
 	for n < len(w.windows) && w.windows[n].fire <= w.wm {
-		win := w.windows[n]
-		w.dropped(win)
-		win.marks = win.marks[:0]
-		for _, p := range win.parts {
-			for i := 0; i < p.len(); i++ {
-				r := int64(i) + 1
-				if r < w.spec.RankStart {
-					continue
-				}
-				if err := w.em.emit(types.Insert, p.at(i), r); err != nil {
-					return err
-				}
-			}
-			p.reset()
-			w.spareParts = append(w.spareParts, p)
-		}
-		clear(win.parts)
-		win.parts = win.parts[:0]
-		win.keys.Reset()
-		w.spareWins = append(w.spareWins, win)
 		n++
 	}
-	if n > 0 {
-		w.windows = append(w.windows[:0], w.windows[n:]...)
-		clear(w.windows[len(w.windows):][:n])
-		w.last = nil
+	if n == 0 {
+		return nil
 	}
+	if err := w.c.writeBack(w.store); err != nil {
+		return err
+	}
+	endCol := len(w.spec.PartitionCols) + 1
+	for id := int32(0); int(id) < w.c.keys.Span(); id++ {
+		if !w.c.keys.InUse(id) {
+			continue
+		}
+		if w.zone.FireTime(w.c.keys.Key(id)[endCol].N-1) <= w.wm {
+			w.c.held -= 2 + w.parts[id].len()*w.width
+			w.parts[id].reset()
+			w.c.release(id)
+		}
+	}
+	fired := w.fired[:0]
+	kgs := w.b.KeyGroups()
+	for kg := kgs.First; kg <= kgs.Last; kg++ {
+		if err := w.setGroupKey(kg, indexTag); err != nil {
+			return err
+		}
+		var bad bool
+		if err := w.index.Ascend(nil, nil, func(uk, key []byte) bool {
+			if len(uk) != 24 {
+				bad = true
+				return false
+			}
+			end := decodeInt64(uk)
+			if w.zone.FireTime(end-1) > w.wm {
+				return false
+			}
+			fired = append(fired, firedPart{end: end, start: decodeInt64(uk[8:]), seq: int64(binary.BigEndian.Uint64(uk[16:])),
+				kg: kg, key: append([]byte(nil), key...)})
+			return true
+		}); err != nil {
+			return err
+		}
+		if bad {
+			return fmt.Errorf("corrupt state: an index entry of the wrong length")
+		}
+	}
+	slices.SortFunc(fired, func(a, b firedPart) int {
+		if c := cmp.Compare(a.end, b.end); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.start, b.start); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	p := &w.scratch
+	for _, f := range fired {
+		if err := w.b.SetCurrentKeyInGroup(f.kg, f.key); err != nil {
+			return err
+		}
+		ns := w.namespace(f.end)
+		v, ok, err := w.rows.Get(ns)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("corrupt state: window [%d, %d) indexes a partition without rows", f.start, f.end)
+		}
+		p.reset()
+		if w.width == 0 {
+			// Restored rows fire before any input arrived.
+			n, err := storedWidth(v)
+			if err != nil {
+				return fmt.Errorf("corrupt state: %w", err)
+			}
+			if err := w.em.init(n); err != nil {
+				return err
+			}
+			w.setWidth(n)
+		}
+		if v, err = decodeRowsInto(v, p); err != nil {
+			return fmt.Errorf("corrupt state: %w", err)
+		}
+		if len(v) != 0 {
+			return fmt.Errorf("corrupt state: %d trailing bytes", len(v))
+		}
+		for i := 0; i < p.len(); i++ {
+			r := int64(i) + 1
+			if r < w.spec.RankStart {
+				continue
+			}
+			if err := w.em.emit(types.Insert, p.at(i), r); err != nil {
+				return err
+			}
+		}
+		if err := w.rows.Clear(ns); err != nil {
+			return err
+		}
+		if err := w.setGroupKey(f.kg, indexTag); err != nil {
+			return err
+		}
+		if err := w.index.Delete(nil, w.indexKey(f.end, f.start, f.seq)); err != nil {
+			return err
+		}
+		if err := w.setGroupKey(f.kg, windowsTag); err != nil {
+			return err
+		}
+		if err := w.wins.Delete(nil, w.indexKey(f.end, f.start, 0)[:16]); err != nil {
+			return err
+		}
+	}
+	p.reset()
+	clear(fired)
+	w.fired = fired[:0]
+	clear(w.windows[:n])
+	w.windows = append(w.windows[:0], w.windows[n:]...)
+	w.last = nil
 	return nil
 }
 
 func (w *windowRank) Finish(exec.Output) error { return nil }
 
 func (w *windowRank) Close() error {
-	w.windows, w.spareWins, w.spareParts, w.last = nil, nil, nil, nil
+	w.windows, w.parts, w.last, w.c = nil, nil, nil, nil
 	return nil
 }

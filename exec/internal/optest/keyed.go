@@ -111,6 +111,18 @@ func (k *Keyed) Snapshot(t testing.TB, op exec.KeyedOperator, b *kv.Backend, id 
 // checkpoint) and returns it.
 func (k *Keyed) Restore(t testing.TB, op exec.KeyedOperator, s *KeyedSnapshot) *kv.Backend {
 	t.Helper()
+	b := k.RestoreBackend(t, s)
+	if err := op.OpenKeyedState(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// RestoreBackend returns a backend restored from s, checked to hold the
+// snapshot's entries, for a test that hands it to an operator itself
+// (e.g. to see OpenKeyedState refuse it).
+func (k *Keyed) RestoreBackend(t testing.TB, s *KeyedSnapshot) *kv.Backend {
+	t.Helper()
 	dir := k.dir("restored")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -127,9 +139,6 @@ func (k *Keyed) Restore(t testing.TB, op exec.KeyedOperator, s *KeyedSnapshot) *
 	t.Cleanup(func() { b.Close() })
 	if got := Dump(t, b); !slices.Equal(got, s.Entries) {
 		t.Fatalf("restored backend holds %d entries, the snapshot %d:\n%s", len(got), len(s.Entries), diffLines(got, s.Entries))
-	}
-	if err := op.OpenKeyedState(b); err != nil {
-		t.Fatal(err)
 	}
 	return b
 }
