@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // keyedValues is a keyed instance's state in the tests: one value state,

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/formats"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // WatermarkOptions are the source options the planner interprets itself

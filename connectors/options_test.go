@@ -7,7 +7,7 @@ import (
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/formats"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 type fakeFactory struct {

@@ -13,7 +13,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // MaxWatermark is the watermark that closes every event-time window; bounded

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // benchReader produces n rows (key, value, name) copied from a prepared set.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 type discardWriter struct{ n int }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // rowsWriter is a SinkWriter that records the rows written, as a Collector.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // elementKind tags what travels over an exchange channel.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // step is one Read result of a test reader.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // doubleV keeps (k, v) rows with v >= 20 and doubles v.

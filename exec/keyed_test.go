@@ -12,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // keyedCount is a small KeyedOperator: a running count per key (column 0)

@@ -6,9 +6,9 @@ import (
 	"sort"
 	"unsafe"
 
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // base gives operators no-op defaults for the lifecycle calls they do not

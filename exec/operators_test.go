@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // collectOutput is an Output that records what an operator emits.

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // The sink operator and its two-phase-commit bookkeeping: the writer's

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // splitState tracks the watermark of one source split.

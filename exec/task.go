@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // opError attributes an error to a chained operator, once, however many

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // abortingWorld is the outside world of abortingWriters: transactions the

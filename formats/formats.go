@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // ErrSkipRecord is returned (wrapped or not) by a decoder that was told to

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // TestProcessingTimeTumble runs an unbounded datagen source with a

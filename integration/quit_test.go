@@ -13,7 +13,7 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/shell"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // countingFactory is datagen whose readers count the rows they hand to the

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/flinksql/flinksql/sql/planner"
+	"github.com/flinksql/flinksql/plan"
 )
 
 // prefixLeaser is a sink whose transactional-id prefix no job of another
@@ -18,7 +18,7 @@ type prefixLeaser interface {
 // acquirePrefixLeases takes the prefix leases of the job's sinks before
 // the job starts; release gives them back when the job has ended. The
 // running jobs of this session were checked by validateSinks.
-func (s *Supervisor) acquirePrefixLeases(ctx context.Context, plan *planner.Plan, job string) (release func(), err error) {
+func (s *Supervisor) acquirePrefixLeases(ctx context.Context, plan *plan.Plan, job string) (release func(), err error) {
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("job '%s' of flinksql", job)
 	if host != "" {

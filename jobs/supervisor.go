@@ -18,7 +18,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/options"
-	"github.com/flinksql/flinksql/sql/planner"
+	"github.com/flinksql/flinksql/plan"
 )
 
 // Config is what a Supervisor needs from its owner.
@@ -151,7 +151,7 @@ func newJobID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func jobName(conf *options.Values, plan *planner.Plan) string {
+func jobName(conf *options.Values, plan *plan.Plan) string {
 	if n := options.PipelineName.Get(conf); n != "" {
 		return n
 	}
@@ -164,7 +164,7 @@ func jobName(conf *options.Values, plan *planner.Plan) string {
 // goroutine restarts it after failures, as the restart strategy allows,
 // from the latest completed checkpoint. ctx bounds the setup (checkpoint
 // storage, leases, sink checks), not the job.
-func (s *Supervisor) Submit(ctx context.Context, plan *planner.Plan, conf *options.Values, execCfg exec.Config) (*Job, error) {
+func (s *Supervisor) Submit(ctx context.Context, plan *plan.Plan, conf *options.Values, execCfg exec.Config) (*Job, error) {
 	name := jobName(conf, plan)
 	cp, err := s.checkpointSetup(ctx, conf, name, plan.Fingerprint())
 	if err != nil {
@@ -200,7 +200,7 @@ func (s *Supervisor) Submit(ctx context.Context, plan *planner.Plan, conf *optio
 
 // startAttempt starts one attempt of a job: a fresh job graph, restoring from
 // cp.restore when there is one.
-func (s *Supervisor) startAttempt(plan *planner.Plan, name string, cp *checkpointing, cfg exec.Config) (*exec.Job, func(), error) {
+func (s *Supervisor) startAttempt(plan *plan.Plan, name string, cp *checkpointing, cfg exec.Config) (*exec.Job, func(), error) {
 	g, err := plan.JobGraph(name)
 	if err != nil {
 		return nil, nil, err
@@ -224,7 +224,7 @@ func (s *Supervisor) startAttempt(plan *planner.Plan, name string, cp *checkpoin
 }
 
 // supervise waits for a job's attempts and restarts failed ones.
-func (s *Supervisor) supervise(rj *Job, plan *planner.Plan, cp *checkpointing, j *exec.Job, cleanup func(), strategy *restartStrategy, execCfg exec.Config) {
+func (s *Supervisor) supervise(rj *Job, plan *plan.Plan, cp *checkpointing, j *exec.Job, cleanup func(), strategy *restartStrategy, execCfg exec.Config) {
 	defer s.wg.Done()
 	defer close(rj.done)
 	defer rj.releaseLeases()
@@ -408,7 +408,7 @@ func (rj *Job) StopClean(ctx context.Context) (string, error) {
 // exactly-once Kafka sink asks the broker about transaction timeouts) and
 // makes sure no running job of this session uses the same transactional-id
 // prefix. It returns the prefixes the job will use.
-func (s *Supervisor) validateSinks(ctx context.Context, conf *options.Values, plan *planner.Plan, cp *checkpointing) ([]string, error) {
+func (s *Supervisor) validateSinks(ctx context.Context, conf *options.Values, plan *plan.Plan, cp *checkpointing) ([]string, error) {
 	var interval time.Duration
 	if cp != nil {
 		interval = cp.cfg.Interval

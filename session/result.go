@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Result is what one statement produced. Exactly one of Message, Table, Text,

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // collect runs a SELECT to its end and returns its changes.

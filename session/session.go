@@ -17,13 +17,13 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/jobs"
 	"github.com/flinksql/flinksql/options"
+	"github.com/flinksql/flinksql/plan"
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/expr/agg"
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/planner"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Options configure a new session.
@@ -109,15 +109,15 @@ func (s *Session) Completions() []string {
 	return words
 }
 
-func (s *Session) planner(ctx context.Context) (*planner.Planner, error) {
+func (s *Session) planner(ctx context.Context) (*plan.Planner, error) {
 	loc, err := options.ResolveZone(options.LocalTimeZone.Get(s.conf))
 	if err != nil {
 		return nil, err
 	}
 	if mode := options.RuntimeMode.Get(s.conf); mode != "streaming" {
-		return nil, &planner.UnsupportedError{Msg: fmt.Sprintf("execution.runtime-mode '%s' is not supported yet; flinksql runs queries in streaming mode", mode)}
+		return nil, &plan.UnsupportedError{Msg: fmt.Sprintf("execution.runtime-mode '%s' is not supported yet; flinksql runs queries in streaming mode", mode)}
 	}
-	mb := planner.MiniBatch{
+	mb := plan.MiniBatch{
 		Enabled:      options.MiniBatchEnabled.Get(s.conf),
 		AllowLatency: options.MiniBatchLatency.Get(s.conf),
 		Size:         options.MiniBatchSize.Get(s.conf),
@@ -130,7 +130,7 @@ func (s *Session) planner(ctx context.Context) (*planner.Planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return planner.New(s.cat, s.reg, planner.Config{
+	return plan.New(s.cat, s.reg, plan.Config{
 		Parallelism:    options.Parallelism.Get(s.conf),
 		MaxParallelism: options.MaxParallelism.Get(s.conf),
 		Loc:            loc,
@@ -140,7 +140,7 @@ func (s *Session) planner(ctx context.Context) (*planner.Planner, error) {
 		// Jobs log to the session's stderr, as the runtime's other warnings.
 		NotNullEnforcer: notNull,
 		Log:             s.logLine,
-		Emit: planner.EmitOptions{
+		Emit: plan.EmitOptions{
 			AllowLateness:     options.AllowLateness.Get(s.conf),
 			AllowLatenessText: s.conf.Get(options.AllowLateness.Key),
 			EarlyFire:         options.EarlyFireEnabled.Get(s.conf),
@@ -327,7 +327,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		}
 		return okResult, nil
 	}
-	return nil, &planner.UnsupportedError{Msg: fmt.Sprintf("Unsupported statement: %s", firstLine(st.Text()))}
+	return nil, &plan.UnsupportedError{Msg: fmt.Sprintf("Unsupported statement: %s", firstLine(st.Text()))}
 }
 
 func firstLine(s string) string {
@@ -421,7 +421,7 @@ func (w *collectWriter) Write(ctx context.Context, b *types.Batch) error {
 
 func (s *Session) stopJob(x *parser.StopJob) (*Result, error) {
 	if x.WithSavepoint {
-		return nil, &planner.UnsupportedError{Msg: "STOP JOB ... WITH SAVEPOINT is not supported yet"}
+		return nil, &plan.UnsupportedError{Msg: "STOP JOB ... WITH SAVEPOINT is not supported yet"}
 	}
 	rj, ok := s.jobs.Lookup(x.JobID)
 	if !ok {
@@ -480,7 +480,7 @@ func (s *Session) show(x *parser.Show) (*Result, error) {
 		r.Table.Rows = rows
 		return r, nil
 	}
-	return nil, &planner.UnsupportedError{Msg: "SHOW " + x.What + " is not supported yet"}
+	return nil, &plan.UnsupportedError{Msg: "SHOW " + x.What + " is not supported yet"}
 }
 
 func filterLike(names []string, x *parser.Show) []string {
@@ -558,7 +558,7 @@ func (s *Session) showCreate(x *parser.ShowCreate) (*Result, error) {
 		}
 		return nil, fmt.Errorf("Could not execute SHOW CREATE TABLE. Table with identifier %s does not exist.", id)
 	}
-	return &Result{Text: planner.ShowCreateTable(t)}, nil
+	return &Result{Text: plan.ShowCreateTable(t)}, nil
 }
 
 // describe renders DESCRIBE as Flink 1.20 does: name, type, null, key,
@@ -616,7 +616,7 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 }
 
 // submit starts the job of plan and returns it as a statement's result.
-func (s *Session) submit(ctx context.Context, plan *planner.Plan) (*Result, error) {
+func (s *Session) submit(ctx context.Context, plan *plan.Plan) (*Result, error) {
 	rj, err := s.jobs.Submit(ctx, plan, s.conf, s.execConfig())
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // syncBuffer is the print connector's stdout in tests: subtasks write to it

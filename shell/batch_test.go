@@ -10,7 +10,7 @@ import (
 
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // fakeExecutor exposes a fakeBackend through the exported Executor

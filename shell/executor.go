@@ -7,7 +7,7 @@ import (
 
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Executor is what the shell needs from a SQL session.

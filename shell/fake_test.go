@@ -9,7 +9,7 @@ import (
 
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // fakeBackend records the statements it receives and answers with the

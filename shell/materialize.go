@@ -2,7 +2,7 @@ package shell
 
 import (
 	"github.com/flinksql/flinksql/session"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // resultTable is the materialized result of a query: the rows that remain

@@ -16,7 +16,7 @@ import (
 	"github.com/flinksql/flinksql/connectors/datagen"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/session"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // readGate is datagen whose readers close reached once they handed n rows

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/session"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Piped input runs like a script: statements may span lines, ';' inside

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flinksql/flinksql/session"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // resultModeKey selects how a SELECT's result is shown. Flink's SQL client

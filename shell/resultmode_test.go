@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/session"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 var nameCntSchema = types.Schema{

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flinksql/flinksql/session"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // DefaultMaxColumnWidth is the default of 'sql-client.display.max-column-width'.

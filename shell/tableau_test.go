@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/session"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func ch(kind types.RowKind, vals ...types.Value) session.Change {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/connectors"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func TestBlackhole(t *testing.T) {

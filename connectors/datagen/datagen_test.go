@@ -9,7 +9,7 @@ import (
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func newSource(t testing.TB, schema types.Schema, opts map[string]string) *Source {

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // env is the per-reader state shared by a reader's generators: its PRNG and

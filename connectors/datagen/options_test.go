@@ -3,7 +3,7 @@ package datagen
 import (
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // 'fields.#.var-len' draws string and bytes lengths from 1 to 'length'

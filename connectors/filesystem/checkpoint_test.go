@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // visibleLines returns the lines of the visible files of dir, sorted, and

@@ -14,7 +14,7 @@ import (
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/formats"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // lineFormat is a tiny comma-separated format for INT/BIGINT and STRING

@@ -21,7 +21,7 @@ import (
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/formats"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Source is a configured filesystem table being read.

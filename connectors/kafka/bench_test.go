@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/connectors"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Factory creates kafka sources and sinks.

@@ -15,7 +15,7 @@ import (
 	"github.com/flinksql/flinksql/formats/csv"
 	"github.com/flinksql/flinksql/formats/json"
 	"github.com/flinksql/flinksql/formats/raw"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )

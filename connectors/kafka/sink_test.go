@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/connectors"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // writeRows runs one writer over rows (all +I unless kinds is given).

@@ -12,7 +12,7 @@ import (
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/formats"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"

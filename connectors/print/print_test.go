@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/connectors"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 var schema = types.Schema{

@@ -11,7 +11,7 @@ import (
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/formats"
 	"github.com/flinksql/flinksql/formats/json"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )

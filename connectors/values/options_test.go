@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/connectors"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // 'sink.parallelism' fixes the number of the values sink's subtasks.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // parser turns the 'data' option into rows.

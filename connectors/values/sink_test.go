@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/connectors"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func sinkFor(t *testing.T, f *Factory, pk []int) *writer {

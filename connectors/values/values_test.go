@@ -8,7 +8,7 @@ import (
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func create(schema types.Schema, opts map[string]string, loc *time.Location) (*Source, error) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Rows of the ChangelogNormalize tests are (id, name, v), keyed by id.

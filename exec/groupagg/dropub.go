@@ -2,7 +2,7 @@ package groupagg
 
 import (
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // dropUpdateBefore removes -U rows from a changelog.

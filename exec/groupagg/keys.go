@@ -1,6 +1,6 @@
 package groupagg
 
-import "github.com/flinksql/flinksql/sql/types"
+import "github.com/flinksql/flinksql/types"
 
 // keyTable interns grouping keys as small dense ids. The caller hashes the
 // key columns with types.HashColumns; the table is an open-addressing index

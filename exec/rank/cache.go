@@ -8,9 +8,9 @@ import (
 	"unsafe"
 
 	"github.com/flinksql/flinksql/exec/internal/keyed"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // cache is the write-back cache of decoded entries each operator of this

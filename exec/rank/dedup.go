@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // DedupSpec describes ROW_NUMBER() OVER (PARTITION BY keys ORDER BY time)

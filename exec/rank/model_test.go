@@ -9,9 +9,9 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // TestTopNAgainstModel feeds random changelogs (small value ranges, so ties

@@ -16,7 +16,7 @@ import (
 	"fmt"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // emitter batches an operator's output rows into one reused batch, pushed

@@ -2,7 +2,7 @@ package rank
 
 import (
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // sortedRows holds the rows of one partition in rank order. Rows live in

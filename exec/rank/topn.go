@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // RankSpec describes a Top-N: ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)

@@ -10,7 +10,7 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/sql/expr/agg"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // step is one action of a script: a batch of rows, a watermark, or the clock

@@ -7,8 +7,8 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/types"
 )
 
 // base is 2024-01-01T00:00:00Z, aligned to every window size used here.

@@ -7,9 +7,9 @@ import (
 	"math"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // The window aggregates keep their state in the keyed-state backend the

@@ -10,8 +10,8 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/exec/internal/tz"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // sessionAggregate is the SESSION window aggregate. Per key it keeps the open

@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/flinksql/flinksql/exec/internal/keyed"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // windowVisitor receives the keys of a firing window. key and accs are only

@@ -7,8 +7,8 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/tz"
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // errNullRowtime is Flink's message when a window aggregate meets a NULL

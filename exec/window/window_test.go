@@ -7,7 +7,7 @@ import (
 	_ "time/tzdata"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func TestTumbleEventTime(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flinksql/flinksql/formats"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Option keys, without the format prefix.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/formats"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func col(name string, t types.Type) types.Column { return types.Column{Name: name, Type: t} }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/flinksql/flinksql/formats"
 	"github.com/flinksql/flinksql/formats/json/sqltext"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Decoder decodes one CSV record into a row, fields by position.

@@ -3,7 +3,7 @@ package json
 import (
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 var benchSchema = types.Schema{

@@ -12,7 +12,7 @@ import (
 
 	"github.com/flinksql/flinksql/formats"
 	"github.com/flinksql/flinksql/formats/json/sqltext"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Decoder decodes one JSON object per record into a row.

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flinksql/flinksql/formats/json/sqltext"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Encoder writes a row as one JSON object, fields in schema order.

@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/flinksql/flinksql/formats"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Option keys, without the format prefix.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/formats"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func ctx(t types.Type, opts map[string]string) *formats.Context {

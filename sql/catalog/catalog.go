@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Default names of the built-in catalog and database, as in Flink.

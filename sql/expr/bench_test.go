@@ -3,7 +3,7 @@ package expr
 import (
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // BenchmarkProjectFilter measures WHERE amount > 10 with SELECT id, amount * 2, name.

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Config is the session context evaluation depends on.

@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Expr is a typed, resolved scalar expression.

@@ -6,7 +6,7 @@ import (
 	"time"
 	_ "time/tzdata"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 var utc = &Config{Loc: time.UTC, Now: func() time.Time { return time.Date(2024, 3, 15, 10, 30, 45, 123e6, time.UTC) }}

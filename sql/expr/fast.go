@@ -1,6 +1,6 @@
 package expr
 
-import "github.com/flinksql/flinksql/sql/types"
+import "github.com/flinksql/flinksql/types"
 
 // Specialised evaluators for the hottest shapes: integer comparisons and
 // integer + - *, with a column/constant fast path that skips child calls.

@@ -3,7 +3,7 @@ package expr
 import (
 	"fmt"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func registerCollectionFunctions(m map[string]builder) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func registerTimeFunctions(m map[string]builder) {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func registerOperators(m map[string]builder) {

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // builder type-checks the arguments of one function and returns the resolved call.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // visitLeaf is the constant FALSE, counting how often a tree walk reaches

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/types"
 )
 
 // benchKeys returns n 8-byte keys and their exchange hashes (a BIGINT key

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
 )
 
 // An operator counting rows per key: it declares its state once, then per

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
 	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/types"
 )
 
 // fakeClock is a processing-time clock the test moves by hand.

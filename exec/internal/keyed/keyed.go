@@ -12,7 +12,7 @@ package keyed
 import (
 	"fmt"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Table interns keys: it maps the key columns of a row to a small dense id,

@@ -17,10 +17,10 @@ import (
 	"github.com/flinksql/flinksql/connectors/builtin"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
+	"github.com/flinksql/flinksql/plan"
 	"github.com/flinksql/flinksql/sql/catalog"
 	sqlparser "github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/planner"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // TestEveryOperatorKindRestores runs the restore-at-every-step check
@@ -143,10 +143,10 @@ func buildKinds(t *testing.T) []string {
 }
 
 // nodeKinds lists the node types of a plan ("GroupAggNode", …).
-func nodeKinds(p *planner.Plan) []string {
+func nodeKinds(p *plan.Plan) []string {
 	seen := map[string]bool{}
-	var walk func(n planner.Node)
-	walk = func(n planner.Node) {
+	var walk func(n plan.Node)
+	walk = func(n plan.Node) {
 		seen[strings.TrimPrefix(fmt.Sprintf("%T", n), "*planner.")] = true
 		for _, in := range n.Inputs() {
 			walk(in)
@@ -389,12 +389,12 @@ func (*collectWriter) Close() error                 { return nil }
 
 // plan plans the case's query in a fresh catalog; the writers of its sinks
 // write to *cur.
-func (h *harness) planWith(cur **pipeline) *planner.Plan {
+func (h *harness) planWith(cur **pipeline) *plan.Plan {
 	t := h.t
 	reg := builtin.NewRegistry(io.Discard, io.Discard)
 	reg.Register(collectFactory{cur})
 	cat := catalog.New()
-	p := planner.New(cat, reg, planner.Config{Parallelism: 1, Loc: time.UTC, NotNullEnforcer: exec.NotNullDrop})
+	p := plan.New(cat, reg, plan.Config{Parallelism: 1, Loc: time.UTC, NotNullEnforcer: exec.NotNullDrop})
 	stmts, err := sqlparser.ParseScript(commonDDL + h.c.ddl)
 	if err != nil {
 		t.Fatal(err)
@@ -412,7 +412,7 @@ func (h *harness) planWith(cur **pipeline) *planner.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plan *planner.Plan
+	var plan *plan.Plan
 	switch x := st.(type) {
 	case *sqlparser.Insert:
 		plan, err = p.PlanInsert(x)
@@ -427,7 +427,7 @@ func (h *harness) planWith(cur **pipeline) *planner.Plan {
 	return plan
 }
 
-func (h *harness) plan() *planner.Plan {
+func (h *harness) plan() *plan.Plan {
 	var p *pipeline
 	return h.planWith(&p)
 }

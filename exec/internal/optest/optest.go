@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Store is a checkpointed state store for tests: it applies the Puts and

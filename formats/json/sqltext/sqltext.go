@@ -13,7 +13,7 @@ import (
 	"math/big"
 	"strconv"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // TrimJava removes leading and trailing bytes <= ' ', as Java's String.trim does.

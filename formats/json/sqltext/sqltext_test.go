@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func TestAppendJavaDecimal(t *testing.T) {

@@ -1,7 +1,7 @@
 package sqltext
 
 import (
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 const (

@@ -3,7 +3,7 @@ package agg
 import (
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // hotCalls is COUNT(*), SUM(b), MAX(b), AVG(i), MIN(b) FILTER (WHERE f) over

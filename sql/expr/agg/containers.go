@@ -3,7 +3,7 @@ package agg
 import (
 	"sort"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Two nested structures live in accumulator slots, both as MAP values so that

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Call is one aggregate call of a GROUP BY / window aggregation.

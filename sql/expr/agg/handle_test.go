@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 var (

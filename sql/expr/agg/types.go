@@ -18,7 +18,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // kind identifies an aggregate function once its name is resolved, so that

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 func notNull(t types.Type) types.Type { return t.WithNullable(false) }

@@ -5,7 +5,7 @@ import (
 	"math/big"
 	"math/bits"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // VAR_POP, VAR_SAMP, STDDEV_POP and STDDEV_SAMP keep three slots: the count

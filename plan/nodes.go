@@ -1,4 +1,4 @@
-package planner
+package plan
 
 import (
 	"strconv"
@@ -10,7 +10,7 @@ import (
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/expr/agg"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Node is a node of a physical plan. Every node knows its output schema and

@@ -1,4 +1,4 @@
-package planner
+package plan
 
 import (
 	"io"
@@ -9,7 +9,7 @@ import (
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // TestInsertCastsToSinkColumnTypes: a query column whose type differs from

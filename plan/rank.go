@@ -1,4 +1,4 @@
-package planner
+package plan
 
 import (
 	"strconv"
@@ -7,7 +7,7 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // overRankMarker stands for SELECT …, ROW_NUMBER() OVER (PARTITION BY …

@@ -1,4 +1,4 @@
-package planner
+package plan
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/expr/agg"
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // binder converts AST expressions into typed expressions over a scope.

@@ -1,4 +1,4 @@
-package planner
+package plan
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/sql/expr"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Changelog modes are inferred in two steps, as Flink does. While a plan is

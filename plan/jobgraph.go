@@ -1,4 +1,4 @@
-package planner
+package plan
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/flinksql/flinksql/exec/window"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/expr/agg"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // JobGraph builds the runtime graph of the plan. Operators chain while the

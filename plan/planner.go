@@ -3,7 +3,7 @@
 // modes, validates sources and sinks through the connector registry, builds
 // the physical plan (with exchanges and parallelism) that EXPLAIN prints, and
 // turns it into an exec.JobGraph.
-package planner
+package plan
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // Config holds the session options the planner reads.

@@ -1,11 +1,11 @@
-package planner
+package plan
 
 import (
 	"context"
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // TestValuesReaderRestore: the VALUES reader records how far it read, so a

@@ -1,10 +1,10 @@
-package planner
+package plan
 
 import (
 	"fmt"
 	"strings"
 
-	"github.com/flinksql/flinksql/sql/types"
+	"github.com/flinksql/flinksql/types"
 )
 
 // scopeColumn is a column visible to expressions, with the name of the table
