@@ -306,7 +306,7 @@ func must(t *testing.T, err error) {
 
 // BenchmarkTableauStreaming measures printing a batch of 1024 changes. The
 // shell's own work allocates nothing per row ("scalar"); the second case
-// shows what formatting DECIMAL, DOUBLE and TIMESTAMP values in sql/types
+// shows what formatting DECIMAL, DOUBLE and TIMESTAMP values in types
 // costs on top.
 func BenchmarkTableauStreaming(b *testing.B) {
 	cases := []struct {

@@ -109,7 +109,7 @@ func operatorTypes(t *testing.T) []string {
 // (jobgraph.go) switch on.
 func buildKinds(t *testing.T) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "../../../sql/planner/jobgraph.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "../../../plan/jobgraph.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func nodeKinds(p *plan.Plan) []string {
 	seen := map[string]bool{}
 	var walk func(n plan.Node)
 	walk = func(n plan.Node) {
-		seen[strings.TrimPrefix(fmt.Sprintf("%T", n), "*planner.")] = true
+		seen[strings.TrimPrefix(fmt.Sprintf("%T", n), "*plan.")] = true
 		for _, in := range n.Inputs() {
 			walk(in)
 		}
