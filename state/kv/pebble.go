@@ -409,9 +409,19 @@ func (e *pebbleEngine) put(k, v []byte) error {
 	e.track(k)
 	if slot, ok := e.lookup(k); ok {
 		e.set(slot, v, 0)
-		return nil
+		return e.takeTrimErr()
 	}
-	_, err := e.insert(k, v, fPresent|fDirty)
+	if _, err := e.insert(k, v, fPresent|fDirty); err != nil {
+		return err
+	}
+	return e.takeTrimErr()
+}
+
+// takeTrimErr returns, once, a write-back of trimDirty that failed, so
+// the write that triggered it reports it instead of the next snapshot.
+func (e *pebbleEngine) takeTrimErr() error {
+	err := e.trimErr
+	e.trimErr = nil
 	return err
 }
 
@@ -429,7 +439,7 @@ func (e *pebbleEngine) appendValue(k, suffix []byte) error {
 		keep = len(c.buf) - int(c.klen)
 	}
 	e.set(slot, suffix, keep)
-	return nil
+	return e.takeTrimErr()
 }
 
 func (e *pebbleEngine) del(k []byte) error {
@@ -441,11 +451,13 @@ func (e *pebbleEngine) del(k []byte) error {
 		}
 		c.buf = c.buf[:c.klen]
 		c.flags = c.flags&^fPresent | fDirty | fRef
-		return nil
+		return e.takeTrimErr()
 	}
 	// A blind delete: the key may be in Pebble; remember the tombstone.
-	_, err := e.insert(k, nil, fDirty)
-	return err
+	if _, err := e.insert(k, nil, fDirty); err != nil {
+		return err
+	}
+	return e.takeTrimErr()
 }
 
 // iterate runs fn over [lo, hi) of the DB as the batch sees it, ascending
