@@ -282,7 +282,7 @@ func (pc *planContext) planFrom(ref parser.TableRef, env *cteEnv) (*relation, er
 		}
 		return aliasRelation(r, rel, r.Alias, r.ColumnAliases)
 	case *parser.Join:
-		return nil, unsupportedAt(r, "joins are not supported yet (%s JOIN)", r.Kind)
+		return pc.planJoin(r, env)
 	case *parser.Unnest:
 		return nil, unsupportedAt(r, "UNNEST is not supported yet")
 	}
