@@ -209,8 +209,8 @@ func (t *task) checkpoint(id CheckpointID) error {
 			}
 			sync := time.Since(t0)
 			// Measured on the task's goroutine, which owns the backend,
-			// after the seal, so that rocksdb's estimate covers the SSTs
-			// it flushed. (Part of the task's pause, not of the
+			// after the seal, so that rocksdb's estimate covers what the
+			// seal wrote into the DB (in SSTs, or still being flushed). (Part of the task's pause, not of the
 			// instance's sync time: O(1) for hashmap, O(cached entries +
 			// SSTs) for rocksdb.)
 			size := t.reportStateSize(i)

@@ -57,6 +57,9 @@ func seal(t testing.TB, st Store, id int64) *Image {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { im.Discard() })
+	if err := im.Finish(); err != nil {
+		t.Fatal(err)
+	}
 	return im
 }
 

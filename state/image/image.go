@@ -62,7 +62,15 @@ type Image struct {
 	// finish, when set, writes Files; Files and Bytes are incomplete until
 	// Finish has run it.
 	finish func() error
+	// settle, when set, waits for work of the store that may still create
+	// files in Dir; Discard runs it first.
+	settle func()
 }
+
+// Settle makes Discard wait for wait() before it removes Dir: a store whose
+// deferred work creates the image's files sets it, so that an image
+// discarded without Finish leaves nothing behind.
+func (im *Image) Settle(wait func()) { im.settle = wait }
 
 // Defer makes f the work Finish does: a store that fixes an image's
 // contents during the synchronous part of a checkpoint and writes its files
@@ -101,6 +109,9 @@ type File struct {
 func (im *Image) Discard() error {
 	if im == nil || im.Dir == "" {
 		return nil
+	}
+	if im.settle != nil {
+		im.settle()
 	}
 	if err := os.RemoveAll(im.Dir); err != nil {
 		return fmt.Errorf("state: discarding %s image %s: %w", im.Kind, im.Dir, err)
@@ -219,54 +230,48 @@ func FileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// HashFiles fills in Size and SHA256 of files[i] for i in which, in parallel
-// when there are several: a full snapshot's new SSTs amount to the whole
-// state and are hashed during the synchronous part of the checkpoint.
-func HashFiles(dir string, files []File, which []int) error {
-	workers := min(len(which), runtime.GOMAXPROCS(0))
-	if workers == 0 {
-		return nil
-	}
-	errs := make([]error, len(which))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				f := &files[which[j]]
-				path := filepath.Join(dir, f.LocalName)
-				st, err := os.Stat(path)
-				if err != nil {
-					errs[j] = err
-					continue
-				}
-				f.Size = st.Size()
-				f.SHA256, errs[j] = FileSHA256(path)
-			}
-		}()
-	}
-	for j := range which {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
 // PebbleDescriber describes the Pebble checkpoint directories of one store
 // incarnation. It remembers the size and SHA-256 of the SSTs it has already
-// described: SSTs are immutable, so each description hashes only new ones.
+// described: SSTs are immutable, so each file is hashed once.
+//
+// Describe runs in the synchronous part of a checkpoint, where the
+// operator's pipeline waits; after compactions a checkpoint's new SSTs can
+// be hundreds of megabytes (at 10 GB of state, 6 % of it per checkpoint),
+// and hashing them there took most of a second. So Describe only lists and
+// sizes the files, and the image's Finish, which the checkpoint runs in its
+// asynchronous part before uploading, hashes what is not known yet.
 type PebbleDescriber struct {
 	storeID string
 	sums    map[string]fileSum
 }
 
 type fileSum struct {
-	size   int64
-	sha256 string
-	name   string // the upload name, when inherited from a restored image
+	size int64
+	hash *fileHash
+	name string // the upload name, when inherited from a restored image
+}
+
+// fileHash is the SHA-256 of one immutable file, computed at most once by
+// whichever image's Finish needs it first (images of later checkpoints
+// share the entry and hold their own hard link to the file, so any of them
+// can read it). A failed read is not remembered: another image's link may
+// still be readable.
+type fileHash struct {
+	mu  sync.Mutex
+	sum string
+}
+
+func (h *fileHash) get(path string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sum == "" {
+		sum, err := FileSHA256(path)
+		if err != nil {
+			return "", err
+		}
+		h.sum = sum
+	}
+	return h.sum, nil
 }
 
 // Inherit records the SSTs of the image a DB was restored from: they keep
@@ -275,7 +280,7 @@ type fileSum struct {
 func (d *PebbleDescriber) Inherit(files []File) {
 	for _, f := range files {
 		if f.Shared && strings.HasSuffix(f.LocalName, ".sst") {
-			d.sums[f.LocalName] = fileSum{size: f.Size, sha256: f.SHA256, name: f.Name}
+			d.sums[f.LocalName] = fileSum{size: f.Size, hash: &fileHash{sum: f.SHA256}, name: f.Name}
 		}
 	}
 }
@@ -291,14 +296,14 @@ func (d *PebbleDescriber) StoreID() string { return d.storeID }
 // Describe lists the files of the Pebble checkpoint of checkpoint id in
 // dir: SSTs are shared and keep their upload name from image to image, the
 // other files are private to the checkpoint. KeyGroups is left to the
-// caller.
+// caller. The files' SHA-256 are filled in by the image's Finish.
 func (d *PebbleDescriber) Describe(id int64, dir string) (*Image, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	im := &Image{Kind: RocksDB, Dir: dir, Files: make([]File, len(entries))}
-	var toHash []int
+	hashes := make([]*fileHash, len(entries))
 	sums := make(map[string]fileSum, len(entries))
 	for i, e := range entries {
 		name := e.Name()
@@ -310,24 +315,50 @@ func (d *PebbleDescriber) Describe(id int64, dir string) (*Image, error) {
 				if sum.name != "" {
 					f.Name = sum.name
 				}
-				f.Size, f.SHA256 = sum.size, sum.sha256
+				f.Size, hashes[i] = sum.size, sum.hash
 				sums[name] = sum
 				continue
 			}
 		} else {
 			f.Name = PrivateName(d.storeID, id, name)
 		}
-		toHash = append(toHash, i)
-	}
-	if err := HashFiles(dir, im.Files, toHash); err != nil {
-		return nil, err
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		f.Size, hashes[i] = st.Size(), &fileHash{}
+		if f.Shared {
+			sums[name] = fileSum{size: f.Size, hash: hashes[i]}
+		}
 	}
 	for _, f := range im.Files {
 		im.Bytes += f.Size
-		if _, ok := sums[f.LocalName]; f.Shared && !ok {
-			sums[f.LocalName] = fileSum{size: f.Size, sha256: f.SHA256}
-		}
 	}
 	d.sums = sums // forget SSTs that compactions removed
+	im.Defer(func() error { return hashAll(dir, im.Files, hashes) })
 	return im, nil
+}
+
+// hashAll fills in the SHA-256 of files[i] from hashes[i], reading the
+// files not hashed before, in parallel.
+func hashAll(dir string, files []File, hashes []*fileHash) error {
+	workers := min(len(files), runtime.GOMAXPROCS(0))
+	errs := make([]error, len(files))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				files[i].SHA256, errs[i] = hashes[i].get(filepath.Join(dir, files[i].LocalName))
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -207,6 +207,9 @@ func BenchmarkIncrementalImages(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			if err := im.Finish(); err != nil {
+				b.Fatal(err)
+			}
 			var fresh int64
 			cur := map[string]bool{}
 			for _, f := range im.Files {

@@ -321,6 +321,7 @@ func TestIncrementalImages(t *testing.T) {
 	}
 	im1, err := b.Snapshot(1)
 	must(t, err)
+	must(t, im1.Finish())
 	t.Logf("first image: %d files, %d bytes", len(im1.Files), im1.Bytes)
 	for i := range 500 {
 		setKey(t, b, fmt.Sprint("k", i*97))
@@ -328,6 +329,7 @@ func TestIncrementalImages(t *testing.T) {
 	}
 	im2, err := b.Snapshot(2)
 	must(t, err)
+	must(t, im2.Finish())
 	shared1 := map[string]bool{}
 	for _, f := range im1.Files {
 		if f.Shared {
@@ -380,6 +382,7 @@ func TestIncrementalImages(t *testing.T) {
 	must(t, rv.Put(nil, []byte("after restore")))
 	im3, err := r.Snapshot(3)
 	must(t, err)
+	must(t, im3.Finish())
 	names2 := map[string]string{} // local name → upload name
 	for _, f := range im2.Files {
 		if f.Shared {

@@ -50,6 +50,14 @@ type pebbleEngine struct {
 	memtable   int64
 	blockCache int64
 	lastID     int64
+	// pending is the checkpoint whose Pebble checkpoint is being taken
+	// after the synchronous part returned; until it is done no write
+	// reaches the DB (see snapshot).
+	pending *pendingCheckpoint
+	knobs   testingKnobs
+	// committed counts the writes committed since the last snapshot, an
+	// estimate of the entries in the memtables until they are flushed.
+	committed int64
 
 	index    map[string]uint32
 	ents     []cacheEntry
@@ -337,6 +345,10 @@ func (e *pebbleEngine) commit() error {
 	if e.batch.Empty() {
 		return nil
 	}
+	// Writes after a barrier stay in the batch (readable through it) until
+	// that barrier's Pebble checkpoint is taken.
+	e.awaitPending()
+	e.committed += int64(e.batch.Count())
 	if err := e.batch.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("committing %d writes: %w", e.batch.Count(), err)
 	}
@@ -546,25 +558,94 @@ func (e *pebbleEngine) each(lo, hi []byte, fn func(k, v []byte) error) error {
 	return e.iterate(lo, hi, false, func(k, v []byte) (bool, error) { return true, fn(k, v) })
 }
 
+// pendingCheckpoint is the asynchronous half of a snapshot: the memtable
+// flush and the Pebble checkpoint, taken by a goroutine the engine owns.
+type pendingCheckpoint struct {
+	done chan struct{}
+	// flushing estimates the entries being flushed (sizes counts them
+	// until they are in SSTs).
+	flushing int64
+	// Set before done is closed:
+	im  *image.Image // the described checkpoint directory
+	err error
+}
+
+// testingKnobs let tests order the pending checkpoint against writes.
+type testingKnobs struct {
+	checkpointGate <-chan struct{} // takeCheckpoint waits for it
+	onAwaitPending func()          // called when a write waits for a pending checkpoint
+}
+
+// awaitPending waits for the pending checkpoint, if any, to be taken.
+func (e *pebbleEngine) awaitPending() {
+	if e.pending != nil {
+		if e.knobs.onAwaitPending != nil {
+			e.knobs.onAwaitPending()
+		}
+		<-e.pending.done
+		e.pending = nil
+	}
+}
+
+// snapshot seals the state as of now. With the WAL off, what the memtable
+// holds must be flushed into an SST before Pebble's checkpoint can link it,
+// and at large states that flush took hundreds of milliseconds of the
+// synchronous part. So the synchronous part only writes the dirty cache
+// into the DB and starts the flush; a goroutine waits for it and takes the
+// checkpoint. Until it has, no write reaches the DB: later writes collect
+// in the indexed batch (reads see them there), and only a batch that
+// outgrows its share of the budget waits (commit). The DB therefore holds
+// exactly the state at the barrier when the checkpoint is taken, however
+// long the flush takes. The image's Finish waits for that goroutine and
+// hashes the new files.
 func (e *pebbleEngine) snapshot(id int64, _ func(k, v []byte) bool) (*image.Image, error) {
 	if id <= e.lastID {
 		return nil, fmt.Errorf("checkpoint %d is not after the last snapshot (%d)", id, e.lastID)
 	}
+	e.awaitPending() // its describer state must not be shared with this one
 	if err := e.flush(false); err != nil {
 		return nil, err
 	}
 	if err := e.commit(); err != nil {
 		return nil, err
 	}
+	flushed, err := e.db.AsyncFlush()
+	if err != nil {
+		return nil, fmt.Errorf("flushing: %w", err)
+	}
+	dir := filepath.Join(e.dir, image.DirName(id))
+	p := &pendingCheckpoint{done: make(chan struct{}), flushing: e.committed}
+	e.pending, e.lastID, e.committed = p, id, 0
+	go func() {
+		defer close(p.done)
+		p.im, p.err = e.takeCheckpoint(id, dir, flushed)
+	}()
+	im := &image.Image{Kind: image.RocksDB, Dir: dir}
+	im.Settle(func() { <-p.done })
+	im.Defer(func() error {
+		<-p.done
+		if p.err != nil {
+			return p.err
+		}
+		if err := p.im.Finish(); err != nil {
+			return err
+		}
+		im.Files, im.Bytes, im.KeyGroups = p.im.Files, p.im.Bytes, p.im.KeyGroups
+		return nil
+	})
+	return im, nil
+}
+
+// takeCheckpoint is the goroutine of a pendingCheckpoint: once the flush
+// is done it links the DB's SSTs into dir and describes them.
+func (e *pebbleEngine) takeCheckpoint(id int64, dir string, flushed <-chan struct{}) (*image.Image, error) {
+	<-flushed
+	if e.knobs.checkpointGate != nil {
+		<-e.knobs.checkpointGate
+	}
 	kgs, err := e.keyGroupRange()
 	if err != nil {
 		return nil, err
-	}
-	dir := filepath.Join(e.dir, image.DirName(id))
-	// WAL off: the memtable goes into an SST before the checkpoint. The
-	// dirty bound (trimDirty) keeps what the cache adds to it small.
-	if err := e.db.Flush(); err != nil {
-		return nil, fmt.Errorf("flushing: %w", err)
 	}
 	if err := e.db.Checkpoint(dir); err != nil {
 		return nil, fmt.Errorf("pebble checkpoint into %s: %w", dir, err)
@@ -575,7 +656,6 @@ func (e *pebbleEngine) snapshot(id int64, _ func(k, v []byte) bool) (*image.Imag
 		return nil, err
 	}
 	im.KeyGroups = kgs
-	e.lastID = id
 	return im, nil
 }
 
@@ -720,6 +800,13 @@ func (e *pebbleEngine) sizes() Sizes {
 			s.Entries++
 		}
 	}
+	if p := e.pending; p != nil {
+		select {
+		case <-p.done: // flushed: the SSTs count them
+		default:
+			s.Entries += p.flushing
+		}
+	}
 	s.Entries = max(s.Entries, 0)
 	return s
 }
@@ -728,6 +815,7 @@ func (e *pebbleEngine) close() error {
 	if e.db == nil {
 		return nil
 	}
+	e.awaitPending()
 	err := errors.Join(e.batch.Close(), e.db.Close())
 	e.db, e.batch, e.index, e.ents = nil, nil, nil, nil
 	if rmErr := os.RemoveAll(e.dbDir); rmErr != nil {
