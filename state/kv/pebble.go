@@ -591,8 +591,7 @@ func (e *pebbleEngine) awaitPending() {
 // holds must be flushed into an SST before Pebble's checkpoint can link it,
 // and at large states that flush took hundreds of milliseconds of the
 // synchronous part. So the synchronous part only writes the dirty cache
-// into the DB and starts the flush; a goroutine waits for it and takes the
-// checkpoint. Until it has, no write reaches the DB: later writes collect
+// into the DB; a goroutine flushes and takes the checkpoint. Until it has, no write reaches the DB: later writes collect
 // in the indexed batch (reads see them there), and only a batch that
 // outgrows its share of the budget waits (commit). The DB therefore holds
 // exactly the state at the barrier when the checkpoint is taken, however
@@ -609,16 +608,12 @@ func (e *pebbleEngine) snapshot(id int64, _ func(k, v []byte) bool) (*image.Imag
 	if err := e.commit(); err != nil {
 		return nil, err
 	}
-	flushed, err := e.db.AsyncFlush()
-	if err != nil {
-		return nil, fmt.Errorf("flushing: %w", err)
-	}
 	dir := filepath.Join(e.dir, image.DirName(id))
 	p := &pendingCheckpoint{done: make(chan struct{}), flushing: e.committed}
 	e.pending, e.lastID, e.committed = p, id, 0
 	go func() {
 		defer close(p.done)
-		p.im, p.err = e.takeCheckpoint(id, dir, flushed)
+		p.im, p.err = e.takeCheckpoint(id, dir)
 	}()
 	im := &image.Image{Kind: image.RocksDB, Dir: dir}
 	im.Settle(func() { <-p.done })
@@ -636,10 +631,13 @@ func (e *pebbleEngine) snapshot(id int64, _ func(k, v []byte) bool) (*image.Imag
 	return im, nil
 }
 
-// takeCheckpoint is the goroutine of a pendingCheckpoint: once the flush
-// is done it links the DB's SSTs into dir and describes them.
-func (e *pebbleEngine) takeCheckpoint(id int64, dir string, flushed <-chan struct{}) (*image.Image, error) {
-	<-flushed
+// takeCheckpoint is the goroutine of a pendingCheckpoint: it flushes the
+// memtables, links the DB's SSTs into dir and describes them. Nothing else
+// writes to the DB meanwhile.
+func (e *pebbleEngine) takeCheckpoint(id int64, dir string) (*image.Image, error) {
+	if err := e.db.Flush(); err != nil {
+		return nil, fmt.Errorf("flushing: %w", err)
+	}
 	if e.knobs.checkpointGate != nil {
 		<-e.knobs.checkpointGate
 	}
