@@ -22,6 +22,8 @@ func newFunctionTable() map[string]builder {
 	registerMathFunctions(m)
 	registerTimeFunctions(m)
 	registerCollectionFunctions(m)
+	registerJSONFunctions(m)
+	registerMoreStringFunctions(m)
 	return m
 }
 
