@@ -9,6 +9,9 @@ import (
 // jsonCall binds the SQL/JSON functions with clauses (JSON_VALUE,
 // JSON_QUERY, JSON_EXISTS, JSON_OBJECT, JSON_ARRAY).
 func (b *binder) jsonCall(n *parser.JsonExpr) (expr.Expr, error) {
+	if n.Func == "JSON_OBJECTAGG" || n.Func == "JSON_ARRAYAGG" {
+		return nil, unsupportedAt(n, "%s is not supported yet; aggregate with LISTAGG or COLLECT, or build the JSON per row with JSON_OBJECT / JSON_ARRAY", n.Func)
+	}
 	args, err := b.bindAll(n.Args)
 	if err != nil {
 		return nil, err

@@ -458,7 +458,7 @@ func (p *parser) parsePrimary() (Expr, error) {
 		if nextParen {
 			return p.parseTimestampAddDiff()
 		}
-	case "JSON_VALUE", "JSON_QUERY", "JSON_EXISTS", "JSON_OBJECT", "JSON_ARRAY":
+	case "JSON_VALUE", "JSON_QUERY", "JSON_EXISTS", "JSON_OBJECT", "JSON_ARRAY", "JSON_OBJECTAGG", "JSON_ARRAYAGG":
 		if nextParen {
 			return p.parseJSON()
 		}

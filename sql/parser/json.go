@@ -14,7 +14,7 @@ func (p *parser) parseJSON() (Expr, error) {
 	p.advance() // (
 	var err error
 	switch j.Func {
-	case "JSON_OBJECT":
+	case "JSON_OBJECT", "JSON_OBJECTAGG":
 		for !p.isOp(")") && !p.atOnNull() {
 			if p.isKw("KEY") {
 				p.advance()
@@ -38,7 +38,7 @@ func (p *parser) parseJSON() (Expr, error) {
 		if err := p.parseOnNull(j); err != nil {
 			return nil, err
 		}
-	case "JSON_ARRAY":
+	case "JSON_ARRAY", "JSON_ARRAYAGG":
 		for !p.isOp(")") && !p.atOnNull() {
 			v, err := p.parseExpr(0)
 			if err != nil {
@@ -171,7 +171,7 @@ func (p *parser) parseBehavior(fn string) (beh string, def Expr, ok bool, err er
 func writeJSON(sb *writer, j *JsonExpr) {
 	sb.WriteString(j.Func + "(")
 	switch j.Func {
-	case "JSON_OBJECT":
+	case "JSON_OBJECT", "JSON_OBJECTAGG":
 		for i := 0; i+1 < len(j.Args); i += 2 {
 			if i > 0 {
 				sb.WriteString(", ")
