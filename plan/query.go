@@ -96,11 +96,7 @@ func (pc *planContext) planQueryExpr(body parser.QueryExpr, env *cteEnv) (*relat
 
 func (pc *planContext) planSetOp(s *parser.SetOp, env *cteEnv) (*relation, error) {
 	if s.Op != "UNION" || !s.All {
-		op := s.Op
-		if !s.All {
-			op += " (DISTINCT)"
-		}
-		return nil, &UnsupportedError{Msg: fmt.Sprintf("%s produces an updating result and is not supported yet; use UNION ALL", op)}
+		return pc.planDistinctSetOp(s, env)
 	}
 	// Flatten a left-deep chain of UNION ALL into one union.
 	var bodies []parser.QueryExpr
