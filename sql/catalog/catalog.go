@@ -117,6 +117,10 @@ type View struct {
 	Schema    types.Schema
 	Comment   string
 	Temporary bool
+	// Scope is the catalog and database that were current when the view
+	// was created: its query's one-part names resolve there (Object is
+	// unused).
+	Scope Identifier
 }
 
 // Database is a database of the in-memory catalog.
