@@ -208,7 +208,10 @@ func writeJSON(sb *writer, j *JsonExpr) {
 	beh(j.OnEmpty, j.EmptyDefault, "EMPTY")
 	beh(j.OnError, j.ErrorDefault, "ERROR")
 	if j.OnNull != "" {
-		sb.WriteString(" " + j.OnNull + " ON NULL")
+		if len(j.Args) > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(j.OnNull + " ON NULL")
 	}
 	sb.WriteByte(')')
 }
