@@ -14,9 +14,9 @@ func TestReadmeConstructsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(data)
-	start := strings.Index(text, "### Catalog statements and functions: what runs")
+	start := strings.Index(text, "### Catalog statements, functions and set operations: what runs")
 	if start < 0 {
-		t.Fatal("README.md has no section \"Catalog statements and functions: what runs\"")
+		t.Fatal("README.md has no section \"Catalog statements, functions and set operations: what runs\"")
 	}
 	section := text[start:]
 	if end := strings.Index(section[4:], "\n#"); end >= 0 {
