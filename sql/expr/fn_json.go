@@ -53,6 +53,30 @@ func registerJSONFunctions(m map[string]builder) {
 			}
 		}
 	}
+	// $JSON_TEXT(x) is x's JSON text for JSON_ARRAYAGG's elements (raw for a
+	// JSON_OBJECT / JSON_ARRAY value), NULL for NULL; $JSON_TEXT_NULL
+	// writes NULL as null.
+	for _, name := range []string{"$JSON_TEXT", "$JSON_TEXT_NULL"} {
+		keepNull := name == "$JSON_TEXT_NULL"
+		m[name] = func(name string, args []Expr) (Expr, error) {
+			if err := argCount(name, args, 1, 1); err != nil {
+				return nil, err
+			}
+			arg := args[0]
+			t := types.StringType
+			t.NotNull = keepNull || !arg.Type().Nullable()
+			return &callExpr{name: name, args: args, t: t, impl: impl{fn: func(_ *evalCtx, v []types.Value) (types.Value, error) {
+				if v[0].IsNull() && !keepNull {
+					return types.NullValue, nil
+				}
+				var b strings.Builder
+				if err := writeMember(&b, v[0], arg); err != nil {
+					return types.NullValue, err
+				}
+				return types.String(b.String()), nil
+			}}}, nil
+		}
+	}
 	m["JSON_STRING"] = func(name string, args []Expr) (Expr, error) {
 		if err := argCount(name, args, 1, 1); err != nil {
 			return nil, err

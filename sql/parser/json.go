@@ -1,5 +1,7 @@
 package parser
 
+import "fmt"
+
 // parseJSON parses the SQL/JSON functions whose arguments carry clauses:
 //
 //	JSON_VALUE(json, path [RETURNING type] [{NULL|ERROR|DEFAULT e} ON EMPTY] [{NULL|ERROR|DEFAULT e} ON ERROR])
@@ -101,7 +103,37 @@ func (p *parser) parseJSON() (Expr, error) {
 	if err = p.expectOp(")"); err != nil {
 		return nil, err
 	}
+	if j.Func == "JSON_ARRAYAGG" {
+		return desugarArrayAgg(j)
+	}
 	return j, nil
+}
+
+// desugarArrayAgg turns JSON_ARRAYAGG(x [NULL|ABSENT ON NULL]) into the
+// aggregate it is: the JSON text of every x (NULLs left out, or written as
+// null with NULL ON NULL), in arrival order, joined by commas inside
+// brackets: CONCAT('[', COALESCE(LISTAGG($JSON_TEXT(x), ','), ''), ']').
+// LISTAGG retracts an element when its row is retracted, as Flink's
+// JSON_ARRAYAGG does.
+func desugarArrayAgg(j *JsonExpr) (Expr, error) {
+	if len(j.Args) != 1 {
+		return nil, &Error{Pos: j.P, Msg: fmt.Sprintf("JSON_ARRAYAGG takes one value, got %d at %s.", len(j.Args), j.P)}
+	}
+	at := j.exprBase
+	text := "$JSON_TEXT"
+	if j.OnNull == "NULL" {
+		text = "$JSON_TEXT_NULL"
+	}
+	str := func(s string) Expr { return &Literal{at, StringLit, s} }
+	call := func(name string, args ...Expr) *FuncCall {
+		f := &FuncCall{exprBase: at, Name: []string{name}}
+		for _, a := range args {
+			f.Args = append(f.Args, Arg{Value: a})
+		}
+		return f
+	}
+	elems := call("LISTAGG", call(text, j.Args[0]), str(","))
+	return call("CONCAT", str("["), call("COALESCE", elems, str("")), str("]")), nil
 }
 
 func (p *parser) atOnNull() bool {

@@ -19,6 +19,9 @@ func TestFunctionSyntax(t *testing.T) {
 		{"JSON_ARRAY(1, x NULL ON NULL)", "JSON_ARRAY(1, x NULL ON NULL)"},
 		{"JSON_ARRAY(NULL ON NULL)", "JSON_ARRAY(NULL ON NULL)"},
 		{"s IS JSON", "s IS JSON VALUE"},
+		// JSON_ARRAYAGG is the LISTAGG of its elements' JSON text.
+		{"JSON_ARRAYAGG(x)", "CONCAT('[', COALESCE(LISTAGG($JSON_TEXT(x), ','), ''), ']')"},
+		{"JSON_ARRAYAGG(x NULL ON NULL)", "CONCAT('[', COALESCE(LISTAGG($JSON_TEXT_NULL(x), ','), ''), ']')"},
 		{"s IS NOT JSON OBJECT", "s IS NOT JSON OBJECT"},
 		{"CASE a WHEN 1, 2 THEN 'x' WHEN 3 THEN 'y' END", "CASE a WHEN 1, 2 THEN 'x' WHEN 3 THEN 'y' END"},
 		{"TRIM(BOTH ' x ')", "TRIM(BOTH FROM ' x ')"},
@@ -40,6 +43,7 @@ func TestFunctionSyntax(t *testing.T) {
 		"JSON_EXISTS(s, '$.a' DEFAULT 1 ON ERROR)",
 		"JSON_QUERY(s, '$.a' ON EMPTY)",
 		"CASE WHEN a, b THEN 1 END", // a list only after CASE x
+		"JSON_ARRAYAGG(a, b)",
 	} {
 		if _, err := ParseExpr(bad); err == nil {
 			t.Errorf("%s parsed", bad)
