@@ -112,7 +112,8 @@ func (p *parser) parseJSON() (Expr, error) {
 // desugarArrayAgg turns JSON_ARRAYAGG(x [NULL|ABSENT ON NULL]) into the
 // aggregate it is: the JSON text of every x (NULLs left out, or written as
 // null with NULL ON NULL), in arrival order, joined by commas inside
-// brackets: CONCAT('[', COALESCE(LISTAGG($JSON_TEXT(x), ','), ”), ']').
+// brackets: the CONCAT of '[', the LISTAGG of $JSON_TEXT(x) by ',' (or
+// the empty string), and ']'.
 // LISTAGG retracts an element when its row is retracted, as Flink's
 // JSON_ARRAYAGG does.
 func desugarArrayAgg(j *JsonExpr) (Expr, error) {
