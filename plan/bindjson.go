@@ -9,9 +9,6 @@ import (
 // jsonCall binds the SQL/JSON functions with clauses (JSON_VALUE,
 // JSON_QUERY, JSON_EXISTS, JSON_OBJECT, JSON_ARRAY).
 func (b *binder) jsonCall(n *parser.JsonExpr) (expr.Expr, error) {
-	if n.Func == "JSON_OBJECTAGG" {
-		return nil, unsupportedAt(n, "JSON_OBJECTAGG is not supported yet; gather the pairs with JSON_ARRAYAGG(JSON_OBJECT(KEY k VALUE v)), or aggregate with LISTAGG")
-	}
 	args, err := b.bindAll(n.Args)
 	if err != nil {
 		return nil, err

@@ -61,7 +61,7 @@ var functionSamples = map[string]string{
 
 // aggregateSamples are the aggregate functions SHOW FUNCTIONS lists.
 var aggregateSamples = map[string]string{
-	"avg": "AVG(i)", "json_arrayagg": "JSON_ARRAYAGG(i)", "collect": "COLLECT(i)", "count": "COUNT(i)", "first_value": "FIRST_VALUE(s)", "last_value": "LAST_VALUE(s)",
+	"avg": "AVG(i)", "json_arrayagg": "JSON_ARRAYAGG(i)", "json_objectagg": "JSON_OBJECTAGG(KEY s VALUE i)", "collect": "COLLECT(i)", "count": "COUNT(i)", "first_value": "FIRST_VALUE(s)", "last_value": "LAST_VALUE(s)",
 	"listagg": "LISTAGG(s)", "max": "MAX(i)", "min": "MIN(i)", "stddev": "STDDEV(d)", "stddev_pop": "STDDEV_POP(d)",
 	"stddev_samp": "STDDEV_SAMP(d)", "sum": "SUM(i)", "var_pop": "VAR_POP(d)", "var_samp": "VAR_SAMP(d)", "variance": "VARIANCE(d)",
 }

@@ -77,6 +77,62 @@ func registerJSONFunctions(m map[string]builder) {
 			}}}, nil
 		}
 	}
+	// $JSON_MEMBER(k, v) is the member "k":v of JSON_OBJECTAGG;
+	// $JSON_MEMBER_ABSENT is NULL for a NULL value (ABSENT ON NULL).
+	for _, name := range []string{"$JSON_MEMBER", "$JSON_MEMBER_ABSENT"} {
+		absent := name == "$JSON_MEMBER_ABSENT"
+		m[name] = func(name string, args []Expr) (Expr, error) {
+			if err := argCount(name, args, 2, 2); err != nil {
+				return nil, err
+			}
+			if !args[0].Type().IsString() {
+				return nil, fmt.Errorf("The key of JSON_OBJECTAGG must be a character string, not %s", args[0].Type().SQLString())
+			}
+			val := args[1]
+			t := types.StringType
+			t.NotNull = false
+			return &callExpr{name: name, args: args, t: t, impl: impl{fn: func(_ *evalCtx, v []types.Value) (types.Value, error) {
+				if v[0].IsNull() {
+					return types.NullValue, errors.New("The key of JSON_OBJECTAGG must not be NULL")
+				}
+				if v[1].IsNull() && absent {
+					return types.NullValue, nil
+				}
+				var b strings.Builder
+				writeJSONString(&b, v[0].S)
+				b.WriteByte(':')
+				if err := writeMember(&b, v[1], val); err != nil {
+					return types.NullValue, err
+				}
+				return types.String(b.String()), nil
+			}}}, nil
+		}
+	}
+	// $JSON_MEMBERS_OBJECT(members) wraps JSON_OBJECTAGG's members, joined
+	// by commas (NULL: none), into an object, refusing a repeated key.
+	m["$JSON_MEMBERS_OBJECT"] = func(name string, args []Expr) (Expr, error) {
+		if err := argCount(name, args, 1, 1); err != nil {
+			return nil, err
+		}
+		return &callExpr{name: name, args: args, t: types.StringType.WithNullable(false), impl: impl{fn: func(_ *evalCtx, v []types.Value) (types.Value, error) {
+			if v[0].IsNull() {
+				return types.String("{}"), nil
+			}
+			text := "{" + v[0].S + "}"
+			j, err := parseJSON(text)
+			if err != nil {
+				return types.NullValue, fmt.Errorf("JSON_OBJECTAGG: %v", err)
+			}
+			seen := map[string]bool{}
+			for _, k := range j.(*jsonObject).keys {
+				if seen[k] {
+					return types.NullValue, fmt.Errorf("JSON_OBJECTAGG: the key '%s' occurs more than once; keys must be unique", k)
+				}
+				seen[k] = true
+			}
+			return types.String(text), nil
+		}}}, nil
+	}
 	m["JSON_STRING"] = func(name string, args []Expr) (Expr, error) {
 		if err := argCount(name, args, 1, 1); err != nil {
 			return nil, err

@@ -103,8 +103,11 @@ func (p *parser) parseJSON() (Expr, error) {
 	if err = p.expectOp(")"); err != nil {
 		return nil, err
 	}
-	if j.Func == "JSON_ARRAYAGG" {
+	switch j.Func {
+	case "JSON_ARRAYAGG":
 		return desugarArrayAgg(j)
+	case "JSON_OBJECTAGG":
+		return desugarObjectAgg(j)
 	}
 	return j, nil
 }
@@ -198,6 +201,30 @@ func (p *parser) parseBehavior(fn string) (beh string, def Expr, ok bool, err er
 		return p.advance().val, nil, true, nil
 	}
 	return "", nil, false, nil
+}
+
+// desugarObjectAgg turns JSON_OBJECTAGG([KEY] k VALUE v [NULL|ABSENT ON
+// NULL]) into the LISTAGG of the members' JSON text ($JSON_MEMBER, NULL for
+// a NULL value with ABSENT ON NULL), made an object by $JSON_MEMBERS_OBJECT,
+// which fails on a key that occurs twice. NULL ON NULL is the default.
+func desugarObjectAgg(j *JsonExpr) (Expr, error) {
+	if len(j.Args) != 2 {
+		return nil, &Error{Pos: j.P, Msg: fmt.Sprintf("JSON_OBJECTAGG takes one KEY ... VALUE ... pair at %s.", j.P)}
+	}
+	at := j.exprBase
+	member := "$JSON_MEMBER"
+	if j.OnNull == "ABSENT" {
+		member = "$JSON_MEMBER_ABSENT"
+	}
+	call := func(name string, args ...Expr) *FuncCall {
+		f := &FuncCall{exprBase: at, Name: []string{name}}
+		for _, a := range args {
+			f.Args = append(f.Args, Arg{Value: a})
+		}
+		return f
+	}
+	members := call("LISTAGG", call(member, j.Args[0], j.Args[1]), &Literal{at, StringLit, ","})
+	return call("$JSON_MEMBERS_OBJECT", members), nil
 }
 
 // writeJSON formats a JsonExpr back to SQL.

@@ -21,6 +21,7 @@ func TestFunctionSyntax(t *testing.T) {
 		{"s IS JSON", "s IS JSON VALUE"},
 		// JSON_ARRAYAGG is the LISTAGG of its elements' JSON text.
 		{"JSON_ARRAYAGG(x)", "CONCAT('[', COALESCE(LISTAGG($JSON_TEXT(x), ','), ''), ']')"},
+		{"JSON_OBJECTAGG(KEY k VALUE v ABSENT ON NULL)", "$JSON_MEMBERS_OBJECT(LISTAGG($JSON_MEMBER_ABSENT(k, v), ','))"},
 		{"JSON_ARRAYAGG(x NULL ON NULL)", "CONCAT('[', COALESCE(LISTAGG($JSON_TEXT_NULL(x), ','), ''), ']')"},
 		{"s IS NOT JSON OBJECT", "s IS NOT JSON OBJECT"},
 		{"CASE a WHEN 1, 2 THEN 'x' WHEN 3 THEN 'y' END", "CASE a WHEN 1, 2 THEN 'x' WHEN 3 THEN 'y' END"},
