@@ -35,6 +35,11 @@ type Spec struct {
 	Kind  Kind
 	All   bool
 	Width int
+	// MaxCached, when not 0, bounds the decoded entries kept in front of
+	// the backend (tests force write-backs with it); otherwise the bound
+	// derives from a rocksdb backend's memory budget, and a hashmap
+	// backend's cache holds every key.
+	MaxCached int
 }
 
 // multiplicity is how many times a row with these counts is in the result.
@@ -86,7 +91,22 @@ type setOp struct {
 	state *kv.ValueState[counts]
 	kbuf  []byte
 	out   *types.Batch
+	// cache holds decoded counts in front of the backend, written back at
+	// every snapshot (and when it outgrows maxCached); a key whose counts
+	// went to zero stays until then to clear its entry.
+	cache     map[string]*cached
+	maxCached int // 0: unbounded (hashmap)
 }
+
+type cached struct {
+	c     counts
+	hash  uint64
+	dirty bool
+}
+
+// bytesPerCached estimates a cache entry's memory: map slot, key string of
+// a few values, the entry.
+const bytesPerCached = 128
 
 // New returns the operator.
 func New(spec Spec) (exec.Operator, error) {
@@ -101,20 +121,76 @@ func New(spec Spec) (exec.Operator, error) {
 }
 
 // OpenKeyedState implements exec.KeyedOperator: the per-row counts live in
-// the backend (no cache in front: a set operation's keys are whole rows,
-// rarely hot).
+// the backend, with a write-back cache of decoded counts in front.
 func (s *setOp) OpenKeyedState(b *kv.Backend) error {
 	st, err := kv.NewValueState[counts](b, "setop-counts", countsCodec{}, kv.Options{})
 	if err != nil {
 		return err
 	}
 	s.b, s.state = b, st
+	s.cache = map[string]*cached{}
+	if budget := b.MemoryBudget(); budget > 0 {
+		// rocksdb: a quarter of the instance's budget, so that state larger
+		// than memory works.
+		s.maxCached = max(int(budget/4/bytesPerCached), 1024)
+	}
+	if s.spec.MaxCached > 0 {
+		s.maxCached = s.spec.MaxCached
+	}
 	return nil
 }
 
-// PrepareSnapshot implements exec.KeyedOperator: nothing is held outside
-// the backend.
-func (s *setOp) PrepareSnapshot(exec.CheckpointID) error { return nil }
+// PrepareSnapshot implements exec.KeyedOperator: the changed counts are
+// written back to the backend.
+func (s *setOp) PrepareSnapshot(exec.CheckpointID) error { return s.flush(false) }
+
+// flush writes every dirty entry back; with drop it also empties the cache.
+func (s *setOp) flush(drop bool) error {
+	for k, e := range s.cache {
+		if e.dirty {
+			if err := s.b.SetCurrentKey(e.hash, []byte(k)); err != nil {
+				return err
+			}
+			var err error
+			if e.c == (counts{}) {
+				err = s.state.Clear(nil)
+			} else {
+				err = s.state.Put(nil, e.c)
+			}
+			if err != nil {
+				return err
+			}
+			e.dirty = false
+		}
+		if drop || e.c == (counts{}) {
+			delete(s.cache, k)
+		}
+	}
+	return nil
+}
+
+// lookup returns the cache entry of the key in kbuf (hash h), loading it
+// from the backend on a miss.
+func (s *setOp) lookup(h uint64) (*cached, error) {
+	if e, ok := s.cache[string(s.kbuf)]; ok {
+		return e, nil
+	}
+	if s.maxCached > 0 && len(s.cache) >= s.maxCached {
+		if err := s.flush(true); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.b.SetCurrentKey(h, s.kbuf); err != nil {
+		return nil, err
+	}
+	c, _, err := s.state.Get(nil)
+	if err != nil {
+		return nil, err
+	}
+	e := &cached{c: c, hash: h}
+	s.cache[string(s.kbuf)] = e
+	return e, nil
+}
 
 func (s *setOp) Open(*exec.OperatorContext) error {
 	if s.state == nil {
@@ -135,28 +211,19 @@ func (s *setOp) ProcessBatch(input int, b *types.Batch, out exec.Output) error {
 			buf = types.AppendValue(buf, v)
 		}
 		s.kbuf = buf
-		if err := s.b.SetCurrentKey(h, buf); err != nil {
-			return err
-		}
-		c, _, err := s.state.Get(nil)
+		e, err := s.lookup(h)
 		if err != nil {
 			return err
 		}
-		before := s.spec.multiplicity(c)
+		before := s.spec.multiplicity(e.c)
 		if b.Kinds[i].IsAccumulate() {
-			c[input]++
-		} else if c[input] > 0 {
-			c[input]--
+			e.c[input]++
+			e.dirty = true
+		} else if e.c[input] > 0 {
+			e.c[input]--
+			e.dirty = true
 		} // a retraction of a row never counted leaves the counts alone
-		if c == (counts{}) {
-			err = s.state.Clear(nil)
-		} else {
-			err = s.state.Put(nil, c)
-		}
-		if err != nil {
-			return err
-		}
-		after := s.spec.multiplicity(c)
+		after := s.spec.multiplicity(e.c)
 		kind := types.Insert
 		n := after - before
 		if n < 0 {
