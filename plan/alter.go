@@ -61,6 +61,10 @@ func (p *Planner) AlterTable(st *parser.AlterTable) (*catalog.Table, error) {
 		fromBase[c] = true
 	}
 	switch st.Action {
+	case parser.AlterCompact:
+		return nil, &ValidationError{Msg: fmt.Sprintf("ALTER TABLE COMPACT operation is not supported for non-managed table `%s`.`%s`.`%s`", id.Catalog, id.Database, id.Object)}
+	case parser.AlterPartition:
+		return nil, &UnsupportedError{Msg: fmt.Sprintf("ALTER TABLE ... ADD/DROP PARTITION is not supported: table %s is not partitioned (flinksql does not support PARTITIONED BY yet)", id)}
 	case parser.AlterRenameTable:
 		if newID, err = p.qualify(st, st.NewName); err != nil {
 			return nil, err

@@ -20,6 +20,8 @@ const (
 	AlterDropPrimaryKey
 	AlterDropConstraint
 	AlterRenameColumn
+	AlterCompact   // ALTER TABLE t COMPACT (managed tables; refused when planned)
+	AlterPartition // ALTER TABLE t ADD|DROP [IF [NOT] EXISTS] PARTITION (...) (refused when planned)
 )
 
 // ColumnPosition is a column's [FIRST | AFTER col] of ALTER TABLE ADD/MODIFY.
@@ -182,6 +184,16 @@ func (p *parser) parseAlterTable(start Pos) (*AlterTable, error) {
 				break
 			}
 		}
+	case p.isKw("COMPACT"):
+		p.advance()
+		at.Action = AlterCompact
+	case (p.isKw("ADD") || p.isKw("DROP")) && (p.peekIsKw(1, "PARTITION") || p.peekIsKw(1, "IF")):
+		// The partition spec is not interpreted: the statement is refused.
+		p.advance()
+		at.Action = AlterPartition
+		for !p.atStatementEnd() {
+			p.advance()
+		}
 	case p.acceptKw("ADD"):
 		at.Action = AlterAdd
 		if err := p.parseSchemaComponents(at); err != nil {
@@ -227,7 +239,7 @@ func (p *parser) parseAlterTable(start Pos) (*AlterTable, error) {
 			at.DropColumns = []string{c}
 		}
 	default:
-		return nil, p.errExpecting(`"RENAME"`, `"SET"`, `"RESET"`, `"ADD"`, `"MODIFY"`, `"DROP"`)
+		return nil, p.errExpecting(`"RENAME"`, `"SET"`, `"RESET"`, `"ADD"`, `"MODIFY"`, `"DROP"`, `"COMPACT"`)
 	}
 	at.StmtBase = p.base(start)
 	return at, nil
