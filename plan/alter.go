@@ -40,9 +40,11 @@ func (p *Planner) AlterTable(st *parser.AlterTable) (*catalog.Table, error) {
 	if err != nil {
 		return nil, errAt(st, "%s", err.Error())
 	}
+	// A temporary object of the name shadows the permanent table: Flink
+	// finds the temporary one and refuses it.
 	old, ok := p.cat.PermanentTable(id)
-	if !ok {
-		if _, isView := p.cat.PermanentView(id); isView {
+	if !ok || p.cat.IsTemporary(id) {
+		if _, isView := p.cat.PermanentView(id); isView && !p.cat.IsTemporary(id) {
 			return nil, &ValidationError{Msg: "ALTER TABLE for a view is not allowed"}
 		}
 		if st.IfExists {
@@ -338,8 +340,8 @@ func (p *Planner) AlterView(st *parser.AlterView) (*catalog.View, error) {
 		return nil, errAt(st, "%s", err.Error())
 	}
 	old, ok := p.cat.PermanentView(id)
-	if !ok {
-		if _, isTable := p.cat.PermanentTable(id); isTable {
+	if !ok || p.cat.IsTemporary(id) {
+		if _, isTable := p.cat.PermanentTable(id); isTable && !p.cat.IsTemporary(id) {
 			return nil, &ValidationError{Msg: "ALTER VIEW for a table is not allowed"}
 		}
 		return nil, &ValidationError{Msg: fmt.Sprintf("View `%s`.`%s`.`%s` doesn't exist or is a temporary view.", id.Catalog, id.Database, id.Object)}

@@ -315,7 +315,7 @@ func ShowCreateTable(t *catalog.Table) string {
 		case parser.MetadataColumn:
 			line += c.Type.SQLString() + " METADATA"
 			if c.MetadataKey != c.Name {
-				line += " FROM '" + c.MetadataKey + "'"
+				line += " FROM '" + strings.ReplaceAll(c.MetadataKey, "'", "''") + "'"
 			}
 			if c.Virtual {
 				line += " VIRTUAL"

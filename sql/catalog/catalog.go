@@ -321,6 +321,10 @@ func (c *Catalog) Exists(id Identifier) bool {
 	return c.existsTemporary(id) || c.existsPermanent(id)
 }
 
+// IsTemporary reports whether a temporary table or view has that
+// identifier (and so shadows any permanent object of the same name).
+func (c *Catalog) IsTemporary(id Identifier) bool { return c.existsTemporary(id) }
+
 func (c *Catalog) existsTemporary(id Identifier) bool {
 	_, t := c.tempTables[id]
 	_, v := c.tempViews[id]
