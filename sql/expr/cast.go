@@ -25,9 +25,6 @@ func Cast(e Expr, to types.Type, try bool) (Expr, error) {
 	if !ok && from.IsNumeric() && to.Root == types.RootTimestamp {
 		return nil, fmt.Errorf("The cast conversion from NUMERIC type to TIMESTAMP type is not allowed, it's recommended to use TO_TIMESTAMP(FROM_UNIXTIME(numeric_col)) instead, note the numeric is in seconds.")
 	}
-	if !ok && from.IsNumeric() && to.Root == types.RootTimestampLTZ {
-		return nil, fmt.Errorf("The cast conversion from NUMERIC type to TIMESTAMP_LTZ type is not allowed, it's recommended to use TO_TIMESTAMP_LTZ(numeric_col, precision) instead.")
-	}
 	if !ok {
 		return nil, fmt.Errorf("Cast function cannot convert value of type %s to type %s", sqlTypeName(from), sqlTypeName(to))
 	}
