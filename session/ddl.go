@@ -97,6 +97,9 @@ func (s *Session) executeCatalogStatement(ctx context.Context, st parser.Stateme
 		err = &plan.UnsupportedError{Msg: fmt.Sprintf("CREATE FUNCTION %s AS '%s' is not supported: flinksql runs no JVM or Python user-defined functions. "+
 			"Use the built-in functions (SHOW FUNCTIONS lists them), or express the logic in SQL: a CASE expression, a view, or a computed column.",
 			strings.Join(x.Name, "."), x.Class)}
+	case *parser.JVMStatement:
+		err = &plan.UnsupportedError{Msg: x.What + " is not supported: flinksql runs no JVM code (user-defined functions, connector or format jars). " +
+			"Use the built-in functions (SHOW FUNCTIONS lists them) and connectors."}
 	case *parser.DropFunction:
 		if !x.IfExists {
 			err = fmt.Errorf("Function %s does not exist: flinksql has no user-defined functions.", strings.Join(x.Name, "."))

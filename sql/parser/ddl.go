@@ -95,6 +95,13 @@ type CreateFunction struct {
 	Language          string
 }
 
+// JVMStatement is a statement about JVM code that flinksql parses only to
+// refuse it: ALTER FUNCTION, ADD JAR, REMOVE JAR.
+type JVMStatement struct {
+	StmtBase
+	What string // "ALTER FUNCTION", "ADD JAR", "REMOVE JAR"
+}
+
 // DropFunction is DROP [TEMPORARY [SYSTEM]] FUNCTION [IF EXISTS] name.
 type DropFunction struct {
 	StmtBase
@@ -110,6 +117,11 @@ func (p *parser) parseAlter() (Statement, error) {
 		return p.parseAlterTable(start)
 	case p.acceptKw("VIEW"):
 		return p.parseAlterView(start)
+	case p.isKw("FUNCTION") || p.isKw("TEMPORARY"):
+		for !p.atStatementEnd() {
+			p.advance()
+		}
+		return &JVMStatement{StmtBase: p.base(start), What: "ALTER FUNCTION"}, nil
 	case p.acceptKw("DATABASE"):
 		ad := &AlterDatabase{}
 		var err error
@@ -436,4 +448,16 @@ func (p *parser) parseDropFunction(start Pos, temporary, system bool) (*DropFunc
 	}
 	df.StmtBase = p.base(start)
 	return df, nil
+}
+
+// parseJar parses ADD JAR 'path' and REMOVE JAR 'path'.
+func (p *parser) parseJar() (Statement, error) {
+	t := p.advance() // ADD / REMOVE
+	if err := p.expectKw("JAR"); err != nil {
+		return nil, err
+	}
+	if _, _, err := p.stringLit(); err != nil {
+		return nil, err
+	}
+	return &JVMStatement{StmtBase: p.base(t.pos), What: t.val + " JAR"}, nil
 }

@@ -445,6 +445,10 @@ func (p *parser) parseStatement() (Statement, error) {
 		return p.parseDrop()
 	case "ALTER":
 		return p.parseAlter()
+	case "ADD", "REMOVE":
+		if p.peekIsKw(1, "JAR") {
+			return p.parseJar()
+		}
 	case "SET":
 		return p.parseSet()
 	case "RESET":
