@@ -38,16 +38,18 @@ func (b *binder) jsonCall(n *parser.JsonExpr) (expr.Expr, error) {
 		}
 		x, err = expr.JSONValue(args[0], args[1], t, onEmpty, onError)
 	case "JSON_QUERY":
+		asArray := false
 		if n.Returning != nil {
 			t, err := convertType(n.Returning)
 			if err != nil {
 				return nil, err
 			}
-			if !t.IsString() {
-				return nil, unsupportedAt(n, "JSON_QUERY ... RETURNING %s is not supported yet; JSON_QUERY returns STRING", t.SQLString())
+			asArray = t.Root == types.RootArray && t.Elem.IsString()
+			if !t.IsString() && !asArray {
+				return nil, errAt(n, "Unsupported RETURNING type %s of JSON_QUERY: it returns STRING or ARRAY<STRING>", t.SQLString())
 			}
 		}
-		x, err = expr.JSONQuery(args[0], args[1], n.Wrapper, n.OnEmpty, n.OnError)
+		x, err = expr.JSONQuery(args[0], args[1], n.Wrapper, n.OnEmpty, n.OnError, asArray)
 	case "JSON_OBJECT":
 		x, err = expr.JSONObject(args, n.OnNull)
 	case "JSON_ARRAY":

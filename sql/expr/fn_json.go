@@ -685,8 +685,10 @@ func castTo(e Expr, t types.Type, what string) (Expr, error) {
 // JSONQuery builds JSON_QUERY(doc, path [wrapper] ...): the array or object
 // at the path as JSON text; wrapper is WITHOUT, CONDITIONAL or
 // UNCONDITIONAL. Behaviours: NULL (the default), ERROR, EMPTY ARRAY, EMPTY
-// OBJECT.
-func JSONQuery(doc, path Expr, wrapper, onEmpty, onError string) (Expr, error) {
+// OBJECT. With asArray (RETURNING ARRAY<STRING>) the result must be an
+// array and is returned as its elements: strings as their text, other
+// values as JSON text, JSON nulls as NULL.
+func JSONQuery(doc, path Expr, wrapper, onEmpty, onError string, asArray bool) (Expr, error) {
 	args := []Expr{doc, path}
 	if err := checkArgs("JSON_QUERY", args, "JSON_QUERY(<CHARACTER>, <CHARACTER>)", famString, famString); err != nil {
 		return nil, err
@@ -697,9 +699,19 @@ func JSONQuery(doc, path Expr, wrapper, onEmpty, onError string) (Expr, error) {
 	if onError == "" {
 		onError = "NULL"
 	}
+	rt := types.StringType
+	if asArray {
+		if onEmpty == "EMPTY OBJECT" || onError == "EMPTY OBJECT" {
+			return nil, errors.New("Illegal on error or on empty behavior EMPTY OBJECT for JSON_QUERY RETURNING ARRAY<STRING>")
+		}
+		rt = types.ArrayType(types.StringType)
+	}
 	behave := func(kind string, cause error) (types.Value, error) {
 		switch kind {
 		case "EMPTY ARRAY":
+			if asArray {
+				return types.ArrayValue([]types.Value{}), nil
+			}
 			return types.String("[]"), nil
 		case "EMPTY OBJECT":
 			return types.String("{}"), nil
@@ -708,7 +720,7 @@ func JSONQuery(doc, path Expr, wrapper, onEmpty, onError string) (Expr, error) {
 		}
 		return types.NullValue, nil
 	}
-	return &callExpr{name: "JSON_QUERY", args: []Expr{stringArg(doc), stringArg(path)}, t: types.StringType, impl: impl{fn: func(_ *evalCtx, v []types.Value) (types.Value, error) {
+	return &callExpr{name: "JSON_QUERY", args: []Expr{stringArg(doc), stringArg(path)}, t: rt, impl: impl{fn: func(_ *evalCtx, v []types.Value) (types.Value, error) {
 		if v[0].IsNull() || v[1].IsNull() {
 			return types.NullValue, nil
 		}
@@ -733,6 +745,25 @@ func JSONQuery(doc, path Expr, wrapper, onEmpty, onError string) (Expr, error) {
 		writeJSON(&b, x)
 		if isScalarJSON(x) {
 			return behave(onError, fmt.Errorf("Strict jsonpath mode requires array or object value, and the actual value is: '%s'", b.String()))
+		}
+		if asArray {
+			arr, ok := x.([]any)
+			if !ok {
+				return behave(onError, fmt.Errorf("JSON_QUERY RETURNING ARRAY<STRING> needs an array, and the actual value is: '%s'", b.String()))
+			}
+			out := make([]types.Value, len(arr))
+			for i, e := range arr {
+				switch y := e.(type) {
+				case nil:
+				case string:
+					out[i] = types.String(y)
+				default:
+					var eb strings.Builder
+					writeJSON(&eb, y)
+					out[i] = types.String(eb.String())
+				}
+			}
+			return types.ArrayValue(out), nil
 		}
 		return types.String(b.String()), nil
 	}}}, nil
