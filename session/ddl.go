@@ -185,3 +185,9 @@ func showCreateView(v *catalog.View) string {
 	b.WriteString("AS " + v.QueryText + "\n")
 	return b.String()
 }
+
+// serializable is an identifier as Flink's asSerializableString prints it:
+// every part back-quoted.
+func serializable(id catalog.Identifier) string {
+	return types.QuoteIdent(id.Catalog) + "." + types.QuoteIdent(id.Database) + "." + types.QuoteIdent(id.Object)
+}

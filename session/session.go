@@ -555,7 +555,10 @@ func (s *Session) showCreate(x *parser.ShowCreate) (*Result, error) {
 	if x.Object == "VIEW" {
 		v, ok := s.cat.View(id)
 		if !ok {
-			return nil, fmt.Errorf("Could not execute SHOW CREATE VIEW. View with identifier %s does not exist.", id)
+			if _, isTable := s.cat.Table(id); isTable {
+				return nil, fmt.Errorf("SHOW CREATE VIEW is only supported for views, but %s is a table. Please use SHOW CREATE TABLE instead.", serializable(id))
+			}
+			return nil, fmt.Errorf("Could not execute SHOW CREATE VIEW. View with identifier %s does not exist.", serializable(id))
 		}
 		return &Result{Text: showCreateView(v)}, nil
 	}
