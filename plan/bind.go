@@ -85,7 +85,12 @@ func (b *binder) convert(e parser.Expr) (expr.Expr, error) {
 			return b.call(n, "UNARY_PLUS", x)
 		}
 		return b.call(n, n.Op, x)
+	case *parser.JsonExpr:
+		return b.jsonCall(n)
 	case *parser.BinaryExpr:
+		if n.Op == "OVERLAPS" {
+			return b.overlaps(n)
+		}
 		// A left-deep chain (a OR b OR c ..., as the parser builds it) is
 		// bound in a loop rather than by recursion down its left spine:
 		// the same order as bind would take (the hook sees every spine
@@ -214,9 +219,8 @@ func (b *binder) convert(e parser.Expr) (expr.Expr, error) {
 			}
 			operand = x
 		}
-		whens := make([]expr.Expr, len(n.Whens))
-		thens := make([]expr.Expr, len(n.Whens))
-		for i, w := range n.Whens {
+		var whens, thens []expr.Expr
+		for _, w := range n.Whens {
 			c, err := b.bind(w.Cond)
 			if err != nil {
 				return nil, err
@@ -225,7 +229,15 @@ func (b *binder) convert(e parser.Expr) (expr.Expr, error) {
 			if err != nil {
 				return nil, err
 			}
-			whens[i], thens[i] = c, r
+			whens, thens = append(whens, c), append(thens, r)
+			// WHEN 1, 2 THEN r is WHEN 1 THEN r WHEN 2 THEN r.
+			for _, m := range w.More {
+				c, err := b.bind(m)
+				if err != nil {
+					return nil, err
+				}
+				whens, thens = append(whens, c), append(thens, r)
+			}
 		}
 		var els expr.Expr
 		if n.Else != nil {

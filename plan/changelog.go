@@ -71,6 +71,11 @@ func resolveChangelog(n Node, needUB bool) {
 	case *ExchangeNode, *LimitNode:
 		resolveChangelog(n.Inputs()[0], needUB)
 		setMode(n, n.Inputs()[0].Mode())
+	case *SetOpNode:
+		// Retracting an update needs the old row.
+		for _, in := range x.inputs {
+			resolveChangelog(in, updating(in.Mode()))
+		}
 	case *UnionNode:
 		for _, in := range x.inputs {
 			resolveChangelog(in, needUB)

@@ -39,12 +39,17 @@ func (pc *planContext) tableContext(t *catalog.Table) *connectors.TableContext {
 	return tc
 }
 
-func (pc *planContext) factory(t *catalog.Table) (connectors.Factory, error) {
+// factory looks up t's connector; sink says which side the table is used
+// on, for the message when there is no such connector.
+func (pc *planContext) factory(t *catalog.Table, sink bool) (connectors.Factory, error) {
 	id, ok := t.OptionMap()["connector"]
 	if !ok {
 		return nil, fmt.Errorf("Table options do not contain an option key 'connector' for discovering a connector (table %s).", t.ID)
 	}
 	f, err := pc.p.reg.Lookup(id)
+	if err != nil && sink {
+		return nil, fmt.Errorf("Unable to create a sink for writing table '%s'.\n\n%w", t.ID, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("Unable to create a source for reading table '%s'.\n\n%w", t.ID, err)
 	}
@@ -53,7 +58,7 @@ func (pc *planContext) factory(t *catalog.Table) (connectors.Factory, error) {
 
 // scanTable plans reading a catalog table.
 func (pc *planContext) scanTable(t *catalog.Table) (*ScanNode, error) {
-	f, err := pc.factory(t)
+	f, err := pc.factory(t, false)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +253,7 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 			return nil, err
 		}
 	}
-	f, err := pc.factory(t)
+	f, err := pc.factory(t, true)
 	if err != nil {
 		return nil, err
 	}

@@ -149,10 +149,12 @@ func (p *Planner) buildTable(st *parser.CreateTable) (*catalog.Table, error) {
 		return nil, err
 	}
 	if st.AsQuery != nil {
-		return nil, &UnsupportedError{Msg: "CREATE TABLE ... AS SELECT is not supported yet; create the table, then INSERT INTO it"}
+		return nil, errAt(st, "CREATE TABLE ... AS SELECT creates the table and runs the INSERT: plan it with CreateTableAs")
 	}
 	if st.Like != nil {
-		return nil, &UnsupportedError{Msg: "CREATE TABLE ... LIKE is not supported yet"}
+		if st, err = p.mergeLike(st); err != nil {
+			return nil, err
+		}
 	}
 	if len(st.PartitionedBy) > 0 {
 		return nil, &UnsupportedError{Msg: "PARTITIONED BY is not supported yet"}
@@ -165,7 +167,14 @@ func (p *Planner) buildTable(st *parser.CreateTable) (*catalog.Table, error) {
 		}
 		seen[c.Name] = c
 	}
-	// Physical and metadata columns first: computed columns may reference them.
+	// Physical and metadata columns first: computed columns may reference
+	// them, and see a primary key column NOT NULL, as Flink's do.
+	inKey := map[string]bool{}
+	if st.PrimaryKey != nil {
+		for _, k := range st.PrimaryKey.Columns {
+			inKey[k] = true
+		}
+	}
 	var base types.Schema
 	for _, c := range st.Columns {
 		col := catalog.Column{Name: c.Name, Kind: c.Kind, Comment: c.Comment}
@@ -173,6 +182,9 @@ func (p *Planner) buildTable(st *parser.CreateTable) (*catalog.Table, error) {
 			ct, err := convertType(c.Type)
 			if err != nil {
 				return nil, err
+			}
+			if c.Kind == parser.PhysicalColumn && inKey[c.Name] {
+				ct.NotNull = true
 			}
 			col.Type = ct
 			base = append(base, types.Column{Name: c.Name, Type: ct})
@@ -303,7 +315,7 @@ func ShowCreateTable(t *catalog.Table) string {
 		case parser.MetadataColumn:
 			line += c.Type.SQLString() + " METADATA"
 			if c.MetadataKey != c.Name {
-				line += " FROM '" + c.MetadataKey + "'"
+				line += " FROM '" + strings.ReplaceAll(c.MetadataKey, "'", "''") + "'"
 			}
 			if c.Virtual {
 				line += " VIRTUAL"

@@ -162,7 +162,8 @@ func (p *Planner) CreateView(st *parser.CreateView) (*catalog.View, error) {
 		}
 	}
 	return &catalog.View{ID: id, Query: st.Query, QueryText: st.QueryText, Columns: st.Columns, Schema: schema,
-		Comment: st.Comment, Temporary: st.Temporary}, nil
+		Comment: st.Comment, Temporary: st.Temporary,
+		Scope: catalog.Identifier{Catalog: p.cat.CurrentCatalog(), Database: p.cat.CurrentDatabase()}}, nil
 }
 
 // Plan is a planned job: one sink per INSERT (or the collect sink of a

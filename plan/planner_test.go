@@ -163,9 +163,9 @@ func execDDL(p *Planner, cat *catalog.Catalog, script string) error {
 				return err
 			}
 			if x.Object == "VIEW" {
-				err = cat.DropView(id, x.IfExists)
+				err = cat.DropView(id, x.Temporary, x.IfExists)
 			} else {
-				err = cat.DropTable(id, x.IfExists)
+				err = cat.DropTable(id, x.Temporary, x.IfExists)
 			}
 			if err != nil {
 				return err

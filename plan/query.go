@@ -28,6 +28,24 @@ type planContext struct {
 	depth int
 	// tvfs records the window TVFs planned so far.
 	tvfs []tvfRecord
+	// viewDB, while a view's query is planned, is the catalog and database
+	// the view was created in: its one-part names resolve there, not in the
+	// session's current database (Flink stores a view's query expanded).
+	viewDB *catalog.Identifier
+}
+
+// qualifyName resolves a table name, inside a view relative to the view's
+// database.
+func (pc *planContext) qualifyName(name []string) (catalog.Identifier, error) {
+	if pc.viewDB != nil {
+		switch len(name) {
+		case 1:
+			return catalog.Identifier{Catalog: pc.viewDB.Catalog, Database: pc.viewDB.Database, Object: name[0]}, nil
+		case 2:
+			return catalog.Identifier{Catalog: pc.viewDB.Catalog, Database: name[0], Object: name[1]}, nil
+		}
+	}
+	return pc.p.cat.Qualify(name)
 }
 
 func (p *Planner) newPlanContext() *planContext {
@@ -96,11 +114,7 @@ func (pc *planContext) planQueryExpr(body parser.QueryExpr, env *cteEnv) (*relat
 
 func (pc *planContext) planSetOp(s *parser.SetOp, env *cteEnv) (*relation, error) {
 	if s.Op != "UNION" || !s.All {
-		op := s.Op
-		if !s.All {
-			op += " (DISTINCT)"
-		}
-		return nil, &UnsupportedError{Msg: fmt.Sprintf("%s produces an updating result and is not supported yet; use UNION ALL", op)}
+		return pc.planDistinctSetOp(s, env)
 	}
 	// Flatten a left-deep chain of UNION ALL into one union.
 	var bodies []parser.QueryExpr
@@ -322,7 +336,7 @@ func (pc *planContext) planTableName(n parser.Node, name []string, env *cteEnv, 
 			return aliasRelation(cte, rel, "", cte.Columns)
 		}
 	}
-	id, err := pc.p.cat.Qualify(name)
+	id, err := pc.qualifyName(name)
 	if err != nil {
 		return nil, errAt(n, "%s", err.Error())
 	}
@@ -331,7 +345,10 @@ func (pc *planContext) planTableName(n parser.Node, name []string, env *cteEnv, 
 			return nil, fmt.Errorf("View '`%s`.`%s`.`%s`' cannot be enriched with new options. Hints can only be applied to tables.",
 				id.Catalog, id.Database, id.Object)
 		}
+		outer := pc.viewDB
+		pc.viewDB = &v.Scope
 		rel, err := pc.planQuery(v.Query, nil)
+		pc.viewDB = outer
 		if err != nil {
 			return nil, fmt.Errorf("in view %s: %w", id, err)
 		}

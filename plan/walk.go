@@ -55,7 +55,11 @@ func appendChildren(out []parser.Expr, e parser.Expr) []parser.Expr {
 		w(n.Operand, n.Else)
 		for _, wh := range n.Whens {
 			w(wh.Cond, wh.Result)
+			w(wh.More...)
 		}
+	case *parser.JsonExpr:
+		w(n.Args...)
+		w(n.EmptyDefault, n.ErrorDefault)
 	case *parser.CastExpr:
 		w(n.X)
 	case *parser.ExtractExpr:

@@ -105,7 +105,8 @@ func (s *Session) Completions() []string {
 	words = append(words, "SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "INSERT INTO",
 		"CREATE TABLE", "CREATE VIEW", "DROP TABLE", "DROP VIEW", "SHOW TABLES", "SHOW VIEWS", "SHOW FUNCTIONS",
 		"SHOW JOBS", "SHOW CREATE TABLE", "DESCRIBE", "EXPLAIN", "SET", "RESET", "STOP JOB", "TUMBLE", "HOP",
-		"CUMULATE", "SESSION", "DESCRIPTOR", "WATERMARK FOR", "INTERVAL", "EXECUTE STATEMENT SET")
+		"CUMULATE", "SESSION", "DESCRIPTOR", "WATERMARK FOR", "INTERVAL", "EXECUTE STATEMENT SET",
+		"ALTER TABLE", "ALTER VIEW", "CREATE DATABASE", "DROP DATABASE", "USE", "SHOW DATABASES", "SHOW CREATE VIEW", "SHOW COLUMNS")
 	return words
 }
 
@@ -225,6 +226,9 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 			return nil, fmt.Errorf("Only INSERT statements can be added to a statement set; end it with END")
 		}
 	}
+	if r, ok, err := s.executeCatalogStatement(ctx, st); ok {
+		return r, err
+	}
 	switch x := st.(type) {
 	case *parser.CreateTable:
 		p, err := s.planner(ctx)
@@ -258,9 +262,9 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 			return nil, err
 		}
 		if x.Object == "VIEW" {
-			err = s.cat.DropView(id, x.IfExists)
+			err = s.cat.DropView(id, x.Temporary, x.IfExists)
 		} else {
-			err = s.cat.DropTable(id, x.IfExists)
+			err = s.cat.DropTable(id, x.Temporary, x.IfExists)
 		}
 		if err != nil {
 			return nil, err
@@ -318,14 +322,6 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		return nil, fmt.Errorf("No statement set to END; start one with BEGIN STATEMENT SET")
 	case *parser.StopJob:
 		return s.stopJob(x)
-	case *parser.Use:
-		if x.Catalog && (len(x.Name) != 1 || x.Name[0] != catalog.DefaultCatalog) {
-			return nil, fmt.Errorf("A catalog with name [%s] does not exist.", strings.Join(x.Name, "."))
-		}
-		if !x.Catalog && strings.Join(x.Name, ".") != catalog.DefaultDatabase && strings.Join(x.Name, ".") != catalog.DefaultCatalog+"."+catalog.DefaultDatabase {
-			return nil, fmt.Errorf("A database with name [%s] does not exist in the catalog: [%s].", strings.Join(x.Name, "."), catalog.DefaultCatalog)
-		}
-		return okResult, nil
 	}
 	return nil, &plan.UnsupportedError{Msg: fmt.Sprintf("Unsupported statement: %s", firstLine(st.Text()))}
 }
@@ -433,10 +429,22 @@ func (s *Session) stopJob(x *parser.StopJob) (*Result, error) {
 
 func (s *Session) show(x *parser.Show) (*Result, error) {
 	switch x.What {
-	case "TABLES":
-		return listTable("table name", filterLike(s.cat.TableNames(), x)), nil
-	case "VIEWS":
-		return listTable("view name", filterLike(s.cat.ViewNames(), x)), nil
+	case "TABLES", "VIEWS":
+		db := s.cat.CurrentDatabase()
+		if len(x.From) > 0 {
+			cat, name, err := s.databaseName(x.From)
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := s.cat.Database(name); !ok || cat != catalog.DefaultCatalog {
+				return nil, fmt.Errorf("Database '%s' does not exist in catalog '%s'.", name, cat)
+			}
+			db = name
+		}
+		if x.What == "VIEWS" {
+			return listTable("view name", filterLike(s.cat.ObjectNames(db, false), x)), nil
+		}
+		return listTable("table name", filterLike(s.cat.ObjectNames(db, true), x)), nil
 	case "FUNCTIONS", "USER FUNCTIONS":
 		var names []string
 		if x.What == "FUNCTIONS" {
@@ -454,7 +462,7 @@ func (s *Session) show(x *parser.Show) (*Result, error) {
 	case "CATALOGS":
 		return listTable("catalog name", []string{catalog.DefaultCatalog}), nil
 	case "DATABASES":
-		return listTable("database name", []string{catalog.DefaultDatabase}), nil
+		return listTable("database name", filterLike(s.cat.DatabaseNames(), x)), nil
 	case "CURRENT CATALOG":
 		return listTable("current catalog name", []string{s.cat.CurrentCatalog()}), nil
 	case "CURRENT DATABASE":
@@ -547,9 +555,12 @@ func (s *Session) showCreate(x *parser.ShowCreate) (*Result, error) {
 	if x.Object == "VIEW" {
 		v, ok := s.cat.View(id)
 		if !ok {
-			return nil, fmt.Errorf("Could not execute SHOW CREATE VIEW. View with identifier %s does not exist.", id)
+			if _, isTable := s.cat.Table(id); isTable {
+				return nil, fmt.Errorf("SHOW CREATE VIEW is only supported for views, but %s is a table. Please use SHOW CREATE TABLE instead.", serializable(id))
+			}
+			return nil, fmt.Errorf("Could not execute SHOW CREATE VIEW. View with identifier %s does not exist.", serializable(id))
 		}
-		return &Result{Text: fmt.Sprintf("CREATE VIEW %s.%s.%s AS\n%s\n", types.QuoteIdent(id.Catalog), types.QuoteIdent(id.Database), types.QuoteIdent(id.Object), v.QueryText)}, nil
+		return &Result{Text: showCreateView(v)}, nil
 	}
 	t, ok := s.cat.Table(id)
 	if !ok {

@@ -117,22 +117,42 @@ type View struct {
 	Schema    types.Schema
 	Comment   string
 	Temporary bool
+	// Scope is the catalog and database that were current when the view
+	// was created: its query's one-part names resolve there (Object is
+	// unused).
+	Scope Identifier
 }
 
-// Catalog holds one session's tables and views.
+// Database is a database of the in-memory catalog.
+type Database struct {
+	Name    string
+	Comment string
+	Options []Option
+}
+
+// Catalog holds one session's databases, tables and views. Permanent
+// objects live in their database; temporary ones (CREATE TEMPORARY ...) live
+// beside them and, as in Flink, shadow a permanent object of the same name
+// until they are dropped.
 type Catalog struct {
 	currentCatalog, currentDatabase string
+	databases                       map[string]*Database
 	tables                          map[Identifier]*Table
 	views                           map[Identifier]*View
+	tempTables                      map[Identifier]*Table
+	tempViews                       map[Identifier]*View
 }
 
-// New returns an empty catalog.
+// New returns a catalog holding only the empty default database.
 func New() *Catalog {
 	return &Catalog{
 		currentCatalog:  DefaultCatalog,
 		currentDatabase: DefaultDatabase,
+		databases:       map[string]*Database{DefaultDatabase: {Name: DefaultDatabase}},
 		tables:          map[Identifier]*Table{},
 		views:           map[Identifier]*View{},
+		tempTables:      map[Identifier]*Table{},
+		tempViews:       map[Identifier]*View{},
 	}
 }
 
@@ -156,34 +176,185 @@ func (c *Catalog) Qualify(name []string) (Identifier, error) {
 }
 
 // CheckKnown reports an error when the catalog or database of id does not
-// exist (only the default ones do).
+// exist.
 func (c *Catalog) CheckKnown(id Identifier) error {
 	if id.Catalog != DefaultCatalog {
 		return fmt.Errorf("Catalog %s does not exist", id.Catalog)
 	}
-	if id.Database != DefaultDatabase {
+	if _, ok := c.databases[id.Database]; !ok {
 		return fmt.Errorf("Database %s does not exist in Catalog %s", id.Database, id.Catalog)
 	}
 	return nil
 }
 
-// Table returns the table with the given identifier.
-func (c *Catalog) Table(id Identifier) (*Table, bool) { t, ok := c.tables[id]; return t, ok }
+// checkCatalog refuses a catalog other than the built-in one.
+func checkCatalog(name string) error {
+	if name != DefaultCatalog {
+		return fmt.Errorf("A catalog with name [%s] does not exist.", name)
+	}
+	return nil
+}
 
-// View returns the view with the given identifier.
-func (c *Catalog) View(id Identifier) (*View, bool) { v, ok := c.views[id]; return v, ok }
+// DatabaseNames returns the databases of the catalog, sorted.
+func (c *Catalog) DatabaseNames() []string {
+	names := make([]string, 0, len(c.databases))
+	for n := range c.databases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
 
-// Exists reports whether a table or view has that identifier.
+// Database returns a database by name.
+func (c *Catalog) Database(name string) (*Database, bool) { d, ok := c.databases[name]; return d, ok }
+
+// CreateDatabase adds a database to the catalog catalogName.
+func (c *Catalog) CreateDatabase(catalogName string, d *Database, ifNotExists bool) error {
+	if err := checkCatalog(catalogName); err != nil {
+		return err
+	}
+	if _, ok := c.databases[d.Name]; ok {
+		if ifNotExists {
+			return nil
+		}
+		return fmt.Errorf("Could not execute CREATE DATABASE: Database %s already exists in Catalog %s.", d.Name, catalogName)
+	}
+	c.databases[d.Name] = d
+	return nil
+}
+
+// DropDatabase removes a database. Without cascade, as Flink's default
+// RESTRICT, a database that holds tables or views is refused; with cascade
+// its permanent objects go with it. The current database cannot be dropped.
+func (c *Catalog) DropDatabase(catalogName, name string, ifExists, cascade bool) error {
+	if err := checkCatalog(catalogName); err != nil {
+		return err
+	}
+	if _, ok := c.databases[name]; !ok {
+		if ifExists {
+			return nil
+		}
+		return fmt.Errorf("Could not execute DROP DATABASE: Database %s does not exist in Catalog %s.", name, catalogName)
+	}
+	if name == c.currentDatabase && catalogName == c.currentCatalog {
+		return fmt.Errorf("Cannot drop a database which is currently in use.")
+	}
+	var objs []Identifier
+	for id := range c.tables {
+		if id.Database == name {
+			objs = append(objs, id)
+		}
+	}
+	for id := range c.views {
+		if id.Database == name {
+			objs = append(objs, id)
+		}
+	}
+	if len(objs) > 0 && !cascade {
+		return fmt.Errorf("Could not execute DROP DATABASE: Database %s in catalog %s is not empty.", name, catalogName)
+	}
+	for _, id := range objs {
+		delete(c.tables, id)
+		delete(c.views, id)
+	}
+	delete(c.databases, name)
+	return nil
+}
+
+// UseDatabase makes a database current; name has one part (database) or
+// two (catalog.database).
+func (c *Catalog) UseDatabase(name []string) error {
+	cat, db := c.currentCatalog, ""
+	switch len(name) {
+	case 1:
+		db = name[0]
+	case 2:
+		cat, db = name[0], name[1]
+	default:
+		return fmt.Errorf("Database identifier %s is not valid: it must have 1 or 2 parts", strings.Join(name, "."))
+	}
+	if err := checkCatalog(cat); err != nil {
+		return err
+	}
+	if _, ok := c.databases[db]; !ok {
+		return fmt.Errorf("A database with name [%s] does not exist in the catalog: [%s].", db, cat)
+	}
+	c.currentCatalog, c.currentDatabase = cat, db
+	return nil
+}
+
+// Table returns the table with the given identifier: a temporary table
+// shadows a permanent one.
+func (c *Catalog) Table(id Identifier) (*Table, bool) {
+	if t, ok := c.tempTables[id]; ok {
+		return t, true
+	}
+	if _, ok := c.tempViews[id]; ok {
+		return nil, false
+	}
+	t, ok := c.tables[id]
+	return t, ok
+}
+
+// View returns the view with the given identifier: a temporary object
+// shadows a permanent one.
+func (c *Catalog) View(id Identifier) (*View, bool) {
+	if v, ok := c.tempViews[id]; ok {
+		return v, true
+	}
+	if _, ok := c.tempTables[id]; ok {
+		return nil, false
+	}
+	v, ok := c.views[id]
+	return v, ok
+}
+
+// PermanentTable returns the permanent table with the identifier, ignoring
+// temporary objects (ALTER TABLE works on permanent tables only).
+func (c *Catalog) PermanentTable(id Identifier) (*Table, bool) { t, ok := c.tables[id]; return t, ok }
+
+// PermanentView returns the permanent view with the identifier.
+func (c *Catalog) PermanentView(id Identifier) (*View, bool) { v, ok := c.views[id]; return v, ok }
+
+// Exists reports whether a table or view (temporary or not) has that identifier.
 func (c *Catalog) Exists(id Identifier) bool {
+	return c.existsTemporary(id) || c.existsPermanent(id)
+}
+
+// IsTemporary reports whether a temporary table or view has that
+// identifier (and so shadows any permanent object of the same name).
+func (c *Catalog) IsTemporary(id Identifier) bool { return c.existsTemporary(id) }
+
+func (c *Catalog) existsTemporary(id Identifier) bool {
+	_, t := c.tempTables[id]
+	_, v := c.tempViews[id]
+	return t || v
+}
+
+func (c *Catalog) existsPermanent(id Identifier) bool {
 	_, t := c.tables[id]
 	_, v := c.views[id]
 	return t || v
 }
 
-// CreateTable adds a table. It fails if the name is taken, unless
-// ifNotExists is set, in which case it does nothing.
+// CreateTable adds a table. It fails if the name is taken in its kind
+// (temporary or permanent), unless ifNotExists is set, in which case it
+// does nothing. A temporary and a permanent object may share a name.
 func (c *Catalog) CreateTable(t *Table, ifNotExists bool) error {
-	if c.Exists(t.ID) {
+	if err := c.CheckKnown(t.ID); err != nil {
+		return err
+	}
+	if t.Temporary {
+		if c.existsTemporary(t.ID) {
+			if ifNotExists {
+				return nil
+			}
+			return fmt.Errorf("Temporary table '%s' already exists", t.ID)
+		}
+		c.tempTables[t.ID] = t
+		return nil
+	}
+	if c.existsPermanent(t.ID) {
 		if ifNotExists {
 			return nil
 		}
@@ -193,9 +364,22 @@ func (c *Catalog) CreateTable(t *Table, ifNotExists bool) error {
 	return nil
 }
 
-// CreateView adds a view.
+// CreateView adds a view (see CreateTable for names).
 func (c *Catalog) CreateView(v *View, ifNotExists bool) error {
-	if c.Exists(v.ID) {
+	if err := c.CheckKnown(v.ID); err != nil {
+		return err
+	}
+	if v.Temporary {
+		if c.existsTemporary(v.ID) {
+			if ifNotExists {
+				return nil
+			}
+			return fmt.Errorf("Temporary table '%s' already exists", v.ID)
+		}
+		c.tempViews[v.ID] = v
+		return nil
+	}
+	if c.existsPermanent(v.ID) {
 		if ifNotExists {
 			return nil
 		}
@@ -205,8 +389,23 @@ func (c *Catalog) CreateView(v *View, ifNotExists bool) error {
 	return nil
 }
 
-// DropTable removes a table.
-func (c *Catalog) DropTable(id Identifier, ifExists bool) error {
+// DropTable removes a table: the temporary one with temporary set, else the
+// permanent one, which Flink refuses to drop while a temporary table of the
+// same name shadows it.
+func (c *Catalog) DropTable(id Identifier, temporary, ifExists bool) error {
+	if temporary {
+		if _, ok := c.tempTables[id]; !ok {
+			if ifExists {
+				return nil
+			}
+			return fmt.Errorf("Temporary table with identifier '%s' does not exist.", id)
+		}
+		delete(c.tempTables, id)
+		return nil
+	}
+	if _, ok := c.tempTables[id]; ok {
+		return fmt.Errorf("Temporary table with identifier '%s' exists. Drop it first before removing the permanent table.", id)
+	}
 	if _, ok := c.tables[id]; !ok {
 		if _, isView := c.views[id]; isView {
 			return fmt.Errorf("Table with identifier '%s' does not exist: it is a view, use DROP VIEW", id)
@@ -220,8 +419,21 @@ func (c *Catalog) DropTable(id Identifier, ifExists bool) error {
 	return nil
 }
 
-// DropView removes a view.
-func (c *Catalog) DropView(id Identifier, ifExists bool) error {
+// DropView removes a view (see DropTable).
+func (c *Catalog) DropView(id Identifier, temporary, ifExists bool) error {
+	if temporary {
+		if _, ok := c.tempViews[id]; !ok {
+			if ifExists {
+				return nil
+			}
+			return fmt.Errorf("Temporary view with identifier '%s' does not exist.", id)
+		}
+		delete(c.tempViews, id)
+		return nil
+	}
+	if _, ok := c.tempViews[id]; ok {
+		return fmt.Errorf("Temporary view with identifier '%s' exists. Drop it first before removing the permanent view.", id)
+	}
 	if _, ok := c.views[id]; !ok {
 		if _, isTable := c.tables[id]; isTable {
 			return fmt.Errorf("View with identifier '%s' does not exist: it is a table, use DROP TABLE", id)
@@ -235,24 +447,70 @@ func (c *Catalog) DropView(id Identifier, ifExists bool) error {
 	return nil
 }
 
-// TableNames returns the names of tables and views in the current database, sorted.
-func (c *Catalog) TableNames() []string {
-	var names []string
-	for id := range c.tables {
-		names = append(names, id.Object)
+// ReplaceTable stores a changed permanent table (ALTER TABLE); with a new
+// identifier (RENAME TO) the old one goes.
+func (c *Catalog) ReplaceTable(old Identifier, t *Table) error {
+	if old != t.ID {
+		if err := c.CheckKnown(t.ID); err != nil {
+			return err
+		}
+		if c.existsPermanent(t.ID) {
+			return fmt.Errorf("Could not execute ALTER TABLE %s RENAME TO %s: Table or view %s already exists in Catalog %s.", old, t.ID, t.ID.Object, t.ID.Catalog)
+		}
+		delete(c.tables, old)
 	}
-	for id := range c.views {
-		names = append(names, id.Object)
-	}
-	sort.Strings(names)
-	return names
+	c.tables[t.ID] = t
+	return nil
 }
 
+// ReplaceView stores a changed permanent view (ALTER VIEW).
+func (c *Catalog) ReplaceView(old Identifier, v *View) error {
+	if old != v.ID {
+		if err := c.CheckKnown(v.ID); err != nil {
+			return err
+		}
+		if c.existsPermanent(v.ID) {
+			return fmt.Errorf("Could not execute ALTER VIEW %s RENAME TO %s: Table or view %s already exists in Catalog %s.", old, v.ID, v.ID.Object, v.ID.Catalog)
+		}
+		delete(c.views, old)
+	}
+	c.views[v.ID] = v
+	return nil
+}
+
+// TableNames returns the names of tables and views (temporary or not) in
+// the current database, sorted.
+func (c *Catalog) TableNames() []string { return c.ObjectNames(c.currentDatabase, true) }
+
 // ViewNames returns the names of views in the current database, sorted.
-func (c *Catalog) ViewNames() []string {
-	var names []string
+func (c *Catalog) ViewNames() []string { return c.ObjectNames(c.currentDatabase, false) }
+
+// ObjectNames returns the names of the views, and with tables set also the
+// tables, of a database, temporary or not, each once, sorted.
+func (c *Catalog) ObjectNames(database string, tables bool) []string {
+	seen := map[string]bool{}
+	add := func(id Identifier) {
+		if id.Catalog == c.currentCatalog && id.Database == database {
+			seen[id.Object] = true
+		}
+	}
 	for id := range c.views {
-		names = append(names, id.Object)
+		add(id)
+	}
+	for id := range c.tempViews {
+		add(id)
+	}
+	if tables {
+		for id := range c.tables {
+			add(id)
+		}
+		for id := range c.tempTables {
+			add(id)
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names

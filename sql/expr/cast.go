@@ -22,6 +22,9 @@ func Cast(e Expr, to types.Type, try bool) (Expr, error) {
 		return &castExpr{e: e, t: to.WithNullable(true), try: try, fn: identityCast}, nil
 	}
 	fn, ok := castFunc(from, to)
+	if !ok && from.IsNumeric() && to.Root == types.RootTimestamp {
+		return nil, fmt.Errorf("The cast conversion from NUMERIC type to TIMESTAMP type is not allowed, it's recommended to use TO_TIMESTAMP(FROM_UNIXTIME(numeric_col)) instead, note the numeric is in seconds.")
+	}
 	if !ok {
 		return nil, fmt.Errorf("Cast function cannot convert value of type %s to type %s", sqlTypeName(from), sqlTypeName(to))
 	}

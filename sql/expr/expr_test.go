@@ -337,7 +337,7 @@ func TestCasts(t *testing.T) {
 	if _, err := Cast(BoolLiteral(true), types.DateType, false); err == nil || err.Error() != "Cast function cannot convert value of type BOOLEAN to type DATE" {
 		t.Errorf("bool to date: %v", err)
 	}
-	if _, err := Cast(num(t, "1"), types.TimestampType(3), false); err == nil || err.Error() != "Cast function cannot convert value of type INTEGER to type TIMESTAMP(3)" {
+	if _, err := Cast(num(t, "1"), types.TimestampType(3), false); err == nil || err.Error() != "The cast conversion from NUMERIC type to TIMESTAMP type is not allowed, it's recommended to use TO_TIMESTAMP(FROM_UNIXTIME(numeric_col)) instead, note the numeric is in seconds." {
 		t.Errorf("int to timestamp: %v", err)
 	}
 }

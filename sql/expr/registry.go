@@ -22,6 +22,8 @@ func newFunctionTable() map[string]builder {
 	registerMathFunctions(m)
 	registerTimeFunctions(m)
 	registerCollectionFunctions(m)
+	registerJSONFunctions(m)
+	registerMoreStringFunctions(m)
 	return m
 }
 
@@ -36,10 +38,25 @@ var nonDeterministic = map[string]bool{
 // IsDeterministic reports whether a function always gives the same result for the same arguments.
 func IsDeterministic(name string) bool { return !nonDeterministic[strings.ToUpper(name)] }
 
-// Functions returns the names of all built-in scalar functions, sorted, for SHOW FUNCTIONS.
+// internalNames are the operators the binder calls by names a user cannot
+// write (-x is NEGATE, a[i] is ITEM, r.f is DOT): SHOW FUNCTIONS leaves them out.
+var internalNames = map[string]bool{"NEGATE": true, "UNARY_PLUS": true, "ITEM": true, "DOT": true,
+	"$JSON_TEXT": true, "$JSON_TEXT_NULL": true, "$JSON_MEMBER": true, "$JSON_MEMBER_ABSENT": true, "$JSON_MEMBERS_OBJECT": true}
+
+// specialForms are the functions with a syntax of their own, bound without
+// the function table.
+var specialForms = []string{"CAST", "TRY_CAST", "CASE", "JSON_VALUE", "JSON_QUERY", "JSON_EXISTS", "JSON_OBJECT", "JSON_ARRAY", "JSON_ARRAYAGG", "JSON_OBJECTAGG", "OVERLAPS"}
+
+// Functions returns the names of all built-in scalar functions and
+// operators a query can use, sorted, for SHOW FUNCTIONS.
 func Functions() []string {
-	names := make([]string, 0, len(functionTable))
+	names := make([]string, 0, len(functionTable)+len(specialForms))
 	for n := range functionTable {
+		if !internalNames[n] {
+			names = append(names, strings.ToLower(n))
+		}
+	}
+	for _, n := range specialForms {
 		names = append(names, strings.ToLower(n))
 	}
 	sort.Strings(names)

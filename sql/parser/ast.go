@@ -626,9 +626,12 @@ type TimeUnitExpr struct {
 	Unit string
 }
 
-// When is one WHEN ... THEN ... branch.
+// When is one WHEN ... THEN ... branch. In a simple CASE (with an operand)
+// the branch may list several values, WHEN 1, 2 THEN ...: Cond is the first,
+// More the others.
 type When struct {
 	Cond, Result Expr
+	More         []Expr
 }
 
 // CaseExpr is CASE [operand] WHEN ... THEN ... [ELSE ...] END.
@@ -660,6 +663,25 @@ type FloorCeilExpr struct {
 	Ceil bool
 	X    Expr
 	Unit string
+}
+
+// JsonExpr is one of the SQL/JSON functions with clauses of their own:
+// JSON_VALUE, JSON_QUERY, JSON_EXISTS (Args = json, path), JSON_OBJECT (Args
+// = key, value, key, value, ...) and JSON_ARRAY (Args = values).
+type JsonExpr struct {
+	exprBase
+	Func      string
+	Args      []Expr
+	Returning *DataType // RETURNING type, nil when absent
+	// Wrapper is JSON_QUERY's WITHOUT / WITH CONDITIONAL / WITH
+	// UNCONDITIONAL [ARRAY] WRAPPER: "WITHOUT", "CONDITIONAL" or
+	// "UNCONDITIONAL" ("" when absent).
+	Wrapper string
+	// OnEmpty and OnError are the behaviours: NULL, ERROR, DEFAULT, EMPTY
+	// ARRAY, EMPTY OBJECT, TRUE, FALSE, UNKNOWN ("" when absent).
+	OnEmpty, OnError           string
+	EmptyDefault, ErrorDefault Expr
+	OnNull                     string // JSON_OBJECT / JSON_ARRAY: NULL or ABSENT ("" when absent)
 }
 
 // TrimExpr is TRIM([BOTH|LEADING|TRAILING] [chars] FROM x) or TRIM(x).

@@ -96,7 +96,7 @@ func TestErrorFormat(t *testing.T) {
 		t.Errorf("got %q\nwant %q", err, want)
 	}
 	_, err = ParseStatement("DROP t")
-	want = "SQL parse failed. Encountered \"t\" at line 1, column 6.\nWas expecting one of:\n    \"TEMPORARY\" ...\n    \"TABLE\" ...\n    \"VIEW\" ..."
+	want = "SQL parse failed. Encountered \"t\" at line 1, column 6.\nWas expecting one of:\n    \"TEMPORARY\" ...\n    \"FUNCTION\" ...\n    \"DATABASE\" ...\n    \"TABLE\" ...\n    \"VIEW\" ..."
 	if err == nil || err.Error() != want {
 		t.Errorf("got %q\nwant %q", err, want)
 	}

@@ -43,7 +43,7 @@ func (p *parser) infixPrec() int {
 			return precAnd
 		case "IS":
 			return precIs
-		case "BETWEEN", "IN", "LIKE", "ILIKE", "SIMILAR":
+		case "BETWEEN", "IN", "LIKE", "ILIKE", "SIMILAR", "OVERLAPS":
 			return precPred
 		case "NOT":
 			n := p.peek(1)
@@ -162,7 +162,7 @@ func (p *parser) parseInfix(left Expr, prec int) (Expr, error) {
 		return &BinaryExpr{at, op, left, right}, nil
 	}
 	switch t.val {
-	case "OR", "AND":
+	case "OR", "AND", "OVERLAPS":
 		right, err := p.parseExpr(prec + 1)
 		if err != nil {
 			return nil, err
@@ -183,6 +183,19 @@ func (p *parser) parseInfix(left Expr, prec int) (Expr, error) {
 			}
 			p.expect(quoteExp(w))
 		}
+		if p.isKw("JSON") {
+			p.advance()
+			what := "JSON VALUE"
+			for _, k := range []string{"VALUE", "SCALAR", "ARRAY", "OBJECT"} {
+				if p.isKw(k) {
+					p.advance()
+					what = "JSON " + k
+					break
+				}
+			}
+			return &IsExpr{at, left, not, what}, nil
+		}
+		p.expect(`"JSON"`)
 		if p.acceptKw("DISTINCT") {
 			if err := p.expectKw("FROM"); err != nil {
 				return nil, err
@@ -444,6 +457,10 @@ func (p *parser) parsePrimary() (Expr, error) {
 	case "TIMESTAMPADD", "TIMESTAMPDIFF":
 		if nextParen {
 			return p.parseTimestampAddDiff()
+		}
+	case "JSON_VALUE", "JSON_QUERY", "JSON_EXISTS", "JSON_OBJECT", "JSON_ARRAY", "JSON_OBJECTAGG", "JSON_ARRAYAGG":
+		if nextParen {
+			return p.parseJSON()
 		}
 	}
 	if niladicFunctions[t.val] && !nextParen {
@@ -850,6 +867,13 @@ func (p *parser) parseCase() (Expr, error) {
 		if w.Cond, err = p.parseExpr(0); err != nil {
 			return nil, err
 		}
+		for c.Operand != nil && p.acceptOp(",") {
+			v, err := p.parseExpr(0)
+			if err != nil {
+				return nil, err
+			}
+			w.More = append(w.More, v)
+		}
 		if err := p.expectKw("THEN"); err != nil {
 			return nil, err
 		}
@@ -974,9 +998,7 @@ func (p *parser) parseTrim() (Expr, error) {
 				return nil, err
 			}
 		} else {
-			if explicit {
-				return nil, p.errHere()
-			}
+			// TRIM(BOTH ' x ') trims spaces from the string, as in Flink.
 			tr.X = first
 		}
 	}
@@ -1078,13 +1100,24 @@ func (p *parser) parseOverlay() (Expr, error) {
 	return o, nil
 }
 
+// sqlTSIUnits are the JDBC names of time units that TIMESTAMPADD and
+// TIMESTAMPDIFF accept besides the plain ones.
+var sqlTSIUnits = map[string]string{
+	"SQL_TSI_YEAR": "YEAR", "SQL_TSI_QUARTER": "QUARTER", "SQL_TSI_MONTH": "MONTH", "SQL_TSI_WEEK": "WEEK",
+	"SQL_TSI_DAY": "DAY", "SQL_TSI_HOUR": "HOUR", "SQL_TSI_MINUTE": "MINUTE", "SQL_TSI_SECOND": "SECOND",
+	"SQL_TSI_MICROSECOND": "MICROSECOND", "SQL_TSI_FRAC_SECOND": "MICROSECOND",
+}
+
 func (p *parser) parseTimestampAddDiff() (Expr, error) {
 	t := p.advance() // TIMESTAMPADD / TIMESTAMPDIFF
 	at := exprBase{At{t.pos}}
 	p.advance() // (
 	upos := p.cur().pos
-	u, err := p.timeUnit()
-	if err != nil {
+	u, ok := sqlTSIUnits[p.cur().upper()]
+	var err error
+	if ok {
+		p.advance()
+	} else if u, err = p.timeUnit(); err != nil {
 		return nil, err
 	}
 	f := &FuncCall{exprBase: at, Name: []string{t.val}}

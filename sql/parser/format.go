@@ -280,6 +280,10 @@ func writeExpr(sb *writer, e Expr) {
 		for _, w := range x.Whens {
 			sb.WriteString(" WHEN ")
 			writeExpr(sb, w.Cond)
+			for _, m := range w.More {
+				sb.WriteString(", ")
+				writeExpr(sb, m)
+			}
 			sb.WriteString(" THEN ")
 			writeExpr(sb, w.Result)
 		}
@@ -310,6 +314,8 @@ func writeExpr(sb *writer, e Expr) {
 		}
 		writeExpr(sb, x.X)
 		sb.WriteString(" TO " + x.Unit + ")")
+	case *JsonExpr:
+		writeJSON(sb, x)
 	case *TrimExpr:
 		sb.WriteString("TRIM(" + x.Mode + " ")
 		if x.Chars != nil {

@@ -422,7 +422,7 @@ func recoverErr(err *error) {
 
 // ---------------------------------------------------------------- statements
 
-var statementStarts = []string{`"SELECT"`, `"WITH"`, `"VALUES"`, `"INSERT"`, `"CREATE"`, `"DROP"`, `"SET"`, `"RESET"`, `"SHOW"`, `"DESCRIBE"`, `"EXPLAIN"`, `"EXECUTE"`, `"USE"`}
+var statementStarts = []string{`"SELECT"`, `"WITH"`, `"VALUES"`, `"INSERT"`, `"CREATE"`, `"DROP"`, `"ALTER"`, `"SET"`, `"RESET"`, `"SHOW"`, `"DESCRIBE"`, `"EXPLAIN"`, `"EXECUTE"`, `"USE"`}
 
 func (p *parser) parseStatement() (Statement, error) {
 	if err := p.enter(); err != nil {
@@ -443,6 +443,12 @@ func (p *parser) parseStatement() (Statement, error) {
 		return p.parseCreate()
 	case "DROP":
 		return p.parseDrop()
+	case "ALTER":
+		return p.parseAlter()
+	case "ADD", "REMOVE":
+		if p.peekIsKw(1, "JAR") {
+			return p.parseJar()
+		}
 	case "SET":
 		return p.parseSet()
 	case "RESET":
@@ -558,10 +564,14 @@ func (p *parser) startsQueryAfterParens() bool {
 func (p *parser) parseCreate() (Statement, error) {
 	start := p.cur().pos
 	p.advance() // CREATE
-	temporary := false
+	temporary, system := false, false
 	if p.isKw("TEMPORARY") {
 		p.advance()
 		temporary = true
+		if p.isKw("SYSTEM") && p.peekIsKw(1, "FUNCTION") {
+			p.advance()
+			system = true
+		}
 	} else {
 		p.expect(`"TEMPORARY"`)
 	}
@@ -570,6 +580,10 @@ func (p *parser) parseCreate() (Statement, error) {
 		return p.parseCreateTable(start, temporary)
 	case p.acceptKw("VIEW"):
 		return p.parseCreateView(start, temporary)
+	case p.acceptKw("FUNCTION"):
+		return p.parseCreateFunction(start, temporary, system)
+	case !temporary && p.acceptKw("DATABASE"):
+		return p.parseCreateDatabase(start)
 	}
 	return nil, p.errHere()
 }
@@ -894,16 +908,25 @@ func (p *parser) parseCreateView(start Pos, temporary bool) (*CreateView, error)
 	return cv, nil
 }
 
-func (p *parser) parseDrop() (*Drop, error) {
+func (p *parser) parseDrop() (Statement, error) {
 	start := p.advance().pos // DROP
 	d := &Drop{}
+	system := false
 	if p.isKw("TEMPORARY") {
 		p.advance()
 		d.Temporary = true
+		if p.isKw("SYSTEM") && p.peekIsKw(1, "FUNCTION") {
+			p.advance()
+			system = true
+		}
 	} else {
 		p.expect(`"TEMPORARY"`)
 	}
 	switch {
+	case p.acceptKw("FUNCTION"):
+		return p.parseDropFunction(start, d.Temporary, system)
+	case !d.Temporary && p.acceptKw("DATABASE"):
+		return p.parseDropDatabase(start)
 	case p.acceptKw("TABLE"):
 		d.Object = "TABLE"
 	case p.acceptKw("VIEW"):
