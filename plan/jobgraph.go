@@ -180,6 +180,8 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
 			return window.NewTableFunction(spec, width)
 		}), nil
+	case *JoinNode:
+		return gb.buildJoin(x)
 	case *UnionNode:
 		par := gb.p.cfg.Parallelism
 		var inputs []exec.Input

@@ -372,11 +372,17 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 		v.schema, v.mode = types.Schema{}, types.InsertOnly
 		from = &relation{node: v, scope: &scope{}}
 	} else {
-		r, err := pc.planFrom(s.From, env)
+		// A WHERE over inner joins becomes their conditions (join.go).
+		r, rest, err := pc.planFromWhere(s.From, s.Where, env)
 		if err != nil {
 			return nil, err
 		}
 		from = r
+		if rest != s.Where {
+			w := *s
+			w.Where = rest
+			s = &w
+		}
 	}
 	if len(s.Windows) > 0 {
 		return nil, unsupportedAt(s.Windows[0], "the WINDOW clause is not supported yet")
@@ -465,6 +471,11 @@ func isIdentity(proj []expr.Expr, in, out types.Schema) bool {
 		return false
 	}
 	for i, x := range proj {
+		// A reference to a join's column prints its name in the join's
+		// scope (id), the join's row names it uniquely (id0).
+		if ref, ok := x.(*expr.ColumnRef); ok && ref.Index == i && out[i].Name == in[i].Name && x.Type().Equal(in[i].Type) {
+			continue
+		}
 		if x.String() != in[i].Name || out[i].Name != in[i].Name || !x.Type().Equal(in[i].Type) {
 			return false
 		}
