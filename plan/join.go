@@ -325,7 +325,8 @@ func (pc *planContext) planRegular(at parser.Node, typ join.Type, left, right *r
 	}
 	n.LeftSpec, n.LeftUnique = inputSpec(left.node, jc.LeftKeys)
 	n.RightSpec, n.RightUnique = inputSpec(right.node, jc.RightKeys)
-	n.LeftTTL, n.RightTTL = pc.p.cfg.StateTTL, pc.p.cfg.StateTTL
+	n.LeftTTL = pc.ttlHints.sideTTL(left, pc.p.cfg.StateTTL)
+	n.RightTTL = pc.ttlHints.sideTTL(right, pc.p.cfg.StateTTL)
 	n.inputs = []Node{pc.exchange(left.node, lpart), pc.exchange(right.node, rpart)}
 	n.schema = out
 	n.mode = joinMode(typ, left.node.Mode(), right.node.Mode())

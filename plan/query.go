@@ -28,6 +28,9 @@ type planContext struct {
 	depth int
 	// tvfs records the window TVFs planned so far.
 	tvfs []tvfRecord
+	// ttlHints are the STATE_TTL hints of the SELECT whose joins are
+	// being planned (join_hints.go).
+	ttlHints *stateTTLHints
 }
 
 func (p *Planner) newPlanContext() *planContext {
@@ -365,6 +368,13 @@ func (pc *planContext) planTableName(n parser.Node, name []string, env *cteEnv, 
 
 // planSelect plans one SELECT block.
 func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, error) {
+	hints, err := queryHints(s)
+	if err != nil {
+		return nil, err
+	}
+	outerHints := pc.ttlHints
+	pc.ttlHints = hints
+	defer func() { pc.ttlHints = outerHints }()
 	var from *relation
 	if s.From == nil {
 		// SELECT without FROM reads one empty row.
@@ -383,6 +393,9 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 			w.Where = rest
 			s = &w
 		}
+	}
+	if err := hints.checkUsed(s); err != nil {
+		return nil, err
 	}
 	if len(s.Windows) > 0 {
 		return nil, unsupportedAt(s.Windows[0], "the WINDOW clause is not supported yet")
