@@ -1,6 +1,7 @@
 package join
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,7 +13,10 @@ import (
 
 type collector = optest.Collector
 
-func newCollector() *collector { return &collector{} }
+// newCollector prints timestamps and watermarks as epoch milliseconds.
+func newCollector() *collector {
+	return &collector{Time: func(ms int64) string { return strconv.FormatInt(ms, 10) }}
+}
 
 // rowSpec is a test row of one input: its kind and values (string →
 // STRING, int → BIGINT, nil → NULL, time.Duration → TIMESTAMP that many
