@@ -182,6 +182,8 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		}), nil
 	case *JoinNode:
 		return gb.buildJoin(x)
+	case *IntervalJoinNode:
+		return gb.buildIntervalJoin(x)
 	case *UnionNode:
 		par := gb.p.cfg.Parallelism
 		var inputs []exec.Input

@@ -221,7 +221,8 @@ func (pc *planContext) bindJoinConds(sc *scope, conds []parser.Expr, clause stri
 		if t := x.Type(); t.Root != types.RootBoolean && t.Root != types.RootNull {
 			return nil, errAt(c, "%s clause must be a condition", clause)
 		}
-		out = append(out, x)
+		// BETWEEN binds to an AND of two comparisons: each is a conjunct.
+		out = append(out, boundConjuncts(x)...)
 	}
 	return out, nil
 }
