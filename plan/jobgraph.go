@@ -184,6 +184,8 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		return gb.buildJoin(x)
 	case *IntervalJoinNode:
 		return gb.buildIntervalJoin(x)
+	case *WindowJoinNode:
+		return gb.buildWindowJoin(x)
 	case *UnionNode:
 		par := gb.p.cfg.Parallelism
 		var inputs []exec.Input

@@ -282,6 +282,9 @@ func (pc *planContext) joinRelations(at parser.Node, typ join.Type, left, right 
 	left = filterRelation(left, jc.LeftOnly)
 	right = filterRelation(right, jc.RightOnly)
 
+	if rel, ok, err := pc.planWindowJoin(at, typ, left, right, jc, residual); ok || err != nil {
+		return rel, err
+	}
 	if rel, ok, err := pc.planIntervalJoin(at, typ, left, right, jc, residual); ok || err != nil {
 		return rel, err
 	}
