@@ -74,3 +74,48 @@ func BenchmarkRegularInnerJoin(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// BenchmarkIntervalJoin: two event-time streams over 100 000 keys, left.ts
+// BETWEEN right.ts - 1 s AND right.ts + 1 s, 1 000 rows per second of event
+// time on each side, batches alternating between the sides, a watermark
+// after every pair of batches (rows expire as it moves). Reported per
+// input row.
+func BenchmarkIntervalJoin(b *testing.B) {
+	op, err := NewInterval(IntervalSpec{
+		Type: Inner, EventTime: true,
+		Left: Side{Width: 3, Keys: []int{0}}, Right: Side{Width: 3, Keys: []int{0}},
+		LeftTimeCol: 1, RightTimeCol: 1, LowerBound: -1000, UpperBound: 1000,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	openBench(b, op)
+	out := &discard{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	batches := [2]*types.Batch{types.NewBatch(3, types.DefaultBatchSize), types.NewBatch(3, types.DefaultBatchSize)}
+	for _, bt := range batches {
+		for range bt.Cap() {
+			bt.Append(types.Insert)
+		}
+	}
+	ts := int64(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		for side, bt := range batches {
+			for i, r := range bt.Rows {
+				r[0], r[1], r[2] = types.Int(int64(rng.IntN(benchKeys))), types.TimestampMillis(ts+int64(i)), types.Int(int64(i))
+			}
+			if err := op.ProcessBatch(side, bt, out); err != nil {
+				b.Fatal(err)
+			}
+			done += bt.Len()
+		}
+		ts += int64(batches[0].Len())
+		if err := op.ProcessWatermark(ts-1, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
