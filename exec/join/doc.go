@@ -23,6 +23,11 @@ const (
 	LeftOuter
 	RightOuter
 	FullOuter
+	// Semi emits the left rows that have a match (IN, EXISTS); Anti the
+	// left rows that have none (NOT IN, NOT EXISTS). Their output is the
+	// left row alone.
+	Semi
+	Anti
 )
 
 func (t Type) String() string {
@@ -35,9 +40,16 @@ func (t Type) String() string {
 		return "RightOuterJoin"
 	case FullOuter:
 		return "FullOuterJoin"
+	case Semi:
+		return "LeftSemiJoin"
+	case Anti:
+		return "LeftAntiJoin"
 	}
 	return fmt.Sprintf("JoinType(%d)", t)
 }
+
+// semiAnti reports whether the join emits left rows only.
+func (t Type) semiAnti() bool { return t == Semi || t == Anti }
 
 // leftOuter reports whether left rows without a match are emitted padded.
 func (t Type) leftOuter() bool { return t == LeftOuter || t == FullOuter }

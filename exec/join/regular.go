@@ -94,7 +94,9 @@ func NewRegular(spec RegularSpec) (exec.Operator, error) {
 		}
 	}
 	j := &regular{spec: spec}
-	j.sides[0] = &sideView{spec: spec.Left, outer: spec.Type.leftOuter(), name: "left"}
+	// A semi or anti join counts each left row's matches, as an outer
+	// side does.
+	j.sides[0] = &sideView{spec: spec.Left, outer: spec.Type.leftOuter() || spec.Type.semiAnti(), name: "left"}
 	j.sides[1] = &sideView{spec: spec.Right, outer: spec.Type.rightOuter(), name: "right"}
 	return j, nil
 }
@@ -144,8 +146,11 @@ func (j *regular) Open(*exec.OperatorContext) error {
 		return fmt.Errorf("join: opened without its keyed state backend")
 	}
 	w := j.spec.Left.Width + j.spec.Right.Width
-	j.out = types.NewBatch(w, 0)
 	j.joined = make(types.Row, w)
+	if j.spec.Type.semiAnti() {
+		w = j.spec.Left.Width
+	}
+	j.out = types.NewBatch(w, 0)
 	return nil
 }
 
@@ -180,11 +185,14 @@ func (j *regular) flush(out exec.Output) error {
 	return err
 }
 
-// emit appends the joined row of left and right (nil: NULLs) with kind.
+// emit appends the joined row of left and right (nil: NULLs) with kind;
+// a semi or anti join emits the left row alone.
 func (j *regular) emit(kind types.RowKind, left, right types.Row, out exec.Output) error {
 	r := j.out.Append(kind)
 	copy(r, left)
-	copy(r[j.spec.Left.Width:], right)
+	if !j.spec.Type.semiAnti() {
+		copy(r[j.spec.Left.Width:], right)
+	}
 	if j.out.Full() {
 		return j.flush(out)
 	}
@@ -200,6 +208,9 @@ func (j *regular) emitPair(kind types.RowKind, input int, row, other types.Row, 
 }
 
 func (j *regular) process(input int, row types.Row, kind types.RowKind, out exec.Output) error {
+	if j.spec.Type.semiAnti() {
+		return j.processSemiAnti(input, row, kind, out)
+	}
 	me, other := j.sides[input], j.sides[1-input]
 	accumulate := kind.IsAccumulate()
 	if hasNullKey(row, me.spec.Keys, j.spec.NullSafe) {
@@ -551,3 +562,77 @@ func (s *sideView) setAssoc(m *match, assoc int) error {
 }
 
 func uvarint(b []byte) (uint64, int) { return binary.Uvarint(b) }
+
+// processSemiAnti is process for a semi or anti join (Flink's
+// StreamingSemiAntiJoinOperator): a left row is shown while it has a match
+// (semi) or none (anti); right rows only change which left rows are shown.
+func (j *regular) processSemiAnti(input int, row types.Row, kind types.RowKind, out exec.Output) error {
+	anti := j.spec.Type == Anti
+	me, other := j.sides[input], j.sides[1-input]
+	accumulate := kind.IsAccumulate()
+	if hasNullKey(row, me.spec.Keys, j.spec.NullSafe) {
+		// Matches nothing: an anti join shows such a left row, a semi join
+		// never; a right row with a NULL key changes nothing.
+		if input == 0 && anti {
+			return j.emit(kind, row, nil, out)
+		}
+		return nil
+	}
+	j.keyBuf = appendKey(j.keyBuf[:0], row, me.spec.Keys)
+	if err := j.b.SetCurrentKey(types.HashColumns(row, me.spec.Keys), j.keyBuf); err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	if err := j.collect(input, row, other); err != nil {
+		return err
+	}
+	if input == 0 {
+		n := 0
+		for i := range j.matches {
+			n += j.matches[i].count
+		}
+		if (n > 0) != anti {
+			if err := j.emit(kind, row, nil, out); err != nil {
+				return err
+			}
+		}
+		if accumulate {
+			return me.add(row, n)
+		}
+		return me.retract(row)
+	}
+	// A right row: the left rows it matches gain or lose a match.
+	for i := range j.matches {
+		m := &j.matches[i]
+		var show types.RowKind
+		changes := false
+		if accumulate && m.assoc == 0 {
+			changes, show = true, types.Insert
+			if anti {
+				show = types.Delete
+			}
+		} else if !accumulate && m.assoc == 1 {
+			changes, show = true, types.Delete
+			if anti {
+				show = types.Insert
+			}
+		}
+		if changes {
+			for range m.count {
+				if err := j.emit(show, m.row, nil, out); err != nil {
+					return err
+				}
+			}
+		}
+		delta := 1
+		if !accumulate {
+			delta = -1
+		}
+		if err := other.setAssoc(m, m.assoc+delta); err != nil {
+			return err
+		}
+	}
+	if accumulate {
+		return me.add(row, 0)
+	}
+	return me.retract(row)
+}

@@ -208,3 +208,46 @@ func TestRegularJoinRefusesBadSpecs(t *testing.T) {
 		t.Error("a row of the wrong width accepted")
 	}
 }
+
+// Semi join (IN / EXISTS): a left row is emitted once it has a match and
+// retracted when its last match goes; copies count.
+func TestSemiJoin(t *testing.T) {
+	script := []step{
+		left(ins("a", 1)),
+		left(ins("b", 2), ins(nil, 3)),
+		right(ins("a", 10)),
+		right(ins("a", 11)),
+		left(ins("a", 4)),
+		right(ins(nil, 12)),
+		right(del("a", 10)),
+		right(del("a", 11)),
+		left(del("a", 1)),
+	}
+	checkRestores(t, regularBuild(Semi, nil, NoUniqueKey, NoUniqueKey), 0, script, 0,
+		"+I(a, 1)",
+		"+I(a, 4)",
+		"-D(a, 1)", "-D(a, 4)",
+	)
+}
+
+// Anti join (NOT EXISTS): a left row is emitted while it has no match; a
+// NULL key never matches, so it is always shown.
+func TestAntiJoin(t *testing.T) {
+	script := []step{
+		left(ins("a", 1)),
+		left(ins("b", 2), ins(nil, 3)),
+		right(ins("a", 10)),
+		right(ins("a", 11)),
+		left(ins("a", 4)),
+		right(del("a", 10)),
+		right(del("a", 11)),
+		left(del("b", 2)),
+	}
+	checkRestores(t, regularBuild(Anti, nil, NoUniqueKey, NoUniqueKey), 0, script, 0,
+		"+I(a, 1)",
+		"+I(b, 2)", "+I(NULL, 3)",
+		"-D(a, 1)",
+		"+I(a, 1)", "+I(a, 4)",
+		"-D(b, 2)",
+	)
+}
