@@ -65,13 +65,44 @@ func (pc *planContext) planRegularJoin(r *parser.Join, env *cteEnv) (*relation, 
 // the WHERE conjuncts become join conditions (equi keys, time bounds) or
 // are pushed into the inputs they reference, as Flink's optimizer does; it
 // returns the WHERE that remains to be applied above (nil when consumed).
+//
+// The conjuncts with subqueries ([NOT] IN (SELECT …), [NOT] EXISTS) become
+// semi and anti joins over the FROM item (join_subquery.go).
 func (pc *planContext) planFromWhere(from parser.TableRef, where parser.Expr, env *cteEnv) (*relation, parser.Expr, error) {
-	if j, ok := from.(*parser.Join); ok && where != nil && innerKind(j.Kind) && isRegularJoin(j) && !hasSubquery(where) {
-		rel, err := pc.planJoinWhere(j, conjuncts(where), env)
-		return rel, nil, err
+	var plain, subq []parser.Expr
+	for _, c := range conjuncts(where) {
+		if hasSubquery(c) {
+			subq = append(subq, c)
+		} else {
+			plain = append(plain, c)
+		}
 	}
-	rel, err := pc.planFrom(from, env)
-	return rel, where, err
+	var rel *relation
+	var err error
+	if j, ok := from.(*parser.Join); ok && len(plain) > 0 && innerKind(j.Kind) && isRegularJoin(j) {
+		rel, err = pc.planJoinWhere(j, plain, env)
+		plain = nil
+	} else {
+		rel, err = pc.planFrom(from, env)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(subq) == 0 {
+		if len(plain) == 0 {
+			return rel, nil, nil
+		}
+		return rel, where, nil
+	}
+	if len(plain) > 0 {
+		conds, err := pc.bindJoinConds(rel.scope, plain, "WHERE")
+		if err != nil {
+			return nil, nil, err
+		}
+		rel = filterRelation(rel, conds)
+	}
+	rel, err = pc.planWhereSubqueries(rel, subq, env)
+	return rel, nil, err
 }
 
 // hasSubquery reports whether e contains a subquery (IN (SELECT …),

@@ -56,6 +56,9 @@ func joinUpsertKey(n *JoinNode) ([]int, bool) {
 	rk, rok := upsertKey(n.inputs[1])
 	lok = lok && len(lk) > 0 && subset(n.LeftKeys, lk)
 	rok = rok && len(rk) > 0 && subset(n.RightKeys, rk)
+	if n.Type == join.Semi || n.Type == join.Anti {
+		return lk, lok // the output is left rows
+	}
 	leftUnique := lok && subset(lk, n.LeftKeys)
 	rightUnique := rok && subset(rk, n.RightKeys)
 	shift := func(k []int) []int {
