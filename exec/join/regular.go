@@ -115,6 +115,12 @@ type regular struct {
 	matches []match
 	arena   []types.Value
 	ukeys   []byte
+
+	// collect's state for collectOne
+	cInput    int
+	cOther    *sideView
+	cErr      error
+	collectFn func(rec, ukey []byte, count, assoc int) bool
 }
 
 // match is one stored row of the other side that a row joins.
@@ -313,52 +319,21 @@ func (j *regular) process(input int, row types.Row, kind types.RowKind, out exec
 func (j *regular) collect(input int, row types.Row, other *sideView) error {
 	j.matches, j.arena, j.ukeys = j.matches[:0], j.arena[:0], j.ukeys[:0]
 	w := other.spec.Width
-	lw := j.spec.Left.Width
 	if j.spec.Residual != nil {
 		if input == 0 {
 			copy(j.joined, row)
 		} else {
-			copy(j.joined[lw:], row)
+			copy(j.joined[j.spec.Left.Width:], row)
 		}
 	}
-	var ferr error
-	err := other.scan(func(rec []byte, ukey []byte, count, assoc int) bool {
-		start := len(j.arena)
-		for range w {
-			j.arena = append(j.arena, types.Value{})
-		}
-		dst := types.Row(j.arena[start : start+w : start+w])
-		if _, err := decodeRowInto(dst, rec); err != nil {
-			ferr = fmt.Errorf("join: %s state: %w", other.name, err)
-			return false
-		}
-		if j.spec.Residual != nil {
-			if input == 0 {
-				copy(j.joined[lw:], dst)
-			} else {
-				copy(j.joined, dst)
-			}
-			ok, err := j.spec.Residual.Test(j.joined)
-			if err != nil {
-				ferr = fmt.Errorf("join: %w", err)
-				return false
-			}
-			if !ok {
-				j.arena = j.arena[:start]
-				return true
-			}
-		}
-		m := match{count: count, assoc: assoc}
-		if ukey != nil {
-			us := len(j.ukeys)
-			j.ukeys = append(j.ukeys, ukey...)
-			m.ukey = j.ukeys[us:len(j.ukeys):len(j.ukeys)]
-		}
-		j.matches = append(j.matches, m)
-		return true
-	})
+	j.cInput, j.cOther, j.cErr = input, other, nil
+	if j.collectFn == nil {
+		// A method value made once: a closure per row would allocate.
+		j.collectFn = j.collectOne
+	}
+	err := other.scan(j.collectFn)
 	if err == nil {
-		err = ferr
+		err = j.cErr
 	}
 	if err != nil {
 		return err
@@ -380,6 +355,46 @@ func (j *regular) collect(input int, row types.Row, other *sideView) error {
 	return nil
 }
 
+// collectOne is collect's visit of one stored row of the other side.
+func (j *regular) collectOne(rec []byte, ukey []byte, count, assoc int) bool {
+	other, input := j.cOther, j.cInput
+	w := other.spec.Width
+	lw := j.spec.Left.Width
+	start := len(j.arena)
+	for range w {
+		j.arena = append(j.arena, types.Value{})
+	}
+	dst := types.Row(j.arena[start : start+w : start+w])
+	if _, err := decodeRowInto(dst, rec); err != nil {
+		j.cErr = fmt.Errorf("join: %s state: %w", other.name, err)
+		return false
+	}
+	if j.spec.Residual != nil {
+		if input == 0 {
+			copy(j.joined[lw:], dst)
+		} else {
+			copy(j.joined, dst)
+		}
+		ok, err := j.spec.Residual.Test(j.joined)
+		if err != nil {
+			j.cErr = fmt.Errorf("join: %w", err)
+			return false
+		}
+		if !ok {
+			j.arena = j.arena[:start]
+			return true
+		}
+	}
+	m := match{count: count, assoc: assoc}
+	if ukey != nil {
+		us := len(j.ukeys)
+		j.ukeys = append(j.ukeys, ukey...)
+		m.ukey = j.ukeys[us:len(j.ukeys):len(j.ukeys)]
+	}
+	j.matches = append(j.matches, m)
+	return true
+}
+
 // sideView is one side's state in the layout its InputSpec asks for:
 //
 //   - JoinKeyContainsUniqueKey: a value per join key, [assoc][row];
@@ -396,6 +411,11 @@ type sideView struct {
 	m     *kv.MapState[[]byte, []byte]
 	buf   []byte
 	ukBuf []byte
+
+	// scan's state for visit
+	fn     func(rec, ukey []byte, count, assoc int) bool
+	err    error
+	iterFn func(uk, v []byte) bool
 }
 
 func (s *sideView) open(b *kv.Backend) error {
@@ -429,36 +449,43 @@ func (s *sideView) scan(fn func(rec, ukey []byte, count, assoc int) bool) error 
 		fn(rec, nil, 1, assoc)
 		return nil
 	}
-	var ferr error
-	err := s.m.Iterate(nil, func(uk, v []byte) bool {
-		if s.spec.Spec == HasUniqueKey {
-			assoc, rec, err := s.splitAssoc(v)
-			if err != nil {
-				ferr = err
-				return false
-			}
-			return fn(rec, uk, 1, assoc)
-		}
-		count, w := uvarint(v)
-		if w <= 0 {
-			ferr = fmt.Errorf("join: %s state: corrupt row count", s.name)
+	s.fn, s.err = fn, nil
+	if s.iterFn == nil {
+		s.iterFn = s.visit // made once: no closure per row
+	}
+	err := s.m.Iterate(nil, s.iterFn)
+	if err == nil {
+		err = s.err
+	}
+	s.fn = nil
+	return err
+}
+
+// visit is scan's visit of one map entry.
+func (s *sideView) visit(uk, v []byte) bool {
+	if s.spec.Spec == HasUniqueKey {
+		assoc, rec, err := s.splitAssoc(v)
+		if err != nil {
+			s.err = err
 			return false
 		}
-		assoc := 0
-		if s.outer {
-			a, w2 := uvarint(v[w:])
-			if w2 <= 0 {
-				ferr = fmt.Errorf("join: %s state: corrupt match count", s.name)
-				return false
-			}
-			assoc = int(a)
-		}
-		return fn(uk, uk, int(count), assoc)
-	})
-	if err == nil {
-		err = ferr
+		return s.fn(rec, uk, 1, assoc)
 	}
-	return err
+	count, w := uvarint(v)
+	if w <= 0 {
+		s.err = fmt.Errorf("join: %s state: corrupt row count", s.name)
+		return false
+	}
+	assoc := 0
+	if s.outer {
+		a, w2 := uvarint(v[w:])
+		if w2 <= 0 {
+			s.err = fmt.Errorf("join: %s state: corrupt match count", s.name)
+			return false
+		}
+		assoc = int(a)
+	}
+	return s.fn(uk, uk, int(count), assoc)
 }
 
 func (s *sideView) splitAssoc(v []byte) (int, []byte, error) {
