@@ -108,8 +108,19 @@ type interval struct {
 	valBuf  []byte
 	due     []dueTimer
 	dueKeys []byte
-	expired [][]byte
+	expBuf  []byte   // expired rows' map keys, end to end
+	expEnds [][2]int // their bounds in expBuf
 	updates []pendingUpdate
+
+	// probe's state for probeOne
+	pInput   int
+	pRow     types.Row
+	pHi      int64
+	pOut     exec.Output
+	pMatched bool
+	pErr     error
+	probeFn  func(uk, v []byte) bool
+	fromKey  []byte
 }
 
 type dueTimer struct {
@@ -324,64 +335,22 @@ func (j *interval) process(input int, row types.Row, out exec.Output) error {
 // [lo, hi] and records which of them matched for the first time.
 func (j *interval) probe(input int, row types.Row, lo, hi int64, out exec.Output) (bool, error) {
 	other := 1 - input
-	lw := j.widths[0]
 	if input == 0 {
 		copy(j.joined, row)
 	} else {
-		copy(j.joined[lw:], row)
+		copy(j.joined[j.widths[0]:], row)
 	}
-	j.ukBuf = appendTime(j.ukBuf[:0], lo)
-	from := j.ukBuf
-	matched := false
+	j.fromKey = appendTime(j.fromKey[:0], lo)
 	j.updates = j.updates[:0]
 	j.dueKeys = j.dueKeys[:0]
-	var ferr error
-	err := j.rows[other].Ascend(nil, &from, func(uk, v []byte) bool {
-		if len(uk) < 8 || readTime(uk) > hi {
-			return false
-		}
-		o := j.scratch[other]
-		if _, err := decodeRowInto(o, uk[8:]); err != nil {
-			ferr = fmt.Errorf("interval join: %w", err)
-			return false
-		}
-		count, w := binary.Uvarint(v)
-		emitted, w2 := binary.Uvarint(v[max(w, 0):])
-		if w <= 0 || w2 <= 0 {
-			ferr = fmt.Errorf("interval join: corrupt state: bad row counts")
-			return false
-		}
-		if j.spec.Residual != nil {
-			if other == 0 {
-				copy(j.joined, o)
-			} else {
-				copy(j.joined[lw:], o)
-			}
-			ok, err := j.spec.Residual.Test(j.joined)
-			if err != nil {
-				ferr = fmt.Errorf("interval join: %w", err)
-				return false
-			}
-			if !ok {
-				return true
-			}
-		}
-		matched = true
-		for range count {
-			if err := j.emit(input, row, o, out); err != nil {
-				ferr = err
-				return false
-			}
-		}
-		if j.outer[other] && emitted < count {
-			s := len(j.dueKeys)
-			j.dueKeys = append(j.dueKeys, uk...)
-			j.updates = append(j.updates, pendingUpdate{uk: j.dueKeys[s:len(j.dueKeys):len(j.dueKeys)], count: count})
-		}
-		return true
-	})
+	j.pInput, j.pRow, j.pHi, j.pOut, j.pMatched, j.pErr = input, row, hi, out, false, nil
+	if j.probeFn == nil {
+		j.probeFn = j.probeOne // a method value made once: no closure per row
+	}
+	err := j.rows[other].Ascend(nil, &j.fromKey, j.probeFn)
+	j.pRow, j.pOut = nil, nil
 	if err == nil {
-		err = ferr
+		err = j.pErr
 	}
 	if err != nil {
 		return false, err
@@ -391,7 +360,56 @@ func (j *interval) probe(input int, row types.Row, lo, hi int64, out exec.Output
 			return false, err
 		}
 	}
-	return matched, nil
+	return j.pMatched, nil
+}
+
+// probeOne is probe's visit of one stored row of the other side.
+func (j *interval) probeOne(uk, v []byte) bool {
+	input, row, out := j.pInput, j.pRow, j.pOut
+	other := 1 - input
+	lw := j.widths[0]
+	if len(uk) < 8 || readTime(uk) > j.pHi {
+		return false
+	}
+	o := j.scratch[other]
+	if _, err := decodeRowInto(o, uk[8:]); err != nil {
+		j.pErr = fmt.Errorf("interval join: %w", err)
+		return false
+	}
+	count, w := binary.Uvarint(v)
+	emitted, w2 := binary.Uvarint(v[max(w, 0):])
+	if w <= 0 || w2 <= 0 {
+		j.pErr = fmt.Errorf("interval join: corrupt state: bad row counts")
+		return false
+	}
+	if j.spec.Residual != nil {
+		if other == 0 {
+			copy(j.joined, o)
+		} else {
+			copy(j.joined[lw:], o)
+		}
+		ok, err := j.spec.Residual.Test(j.joined)
+		if err != nil {
+			j.pErr = fmt.Errorf("interval join: %w", err)
+			return false
+		}
+		if !ok {
+			return true
+		}
+	}
+	j.pMatched = true
+	for range count {
+		if err := j.emit(input, row, o, out); err != nil {
+			j.pErr = err
+			return false
+		}
+	}
+	if j.outer[other] && emitted < count {
+		s := len(j.dueKeys)
+		j.dueKeys = append(j.dueKeys, uk...)
+		j.updates = append(j.updates, pendingUpdate{uk: j.dueKeys[s:len(j.dueKeys):len(j.dueKeys)], count: count})
+	}
+	return true
 }
 
 func (j *interval) counts(count, emitted uint64) []byte {
@@ -548,7 +566,7 @@ func (j *interval) expireKey(s, kg int, key []byte, now int64, out exec.Output) 
 		return err
 	}
 	bound := now - j.rel[s] - 1
-	j.expired = j.expired[:0]
+	j.expBuf, j.expEnds = j.expBuf[:0], j.expEnds[:0]
 	var ferr error
 	err := j.rows[s].Ascend(nil, nil, func(uk, v []byte) bool {
 		if readTime(uk) > bound {
@@ -575,7 +593,9 @@ func (j *interval) expireKey(s, kg int, key []byte, now int64, out exec.Output) 
 				}
 			}
 		}
-		j.expired = append(j.expired, append([]byte(nil), uk...))
+		st := len(j.expBuf)
+		j.expBuf = append(j.expBuf, uk...)
+		j.expEnds = append(j.expEnds, [2]int{st, len(j.expBuf)})
 		return true
 	})
 	if err == nil {
@@ -584,8 +604,8 @@ func (j *interval) expireKey(s, kg int, key []byte, now int64, out exec.Output) 
 	if err != nil {
 		return err
 	}
-	for _, uk := range j.expired {
-		if err := j.rows[s].Delete(nil, uk); err != nil {
+	for _, e := range j.expEnds {
+		if err := j.rows[s].Delete(nil, j.expBuf[e[0]:e[1]]); err != nil {
 			return err
 		}
 	}
