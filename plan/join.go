@@ -312,7 +312,19 @@ func (pc *planContext) joinRelations(at parser.Node, typ join.Type, left, right 
 	}
 	left = filterRelation(left, jc.LeftOnly)
 	right = filterRelation(right, jc.RightOnly)
+	// Equalities of expressions (or of columns whose values differ in
+	// form) become keys on computed columns, dropped after the join.
+	jc, residual, left, right, el, er := computedKeys(jc, residual, left, right)
+	rel, err := pc.planJoinKind(at, typ, left, right, jc, residual)
+	if err != nil || el+er == 0 {
+		return rel, err
+	}
+	lw2 := len(left.scope.cols)
+	return dropColumns(rel, [2]int{lw2 - el, el}, [2]int{lw2 + len(right.scope.cols) - er, er}), nil
+}
 
+// planJoinKind plans a window, interval or regular join of left and right.
+func (pc *planContext) planJoinKind(at parser.Node, typ join.Type, left, right *relation, jc joinCondition, residual []expr.Expr) (*relation, error) {
 	if rel, ok, err := pc.planWindowJoin(at, typ, left, right, jc, residual); ok || err != nil {
 		return rel, err
 	}

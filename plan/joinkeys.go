@@ -192,3 +192,138 @@ func uniqueNames(names []string) []string {
 	}
 	return out
 }
+
+// computedKeys turns the residual equalities between an expression of
+// each side (l.a + 1 = r.b, CAST(l.x AS STRING) = r.y, or two columns of
+// different value representations, INT = DOUBLE) into join keys, as Flink
+// does: both sides get the compared values, cast to their common type, as
+// extra columns at the end of their rows. It returns the extended inputs,
+// the condition over the extended joined row, and extra, the number of
+// columns added to the left side (0 when nothing changed). The caller
+// drops the extra columns after the join.
+func computedKeys(jc joinCondition, residual []expr.Expr, left, right *relation) (joinCondition, []expr.Expr, *relation, *relation, int, int) {
+	lw, rw := len(left.scope.cols), len(right.scope.cols)
+	var lextra, rextra []expr.Expr
+	var keep []expr.Expr
+	type pair struct {
+		l, r     int
+		nullSafe bool
+		cond     expr.Expr
+	}
+	var pairs []pair
+	for _, c := range residual {
+		name := expr.CallName(c)
+		args := expr.CallArgs(c)
+		if (name != "=" && name != "IS NOT DISTINCT FROM") || len(args) != 2 {
+			keep = append(keep, c)
+			continue
+		}
+		side := func(e expr.Expr) int { // 0 left, 1 right, -1 both or none
+			l, r := false, false
+			for _, i := range expr.UsesColumns(e) {
+				if i < lw {
+					l = true
+				} else {
+					r = true
+				}
+			}
+			switch {
+			case l && !r:
+				return 0
+			case r && !l:
+				return 1
+			}
+			return -1
+		}
+		a, b := args[0], args[1]
+		if side(a) == 1 && side(b) == 0 {
+			a, b = b, a
+		}
+		if side(a) != 0 || side(b) != 1 {
+			keep = append(keep, c)
+			continue
+		}
+		t, err := expr.LeastRestrictive(a.Type().WithoutTimeAttr(), b.Type().WithoutTimeAttr())
+		if err != nil {
+			keep = append(keep, c)
+			continue
+		}
+		ca, err1 := expr.CastIfNeeded(a, t.WithNullable(!a.Type().NotNull))
+		cb, err2 := expr.CastIfNeeded(b, t.WithNullable(!b.Type().NotNull))
+		if err1 != nil || err2 != nil {
+			keep = append(keep, c)
+			continue
+		}
+		lextra = append(lextra, ca)
+		rextra = append(rextra, expr.ShiftColumns(cb, -lw, nil))
+		pairs = append(pairs, pair{l: lw + len(lextra) - 1, r: rw + len(rextra) - 1, nullSafe: name == "IS NOT DISTINCT FROM", cond: c})
+	}
+	if len(pairs) == 0 {
+		return jc, residual, left, right, 0, 0
+	}
+	extend := func(rel *relation, extra []expr.Expr) *relation {
+		in := rel.node.Schema()
+		proj := make([]expr.Expr, 0, len(in)+len(extra))
+		out := append(types.Schema(nil), in...)
+		sc := &scope{cols: append([]scopeColumn(nil), rel.scope.cols...)}
+		for i, c := range in {
+			proj = append(proj, expr.Column(i, c.Name, c.Type))
+		}
+		for _, x := range extra {
+			name := "$f" + itoa(len(proj))
+			proj = append(proj, x)
+			out = append(out, types.Column{Name: name, Type: x.Type()})
+			sc.cols = append(sc.cols, scopeColumn{Name: name, Type: x.Type()})
+		}
+		return &relation{node: newCalc(rel.node, proj, nil, out), scope: sc}
+	}
+	el := len(lextra)
+	// Conditions over the joined row: right columns move by el.
+	shift := func(e expr.Expr) expr.Expr {
+		return expr.MapColumns(e, func(c *expr.ColumnRef) expr.Expr {
+			if c.Index >= lw {
+				return expr.Column(c.Index+el, c.Name, c.T)
+			}
+			return c
+		})
+	}
+	for i := range jc.Equi {
+		jc.Equi[i] = shift(jc.Equi[i])
+	}
+	for _, p := range pairs {
+		jc.LeftKeys = append(jc.LeftKeys, p.l)
+		jc.RightKeys = append(jc.RightKeys, p.r)
+		jc.NullSafe = append(jc.NullSafe, p.nullSafe)
+		jc.Equi = append(jc.Equi, shift(p.cond))
+	}
+	rest := make([]expr.Expr, len(keep))
+	for i, c := range keep {
+		rest[i] = shift(c)
+	}
+	jc.Residual = rest
+	return jc, rest, extend(left, lextra), extend(right, rextra), el, len(rextra)
+}
+
+// dropColumns projects the columns [from, from+n) out of rel (the extra
+// key columns of computedKeys).
+func dropColumns(rel *relation, spans ...[2]int) *relation {
+	in := rel.node.Schema()
+	var proj []expr.Expr
+	var out types.Schema
+	sc := &scope{}
+	for i, c := range in {
+		dropped := false
+		for _, s := range spans {
+			if i >= s[0] && i < s[0]+s[1] {
+				dropped = true
+			}
+		}
+		if dropped {
+			continue
+		}
+		proj = append(proj, expr.Column(i, c.Name, c.Type))
+		out = append(out, c)
+		sc.cols = append(sc.cols, rel.scope.cols[i])
+	}
+	return &relation{node: newCalc(rel.node, proj, nil, out), scope: sc}
+}
