@@ -41,6 +41,11 @@ func windowOf(n Node) (w *WindowTVFNode, start, end int, ok bool) {
 	case *WindowTVFNode:
 		in := len(x.inputs[0].Schema())
 		return x, in, in + 1, true
+	case *WindowAggNode:
+		// [keys..., aggregates..., window_start, window_end, window_time]:
+		// a window join may follow a window aggregation, as in Flink.
+		s := len(x.KeyCols) + len(x.Aggs)
+		return &WindowTVFNode{Window: x.Window, WindowFn: x.WindowFn}, s, s + 1, true
 	case *CalcNode:
 		w, s, e, ok := windowOf(x.inputs[0])
 		if !ok || x.Project == nil {
