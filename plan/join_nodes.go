@@ -7,7 +7,6 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/join"
 	"github.com/flinksql/flinksql/sql/expr"
-	"github.com/flinksql/flinksql/types"
 )
 
 // JoinNode is a regular join of its two inputs (both hash-partitioned by
@@ -131,5 +130,3 @@ type internalError string
 func (e internalError) Error() string { return "internal error: " + string(e) }
 
 func errInternal(msg string) error { return internalError(msg) }
-
-var _ = types.InsertOnly
