@@ -141,3 +141,54 @@ func BenchmarkIntervalJoin(b *testing.B) {
 	b.StopTimer()
 	reportPerCore(b, cpu0)
 }
+
+// BenchmarkRegularJoinUniqueKeys: two streams keyed by their join key (a
+// unique key, e.g. two CDC tables joined on their primary key) over
+// 100 000 keys; each row replaces its side's row of the key and joins the
+// other side's, so the state stays at one row per key and side.
+func BenchmarkRegularJoinUniqueKeys(b *testing.B) {
+	op, err := NewRegular(RegularSpec{
+		Type:  Inner,
+		Left:  Side{Width: 3, Keys: []int{0}, Spec: JoinKeyContainsUniqueKey, UniqueKey: []int{0}},
+		Right: Side{Width: 3, Keys: []int{0}, Spec: JoinKeyContainsUniqueKey, UniqueKey: []int{0}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	openBench(b, op)
+	out := &discard{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	batches := [2]*types.Batch{types.NewBatch(3, types.DefaultBatchSize), types.NewBatch(3, types.DefaultBatchSize)}
+	for _, bt := range batches {
+		for range bt.Cap() {
+			bt.Append(types.Insert)
+		}
+	}
+	fill := func(side int, bt *types.Batch, seq int) {
+		for i, r := range bt.Rows {
+			r[0], r[1], r[2] = types.Int(int64(rng.IntN(benchKeys))), types.Int(int64(seq+i)), types.Int(int64(side))
+		}
+	}
+	for warm := 0; warm < 2*benchKeys; warm += 2 * batches[0].Len() {
+		for side, bt := range batches {
+			fill(side, bt, warm)
+			if err := op.ProcessBatch(side, bt, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	for done := 0; done < b.N; {
+		for side, bt := range batches {
+			fill(side, bt, done)
+			if err := op.ProcessBatch(side, bt, out); err != nil {
+				b.Fatal(err)
+			}
+			done += bt.Len()
+		}
+	}
+	b.StopTimer()
+	reportPerCore(b, cpu0)
+}
