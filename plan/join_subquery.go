@@ -174,6 +174,16 @@ func (pc *planContext) planSemiAnti(typ join.Type, left, right *relation, conds 
 		residual = append(residual, jc.LeftOnly...)
 	}
 	right = filterRelation(right, jc.RightOnly)
+	// Two window TVFs on window_start and window_end: a window semi or
+	// anti join, emitted when the window fires.
+	if rel, ok, err := pc.planWindowJoin(nil, typ, left, right, jc, residual); err != nil {
+		return nil, err
+	} else if ok {
+		wj := rel.node.(*WindowJoinNode)
+		wj.schema = wj.schema[:lw]
+		sc := &scope{cols: append([]scopeColumn(nil), rel.scope.cols[:lw]...)}
+		return &relation{node: wj, scope: sc}, nil
+	}
 	all := joinScope(left.scope, right.scope, join.Inner)
 	names := make([]string, len(all.cols))
 	for i, c := range all.cols {

@@ -26,7 +26,8 @@ type WindowSpec struct {
 // Rows are kept per key and window until the watermark reaches the
 // window's end - 1 ms; then the window's rows of both sides are joined and
 // forgotten: inner pairs, and on an outer join the rows of the outer
-// side(s) without a match, padded with NULLs. A row of a window that has
+// side(s) without a match, padded with NULLs; a semi (anti) join emits
+// the left rows with (without) a match. A row of a window that has
 // already fired is late: it is dropped and counted. The output is
 // insert-only and the watermark passes unchanged.
 func NewWindow(spec WindowSpec) (exec.Operator, error) {
@@ -149,8 +150,11 @@ func (j *windowJoin) Open(ctx *exec.OperatorContext) error {
 	}
 	j.ctx = ctx
 	w := j.widths[0] + j.widths[1]
-	j.out = types.NewBatch(w, 0)
 	j.joined = make(types.Row, w)
+	if j.spec.Type.semiAnti() {
+		w = j.widths[0]
+	}
+	j.out = types.NewBatch(w, 0)
 	return nil
 }
 
@@ -169,7 +173,9 @@ func (j *windowJoin) flush(out exec.Output) error {
 func (j *windowJoin) emit(l, r types.Row, out exec.Output) error {
 	row := j.out.Append(types.Insert)
 	copy(row, l)
-	copy(row[j.widths[0]:], r)
+	if !j.spec.Type.semiAnti() {
+		copy(row[j.widths[0]:], r)
+	}
 	if j.out.Full() {
 		return j.flush(out)
 	}
@@ -207,7 +213,9 @@ func (j *windowJoin) add(input int, row types.Row) error {
 		return nil
 	}
 	nullKey := hasNullKey(row, j.keys[input], j.spec.NullSafe)
-	outerSide := (input == 0 && j.spec.Type.leftOuter()) || (input == 1 && j.spec.Type.rightOuter())
+	// A row of an outer side, or a left row of an anti join, shows
+	// without a match.
+	outerSide := (input == 0 && (j.spec.Type.leftOuter() || j.spec.Type == Anti)) || (input == 1 && j.spec.Type.rightOuter())
 	if nullKey && !outerSide {
 		return nil // matches nothing, shown nowhere
 	}
@@ -375,9 +383,20 @@ func (j *windowJoin) fireWindow(kg int, key, endBytes []byte, out exec.Output) e
 			}
 			found = true
 			j.matched[ri] = true
+			if j.spec.Type.semiAnti() {
+				break // one match decides
+			}
 			if err := j.emit(l, r, out); err != nil {
 				return err
 			}
+		}
+		if j.spec.Type.semiAnti() {
+			if found == (j.spec.Type == Semi) {
+				if err := j.emit(l, nil, out); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		if !found && j.spec.Type.leftOuter() {
 			if err := j.emit(l, nil, out); err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -83,4 +84,23 @@ func TestWindowJoinLeftResidual(t *testing.T) {
 		"+I(a, 5, 5000, a, 14, 5000)",
 		"WM(4999)",
 	)
+}
+
+// Window semi and anti joins emit left rows only, when the window fires:
+// a 1 has a's right rows in [0, 5000), b 2 none; the NULL key none.
+func TestWindowSemiAntiJoin(t *testing.T) {
+	script := []step{
+		left(ins("a", 1, 5000*ms), ins("a", 1, 5000*ms), ins("b", 2, 5000*ms), ins(nil, 3, 5000*ms)),
+		right(ins("a", 10, 5000*ms), ins("a", 11, 5000*ms), ins("b", 12, 10000*ms)),
+		wm(4999),
+	}
+	got := run(t, windowBuild(Semi, nil), 0, script...)
+	optest.Expect(t, "semi", got, "+I(a, 1, 5000)", "+I(a, 1, 5000)", "WM(4999)")
+	checkRestores(t, windowBuild(Semi, nil), 0, script, 0, got...)
+	got = run(t, windowBuild(Anti, nil), 0, script...)
+	// b and NULL fire in key-group order; both are emitted.
+	if len(got) != 3 || got[2] != "WM(4999)" || !(got[0] == "+I(b, 2, 5000)" && got[1] == "+I(NULL, 3, 5000)" || got[1] == "+I(b, 2, 5000)" && got[0] == "+I(NULL, 3, 5000)") {
+		t.Errorf("anti: got %v", got)
+	}
+	checkRestores(t, windowBuild(Anti, nil), 0, script, 0, got...)
 }
