@@ -216,8 +216,13 @@ func (pc *planContext) planSemiAnti(typ join.Type, left, right *relation, conds 
 	// Left rows pass with their kinds; a right row that adds or removes a
 	// left row's last match inserts or deletes it.
 	n.mode = left.node.Mode()
-	if typ == join.Anti || updating(right.node.Mode()) {
+	if rm := right.node.Mode(); typ == join.Anti || updating(rm) {
 		n.mode.Insert, n.mode.Delete = true, true
+		if typ == join.Semi {
+			// The right row's kind shows or hides a left row.
+			n.mode.UpdateBefore = n.mode.UpdateBefore || rm.UpdateBefore
+			n.mode.UpdateAfter = n.mode.UpdateAfter || rm.UpdateAfter
+		}
 	}
 	sc := &scope{cols: make([]scopeColumn, lw)}
 	for i, c := range left.scope.cols {

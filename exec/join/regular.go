@@ -632,13 +632,15 @@ func (j *regular) processSemiAnti(input int, row types.Row, kind types.RowKind, 
 		m := &j.matches[i]
 		var show types.RowKind
 		changes := false
+		// As Flink: a semi join shows or hides the left row with the right
+		// row's kind (+I/+U, -D/-U); an anti join deletes or inserts it.
 		if accumulate && m.assoc == 0 {
-			changes, show = true, types.Insert
+			changes, show = true, kind
 			if anti {
 				show = types.Delete
 			}
 		} else if !accumulate && m.assoc == 1 {
-			changes, show = true, types.Delete
+			changes, show = true, kind
 			if anti {
 				show = types.Insert
 			}

@@ -251,3 +251,16 @@ func TestAntiJoin(t *testing.T) {
 		"-D(b, 2)",
 	)
 }
+
+// A semi join over an updating right side shows and hides left rows with
+// the right row's kind, as Flink's StreamingSemiAntiJoinOperator does.
+func TestSemiJoinUpdatingRight(t *testing.T) {
+	script := []step{
+		left(ins("a", 1)),
+		right(ua("a", 10)),
+		right(ub("a", 10)),
+		right(ins("a", 11)),
+	}
+	checkRestores(t, regularBuild(Semi, nil, NoUniqueKey, NoUniqueKey), 0, script, 0,
+		"+U(a, 1)", "-U(a, 1)", "+I(a, 1)")
+}
