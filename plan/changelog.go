@@ -81,6 +81,8 @@ func resolveChangelog(n Node, needUB bool) {
 			resolveChangelog(in, needUB)
 		}
 		x.mode = unionMode(x.inputs)
+	case *JoinNode:
+		resolveJoinChangelog(x)
 	default:
 		// Sources and insert-only operators (windows, sort).
 		for _, in := range n.Inputs() {
@@ -134,6 +136,8 @@ func upsertKey(n Node) ([]int, bool) {
 		return k, true
 	case *ExchangeNode:
 		return upsertKey(x.inputs[0])
+	case *JoinNode:
+		return joinUpsertKey(x)
 	case *CalcNode:
 		k, ok := upsertKey(x.inputs[0])
 		if !ok || x.Project == nil {

@@ -182,6 +182,12 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		}), nil
 	case *SetOpNode:
 		return gb.setOpVertex(x)
+	case *JoinNode:
+		return gb.buildJoin(x)
+	case *IntervalJoinNode:
+		return gb.buildIntervalJoin(x)
+	case *WindowJoinNode:
+		return gb.buildWindowJoin(x)
 	case *UnionNode:
 		par := gb.p.cfg.Parallelism
 		var inputs []exec.Input

@@ -32,6 +32,9 @@ type planContext struct {
 	// the view was created in: its one-part names resolve there, not in the
 	// session's current database (Flink stores a view's query expanded).
 	viewDB *catalog.Identifier
+	// ttlHints are the STATE_TTL hints of the SELECT whose joins are
+	// being planned (join_hints.go).
+	ttlHints *stateTTLHints
 }
 
 // qualifyName resolves a table name, inside a view relative to the view's
@@ -382,6 +385,13 @@ func (pc *planContext) planTableName(n parser.Node, name []string, env *cteEnv, 
 
 // planSelect plans one SELECT block.
 func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, error) {
+	hints, err := queryHints(s)
+	if err != nil {
+		return nil, err
+	}
+	outerHints := pc.ttlHints
+	pc.ttlHints = hints
+	defer func() { pc.ttlHints = outerHints }()
 	var from *relation
 	if s.From == nil {
 		// SELECT without FROM reads one empty row.
@@ -389,11 +399,20 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 		v.schema, v.mode = types.Schema{}, types.InsertOnly
 		from = &relation{node: v, scope: &scope{}}
 	} else {
-		r, err := pc.planFrom(s.From, env)
+		// A WHERE over inner joins becomes their conditions (join.go).
+		r, rest, err := pc.planFromWhere(s.From, s.Where, env)
 		if err != nil {
 			return nil, err
 		}
 		from = r
+		if rest != s.Where {
+			w := *s
+			w.Where = rest
+			s = &w
+		}
+	}
+	if err := hints.checkUsed(s); err != nil {
+		return nil, err
 	}
 	if len(s.Windows) > 0 {
 		return nil, unsupportedAt(s.Windows[0], "the WINDOW clause is not supported yet")
@@ -482,6 +501,11 @@ func isIdentity(proj []expr.Expr, in, out types.Schema) bool {
 		return false
 	}
 	for i, x := range proj {
+		// A reference to a join's column prints its name in the join's
+		// scope (id), the join's row names it uniquely (id0).
+		if ref, ok := x.(*expr.ColumnRef); ok && ref.Index == i && out[i].Name == in[i].Name && x.Type().Equal(in[i].Type) {
+			continue
+		}
 		if x.String() != in[i].Name || out[i].Name != in[i].Name || !x.Type().Equal(in[i].Type) {
 			return false
 		}

@@ -180,9 +180,13 @@ func (p *parser) parseValues() (*Values, error) {
 func (p *parser) parseSelect() (*Select, error) {
 	s := &Select{At: At{p.advance().pos}} // SELECT
 	if p.isOp("/*+") {
-		// Query hints (STATE_TTL, join hints) would change how the query
-		// runs; refusing them beats ignoring them.
-		return nil, p.errAt(p.cur().pos, "Query hints (/*+ ... */ after SELECT) are not supported yet")
+		// Query hints; the planner applies the ones it implements and
+		// refuses the others.
+		hints, err := p.parseHints()
+		if err != nil {
+			return nil, err
+		}
+		s.Hints = hints
 	}
 	if p.isKw("DISTINCT") {
 		p.advance()

@@ -334,9 +334,11 @@ func (s *MapState[K, V]) scan(ns []byte, from *K, reverse bool, fn func(uk K, v 
 	}
 	var fromKey []byte
 	if from != nil {
-		fromKey = s.kc.Append(bucket[len(bucket):], *from)
-		s.b.scratch = bucket[:len(bucket)+len(fromKey)]
-		fromKey = s.b.scratch[len(bucket):]
+		// Append after the bucket in the scratch buffer, which may have to
+		// grow (a from key longer than its spare capacity).
+		k := s.kc.Append(bucket, *from)
+		s.b.scratch = k
+		bucket, fromKey = k[:len(bucket):len(bucket)], k[len(bucket):]
 	}
 	var now int64
 	if s.ttl > 0 {

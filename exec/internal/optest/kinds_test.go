@@ -72,7 +72,7 @@ var notPlanned = map[string]string{
 func operatorTypes(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, dir := range []string{"exec", "exec/window", "exec/rank", "exec/groupagg"} {
+	for _, dir := range []string{"exec", "exec/window", "exec/rank", "exec/groupagg", "exec/join"} {
 		pkgs, err := parser.ParseDir(token.NewFileSet(), "../../../"+dir, func(fi fs.FileInfo) bool {
 			return !strings.HasSuffix(fi.Name(), "_test.go")
 		}, 0)
@@ -302,6 +302,61 @@ x,7
 		// The NULL bidder of more is dropped (DROP in these tests).
 		script: []pstep{read(1, 1), read(0, 3), read(1, 1), read(0, 1), end()},
 		want:   []string{"+I(x, 7)", "+I(a, 3)", "+I(d, 4)"},
+	},
+	{
+		name: "regular join",
+		ddl: `CREATE TABLE names (bidder STRING, name STRING) WITH ('connector' = 'values', 'data' = '
+a,Ann
+b,Bob
+');`,
+		query: "SELECT b.bidder, b.price, n.name FROM bids b LEFT JOIN names n ON b.bidder = n.bidder",
+		// Source 0 is bids, 1 names. b 2 comes before Bob: padded, then
+		// retracted when Bob arrives; d has no name.
+		script: []pstep{read(1, 1), read(0, 1), read(0, 1), read(1, 1), read(0, 2), end()},
+		want:   []string{"+I(a, 1, Ann)", "+I(b, 2, NULL)", "-D(b, 2, NULL)", "+I(b, 2, Bob)", "+I(a, 3, Ann)", "+I(d, 4, NULL)"},
+	},
+	{
+		name: "semi join",
+		ddl: `CREATE TABLE names (bidder STRING, name STRING) WITH ('connector' = 'values', 'data' = '
+b,Bob
+d,Dan
+');`,
+		query: "SELECT bidder, price FROM bids WHERE bidder NOT IN (SELECT bidder FROM names)",
+		// NOT IN over nullable columns: one task, a NULL-aware anti join.
+		// a 1 and a 3 match no name; Bob arrives before b 2 and Dan
+		// before d 4, so neither is ever shown.
+		script: []pstep{read(0, 1), read(1, 1), read(0, 2), read(1, 1), read(0, 1), end()},
+		want:   []string{"+I(a, 1)", "+I(a, 3)"},
+	},
+	{
+		name: "interval join",
+		ddl: `CREATE TABLE asks (bidder STRING, price INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = 'values', 'data' = '
+a,10,2024-01-01 00:00:02
+b,20,2024-01-01 00:00:03
+a,30,2024-01-01 00:00:13
+d,40,2024-01-01 00:00:30
+');`,
+		query: `SELECT b.bidder, b.price, a.price FROM bids b LEFT JOIN asks a
+  ON b.bidder = a.bidder AND b.ts BETWEEN a.ts - INTERVAL '5' SECOND AND a.ts + INTERVAL '5' SECOND`,
+		// a1@1s-a10@2s, b2@2s-b20@3s, a3@12s-a30@13s match; d4@14s is
+		// 16 s before d40: padded when the end expires it.
+		script: []pstep{read(1, 2), read(0, 2), wm(0, sec(12)), wm(1, sec(3)), read(0, 1), read(1, 1), read(0, 1), read(1, 1), end()},
+		want:   []string{"+I(a, 1, 10)", "+I(b, 2, 20)", "+I(a, 3, 30)", "+I(d, 4, NULL)"},
+	},
+	{
+		name: "window join",
+		ddl: `CREATE TABLE asks (bidder STRING, price INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = 'values', 'data' = '
+a,10,2024-01-01 00:00:02
+a,30,2024-01-01 00:00:13
+d,40,2024-01-01 00:00:30
+');`,
+		query: `SELECT L.bidder, L.price, R.price FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) L
+  JOIN TABLE(TUMBLE(TABLE asks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) R
+  ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.bidder = R.bidder`,
+		// [0s, 10s): a1·a10 (b2 alone) fires at 12 s; [10s, 20s): a3·a30
+		// at the end; d4 and d40 are in different windows.
+		script: []pstep{read(0, 2), read(1, 1), wm(0, sec(12)), wm(1, sec(12)), read(0, 2), read(1, 2), end()},
+		want:   []string{"+I(a, 1, 10)", "+I(a, 3, 30)"},
 	},
 	{
 		name:   "values",

@@ -1,0 +1,266 @@
+package join
+
+import (
+	"testing"
+	"time"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/optest"
+	"github.com/flinksql/flinksql/types"
+)
+
+// Left rows are (id, lv), right rows (id, rv) unless a test says
+// otherwise; the join key is id on both sides.
+func regularBuild(typ Type, residual exec.Predicate, lspec, rspec InputSpec) func() (exec.Operator, error) {
+	return func() (exec.Operator, error) {
+		return NewRegular(RegularSpec{
+			Type:     typ,
+			Left:     Side{Width: 2, Keys: []int{0}, Spec: lspec},
+			Right:    Side{Width: 2, Keys: []int{0}, Spec: rspec},
+			Residual: residual,
+		})
+	}
+}
+
+// Inner join of insert-only inputs: every pair of rows with equal keys,
+// once per copy; a NULL key matches nothing; a retraction retracts every
+// pair it was part of, with its own kind.
+func TestInnerJoin(t *testing.T) {
+	script := []step{
+		left(ins("a", 1)),
+		right(ins("a", 10)),
+		left(ins("a", 2)),
+		right(ins("b", 20)),
+		left(ins("a", 1)),
+		// Stored left rows iterate in the order of their bytes: (a, 1) twice, then (a, 2).
+		right(ins("a", 11)),
+		left(ins(nil, 5)),
+		right(ins(nil, 5)),
+		right(del("a", 10)),
+	}
+	want := []string{
+		"+I(a, 1, a, 10)",
+		"+I(a, 2, a, 10)",
+		"+I(a, 1, a, 10)",
+		"+I(a, 1, a, 11)", "+I(a, 1, a, 11)", "+I(a, 2, a, 11)",
+		"-D(a, 1, a, 10)", "-D(a, 1, a, 10)", "-D(a, 2, a, 10)",
+	}
+	checkRestores(t, regularBuild(Inner, nil, NoUniqueKey, NoUniqueKey), 0, script, 0, want...)
+}
+
+// Left outer join: a left row without a match is emitted padded; the
+// first match retracts the padded row, the last match leaving brings it
+// back. Right rows are never padded.
+func TestLeftOuterJoin(t *testing.T) {
+	script := []step{
+		left(ins("a", 1)),
+		right(ins("a", 10)),
+		right(ins("a", 11)),
+		right(ins("b", 1)),
+		left(ins(nil, 7)),
+		right(del("a", 10)),
+		right(del("a", 11)),
+		left(del("a", 1)),
+		left(del(nil, 7)),
+	}
+	want := []string{
+		"+I(a, 1, NULL, NULL)",
+		"-D(a, 1, NULL, NULL)", "+I(a, 1, a, 10)",
+		"+I(a, 1, a, 11)",
+		"+I(NULL, 7, NULL, NULL)",
+		"-D(a, 1, a, 10)",
+		"-D(a, 1, a, 11)", "+I(a, 1, NULL, NULL)",
+		"-D(a, 1, NULL, NULL)",
+		"-D(NULL, 7, NULL, NULL)",
+	}
+	checkRestores(t, regularBuild(LeftOuter, nil, NoUniqueKey, NoUniqueKey), 0, script, 0, want...)
+}
+
+// Right outer join is the mirror image: right rows are padded on the left.
+func TestRightOuterJoin(t *testing.T) {
+	script := []step{
+		right(ins("a", 10)),
+		left(ins("a", 1)),
+		left(del("a", 1)),
+	}
+	want := []string{
+		"+I(NULL, NULL, a, 10)",
+		"-D(NULL, NULL, a, 10)", "+I(a, 1, a, 10)",
+		"-D(a, 1, a, 10)", "+I(NULL, NULL, a, 10)",
+	}
+	checkRestores(t, regularBuild(RightOuter, nil, NoUniqueKey, NoUniqueKey), 0, script, 0, want...)
+}
+
+// Full outer join with a residual condition lv < rv: rows of equal keys
+// that fail it do not match, so both stay padded.
+func TestFullOuterJoinResidual(t *testing.T) {
+	lt := predicate(func(r types.Row) bool { return r[1].N < r[3].N })
+	script := []step{
+		left(ins("a", 1)),
+		right(ins("a", 0)),
+		right(ins("a", 5)),
+		left(ins("a", 3)),
+		right(del("a", 5)),
+	}
+	want := []string{
+		"+I(a, 1, NULL, NULL)",
+		"+I(NULL, NULL, a, 0)",
+		"-D(a, 1, NULL, NULL)", "+I(a, 1, a, 5)",
+		"+I(a, 3, a, 5)",
+		"-D(a, 1, a, 5)", "-D(a, 3, a, 5)", "+I(a, 1, NULL, NULL)", "+I(a, 3, NULL, NULL)",
+	}
+	checkRestores(t, regularBuild(FullOuter, lt, NoUniqueKey, NoUniqueKey), 0, script, 0, want...)
+}
+
+// Updating inputs with unique keys: the left side's unique key is its
+// join key (one value per key), the right side's is rid (a map by rid).
+// An inner join passes the input's kinds through.
+func TestInnerJoinUpdatingUniqueKeys(t *testing.T) {
+	build := func() (exec.Operator, error) {
+		return NewRegular(RegularSpec{
+			Type:  Inner,
+			Left:  Side{Width: 2, Keys: []int{0}, Spec: JoinKeyContainsUniqueKey, UniqueKey: []int{0}},
+			Right: Side{Width: 3, Keys: []int{0}, Spec: HasUniqueKey, UniqueKey: []int{1}},
+		})
+	}
+	script := []step{
+		left(ins("a", 1)),
+		right(ins("a", "r1", 10)),
+		right(ub("a", "r1", 10)),
+		right(ua("a", "r1", 20)),
+		right(ins("a", "r2", 30)),
+		left(ub("a", 1)),
+		left(ua("a", 2)),
+		right(del("a", "r1", 20)),
+	}
+	want := []string{
+		"+I(a, 1, a, r1, 10)",
+		"-U(a, 1, a, r1, 10)",
+		"+U(a, 1, a, r1, 20)",
+		"+I(a, 1, a, r2, 30)",
+		"-U(a, 1, a, r1, 20)", "-U(a, 1, a, r2, 30)",
+		"+U(a, 2, a, r1, 20)", "+U(a, 2, a, r2, 30)",
+		"-D(a, 2, a, r1, 20)",
+	}
+	checkRestores(t, build, 0, script, 0, want...)
+}
+
+// An outer side with a unique key keeps its match counts next to the row.
+func TestLeftOuterJoinUniqueKeys(t *testing.T) {
+	build := func() (exec.Operator, error) {
+		return NewRegular(RegularSpec{
+			Type:  LeftOuter,
+			Left:  Side{Width: 2, Keys: []int{0}, Spec: JoinKeyContainsUniqueKey, UniqueKey: []int{0}},
+			Right: Side{Width: 3, Keys: []int{0}, Spec: HasUniqueKey, UniqueKey: []int{1}},
+		})
+	}
+	script := []step{
+		left(ins("a", 1)),
+		right(ins("a", "r1", 10)),
+		right(ins("a", "r2", 20)),
+		right(del("a", "r1", 10)),
+		right(ub("a", "r2", 20)),
+		right(ua("a", "r2", 21)),
+		right(del("a", "r2", 21)),
+	}
+	want := []string{
+		"+I(a, 1, NULL, NULL, NULL)",
+		"-D(a, 1, NULL, NULL, NULL)", "+I(a, 1, a, r1, 10)",
+		"+I(a, 1, a, r2, 20)",
+		"-D(a, 1, a, r1, 10)",
+		"-U(a, 1, a, r2, 20)", "+I(a, 1, NULL, NULL, NULL)",
+		"-D(a, 1, NULL, NULL, NULL)", "+I(a, 1, a, r2, 21)",
+		"-D(a, 1, a, r2, 21)", "+I(a, 1, NULL, NULL, NULL)",
+	}
+	checkRestores(t, build, 0, script, 0, want...)
+}
+
+// A side's rows are forgotten STATE_TTL after they were written; the
+// other side's (no TTL) are kept.
+func TestRegularJoinStateTTL(t *testing.T) {
+	build := func() (exec.Operator, error) {
+		return NewRegular(RegularSpec{
+			Type:  Inner,
+			Left:  Side{Width: 2, Keys: []int{0}, TTL: time.Second},
+			Right: Side{Width: 2, Keys: []int{0}},
+		})
+	}
+	script := []step{
+		left(ins("a", 1)),
+		clock(1500),
+		right(ins("a", 10)),
+		left(ins("a", 2)),
+	}
+	checkRestores(t, build, 1, script, 0, "+I(a, 2, a, 10)")
+}
+
+func TestRegularJoinRefusesBadSpecs(t *testing.T) {
+	if _, err := NewRegular(RegularSpec{Left: Side{Width: 1, Keys: []int{0}}, Right: Side{Width: 1}}); err == nil {
+		t.Error("keys of different lengths accepted")
+	}
+	if _, err := NewRegular(RegularSpec{Left: Side{Width: 1, Keys: []int{1}}, Right: Side{Width: 1, Keys: []int{0}}}); err == nil {
+		t.Error("a key column out of range accepted")
+	}
+	op, _ := NewRegular(RegularSpec{Left: Side{Width: 2, Keys: []int{0}}, Right: Side{Width: 2, Keys: []int{0}}})
+	got := run(t, func() (exec.Operator, error) { return op, nil }, 0)
+	optest.Expect(t, "nothing", got)
+	if err := op.ProcessBatch(0, batchOf(t, ins("a")), newCollector()); err == nil {
+		t.Error("a row of the wrong width accepted")
+	}
+}
+
+// Semi join (IN / EXISTS): a left row is emitted once it has a match and
+// retracted when its last match goes; copies count.
+func TestSemiJoin(t *testing.T) {
+	script := []step{
+		left(ins("a", 1)),
+		left(ins("b", 2), ins(nil, 3)),
+		right(ins("a", 10)),
+		right(ins("a", 11)),
+		left(ins("a", 4)),
+		right(ins(nil, 12)),
+		right(del("a", 10)),
+		right(del("a", 11)),
+		left(del("a", 1)),
+	}
+	checkRestores(t, regularBuild(Semi, nil, NoUniqueKey, NoUniqueKey), 0, script, 0,
+		"+I(a, 1)",
+		"+I(a, 4)",
+		"-D(a, 1)", "-D(a, 4)",
+	)
+}
+
+// Anti join (NOT EXISTS): a left row is emitted while it has no match; a
+// NULL key never matches, so it is always shown.
+func TestAntiJoin(t *testing.T) {
+	script := []step{
+		left(ins("a", 1)),
+		left(ins("b", 2), ins(nil, 3)),
+		right(ins("a", 10)),
+		right(ins("a", 11)),
+		left(ins("a", 4)),
+		right(del("a", 10)),
+		right(del("a", 11)),
+		left(del("b", 2)),
+	}
+	checkRestores(t, regularBuild(Anti, nil, NoUniqueKey, NoUniqueKey), 0, script, 0,
+		"+I(a, 1)",
+		"+I(b, 2)", "+I(NULL, 3)",
+		"-D(a, 1)",
+		"+I(a, 1)", "+I(a, 4)",
+		"-D(b, 2)",
+	)
+}
+
+// A semi join over an updating right side shows and hides left rows with
+// the right row's kind, as Flink's StreamingSemiAntiJoinOperator does.
+func TestSemiJoinUpdatingRight(t *testing.T) {
+	script := []step{
+		left(ins("a", 1)),
+		right(ua("a", 10)),
+		right(ub("a", 10)),
+		right(ins("a", 11)),
+	}
+	checkRestores(t, regularBuild(Semi, nil, NoUniqueKey, NoUniqueKey), 0, script, 0,
+		"+U(a, 1)", "-U(a, 1)", "+I(a, 1)")
+}
