@@ -76,6 +76,9 @@ func resolveChangelog(n Node, needUB bool) {
 			resolveChangelog(in, needUB)
 		}
 		x.mode = unionMode(x.inputs)
+	case changeForwarder:
+		resolveChangelog(x.Inputs()[0], needUB)
+		x.forwardChanges(x.Inputs()[0].Mode())
 	default:
 		// Sources and insert-only operators (windows, sort).
 		for _, in := range n.Inputs() {

@@ -180,6 +180,12 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
 			return window.NewTableFunction(spec, width)
 		}), nil
+	case *LookupJoinNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		return appendOp(v, x.Describe(), gb.lookupOp(x)), nil
 	case *UnionNode:
 		par := gb.p.cfg.Parallelism
 		var inputs []exec.Input

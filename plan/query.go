@@ -28,6 +28,8 @@ type planContext struct {
 	depth int
 	// tvfs records the window TVFs planned so far.
 	tvfs []tvfRecord
+	// hints are the query hints of the SELECT being planned (temporal.go).
+	hints *queryHints
 }
 
 func (p *Planner) newPlanContext() *planContext {
@@ -366,6 +368,10 @@ func (pc *planContext) planTableName(n parser.Node, name []string, env *cteEnv, 
 // planSelect plans one SELECT block.
 func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, error) {
 	var from *relation
+	restoreHints, err := pc.pushQueryHints(s.Hints)
+	if err != nil {
+		return nil, err
+	}
 	if s.From == nil {
 		// SELECT without FROM reads one empty row.
 		v := &ValuesNode{Rows: [][]expr.Expr{{}}}
@@ -374,9 +380,13 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 	} else {
 		r, err := pc.planFrom(s.From, env)
 		if err != nil {
+			restoreHints()
 			return nil, err
 		}
 		from = r
+	}
+	if err := restoreHints(); err != nil {
+		return nil, err
 	}
 	if len(s.Windows) > 0 {
 		return nil, unsupportedAt(s.Windows[0], "the WINDOW clause is not supported yet")

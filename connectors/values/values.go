@@ -25,6 +25,7 @@ import (
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/lookup"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -59,7 +60,7 @@ func (*Factory) RequiredOptions() []string { return nil }
 // 'sink.parallelism' acts when the table is written; a table read from
 // 'data' may also be written, so both directions accept every option.
 func (*Factory) OptionalOptions() []string {
-	return []string{OptData, OptChangelogMode, OptBounded, OptSinkParallelism}
+	return append([]string{OptData, OptChangelogMode, OptBounded, OptSinkParallelism, OptAsync}, connectors.LookupCacheOptions...)
 }
 
 // Source is a configured values table.
@@ -69,6 +70,11 @@ type Source struct {
 	width   int
 	mode    types.ChangelogMode
 	bounded bool
+
+	// Lookup joins (lookup.go).
+	name, modeText string
+	cache          lookup.Cache
+	async          bool
 }
 
 // CreateSource implements connectors.SourceFactory.
@@ -91,6 +97,13 @@ func (f *Factory) CreateSource(tc *connectors.TableContext) (connectors.ScanSour
 		return nil, err
 	}
 	if s.mode, err = parseChangelogMode(opts.String(OptChangelogMode, "I")); err != nil {
+		return nil, err
+	}
+	s.name, s.modeText = name, opts.String(OptChangelogMode, "I")
+	if s.cache, err = connectors.LookupCacheFrom(tc, lookup.CacheNone, lookup.CacheNone, lookup.CachePartial, lookup.CacheFull); err != nil {
+		return nil, err
+	}
+	if s.async, err = opts.Bool(OptAsync, false); err != nil {
 		return nil, err
 	}
 	for _, c := range tc.Physical {

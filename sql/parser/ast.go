@@ -329,6 +329,7 @@ type SelectItem struct {
 // Select is a SELECT block.
 type Select struct {
 	At
+	Hints    []*Hint // query hints: /*+ … */ after SELECT
 	Distinct bool
 	Items    []*SelectItem
 	From     TableRef // nil when there is no FROM clause

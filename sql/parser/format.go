@@ -683,7 +683,9 @@ func writeQueryExpr(sb *writer, b QueryExpr, minPrec int) {
 }
 
 func writeSelect(sb *writer, s *Select) {
-	sb.WriteString("SELECT ")
+	sb.WriteString("SELECT")
+	writeHints(sb, s.Hints)
+	sb.WriteString(" ")
 	if s.Distinct {
 		sb.WriteString("DISTINCT ")
 	}

@@ -180,9 +180,12 @@ func (p *parser) parseValues() (*Values, error) {
 func (p *parser) parseSelect() (*Select, error) {
 	s := &Select{At: At{p.advance().pos}} // SELECT
 	if p.isOp("/*+") {
-		// Query hints (STATE_TTL, join hints) would change how the query
-		// runs; refusing them beats ignoring them.
-		return nil, p.errAt(p.cur().pos, "Query hints (/*+ ... */ after SELECT) are not supported yet")
+		// Query hints (LOOKUP, STATE_TTL, join hints): the planner acts on
+		// the ones it knows and refuses the others.
+		var err error
+		if s.Hints, err = p.parseHints(); err != nil {
+			return nil, err
+		}
 	}
 	if p.isKw("DISTINCT") {
 		p.advance()
