@@ -70,12 +70,13 @@ func LookupCacheFrom(tc *TableContext, def lookup.CacheKind, allowed ...lookup.C
 	if err != nil {
 		return c, err
 	}
+	found := false
 	for _, k := range allowed {
 		if k.String() == kind {
-			c.Kind = k
+			c.Kind, found = k, true
 		}
 	}
-	if c.Kind.String() != kind {
+	if !found {
 		return c, fmt.Errorf("Invalid value for option '%s' of table %s: the connector supports [%s], but was: %s",
 			OptLookupCache, tc.Name, strings.Join(names, ", "), tc.Options[OptLookupCache])
 	}

@@ -132,7 +132,7 @@ func TestErrors(t *testing.T) {
 		{"bad mode", map[string]string{"data": "", "changelog-mode": "I,X"},
 			"Invalid value for option 'changelog-mode'. Expected a comma-separated list of [I, UB, UA, D], but was: I,X"},
 		{"unknown option", map[string]string{"data": "", "data-id": "1"},
-			"Unsupported options found for 'values'.\n\nUnsupported options:\n\ndata-id\n\nSupported options:\n\nbounded\nchangelog-mode\nconnector\ndata\n"},
+			"Unsupported options found for 'values'.\n\nUnsupported options:\n\ndata-id\n\nSupported options:\n\nasync\nbounded\nchangelog-mode\nconnector\ndata\nlookup.cache\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

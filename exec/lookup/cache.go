@@ -7,18 +7,33 @@ import (
 	"github.com/flinksql/flinksql/types"
 )
 
-// fullIndex is the full cache: every row of the table, chained by the hash
-// of its key columns. Rows with a NULL key column are left out: a NULL
-// never equals a key.
+// fullIndex is the full cache: every row of the table in one arena, and
+// an open-addressing table from key to the first of the key's rows, the
+// others chained in table order. A slot keeps the key's hash and, for a
+// key of one integer column, the integer itself, so that a probe touches
+// the slot array and then only the rows that match: a lookup is about two
+// cache misses however large the table is. Rows with a NULL key column are
+// left out: a NULL never equals a key.
 type fullIndex struct {
-	rows    []types.Row
 	keyCols []int
-	heads   map[uint64]int32 // hash → index+1 of the first row
-	next    []int32          // index+1 of the next row with the same hash
+	width   int
+	arena   []types.Value // row i is arena[i*width : (i+1)*width]
+	n       int
+	slots   []slot
+	mask    uint64
+	next    []int32 // index+1 of the next row with the same key
+	intKey  bool    // one key column, every key an integer
+	pending []types.Row
+}
+
+type slot struct {
+	h     uint64
+	k     int64 // the key, when intKey
+	first int32 // index+1 of the key's first row; 0: empty
 }
 
 func newFullIndex(keyCols []int) *fullIndex {
-	return &fullIndex{keyCols: keyCols, heads: map[uint64]int32{}}
+	return &fullIndex{keyCols: keyCols}
 }
 
 func (ix *fullIndex) add(r types.Row) {
@@ -27,47 +42,94 @@ func (ix *fullIndex) add(r types.Row) {
 			return
 		}
 	}
-	ix.rows = append(ix.rows, r)
+	ix.pending = append(ix.pending, r)
 }
 
-// build chains the rows added, each key's rows in the order they were
+func (ix *fullIndex) row(i int32) types.Row {
+	o := int(i) * ix.width
+	return types.Row(ix.arena[o : o+ix.width : o+ix.width])
+}
+
+// build indexes the rows added, each key's rows in the order they were
 // added (the table's order).
-func (ix *fullIndex) build() {
-	ix.next = make([]int32, len(ix.rows))
-	ix.heads = make(map[uint64]int32, len(ix.rows))
-	for i := len(ix.rows) - 1; i >= 0; i-- {
-		h := types.HashColumns(ix.rows[i], ix.keyCols)
-		ix.next[i] = ix.heads[h]
-		ix.heads[h] = int32(i + 1)
+func (ix *fullIndex) build(width int) {
+	ix.width, ix.n = width, len(ix.pending)
+	ix.arena = make([]types.Value, ix.n*width)
+	ix.intKey = len(ix.keyCols) == 1
+	for i, r := range ix.pending {
+		copy(ix.arena[i*width:(i+1)*width], r)
+		if r[ix.keyCols[0]].K != types.KindInt {
+			ix.intKey = false
+		}
 	}
-}
-
-// find calls fn with each row whose key columns equal key (hashed h).
-func (ix *fullIndex) find(h uint64, key types.Row, fn func(types.Row) error) error {
-	for i := ix.heads[h]; i != 0; i = ix.next[i-1] {
-		r := ix.rows[i-1]
-		if keyEquals(r, ix.keyCols, key) {
-			if err := fn(r); err != nil {
-				return err
+	ix.pending = nil
+	size := uint64(16)
+	for size < uint64(2*ix.n) {
+		size <<= 1
+	}
+	ix.slots, ix.mask = make([]slot, size), size-1
+	ix.next = make([]int32, ix.n)
+	last := map[int32]int32{} // first row → last row of a key, while building
+	for i := 0; i < ix.n; i++ {
+		r := ix.row(int32(i))
+		h := types.HashColumns(r, ix.keyCols)
+		s := ix.probe(h, r, ix.keyCols)
+		if s.first == 0 {
+			*s = slot{h: h, first: int32(i + 1)}
+			if ix.intKey {
+				s.k = r[ix.keyCols[0]].N
 			}
+			continue
 		}
+		tail := s.first
+		if t, ok := last[s.first]; ok {
+			tail = t
+		}
+		ix.next[tail-1] = int32(i + 1)
+		last[s.first] = int32(i + 1)
 	}
-	return nil
 }
 
-// has reports whether some row matches key.
-func (ix *fullIndex) has(h uint64, key types.Row) bool {
-	for i := ix.heads[h]; i != 0; i = ix.next[i-1] {
-		if keyEquals(ix.rows[i-1], ix.keyCols, key) {
-			return true
+// probe returns the slot of the key that key's columns keyCols hold (the
+// key row itself for a lookup: keyCols 0…n-1), or the empty slot where it
+// belongs.
+func (ix *fullIndex) probe(h uint64, key types.Row, keyCols []int) *slot {
+	for i := h & ix.mask; ; i = (i + 1) & ix.mask {
+		s := &ix.slots[i]
+		if s.first == 0 {
+			return s
+		}
+		if s.h != h {
+			continue
+		}
+		if ix.intKey {
+			if v := key[keyCols[0]]; v.K == types.KindInt && v.N == s.k {
+				return s
+			}
+			continue
+		}
+		if rowKeyEquals(ix.row(s.first-1), ix.keyCols, key, keyCols) {
+			return s
 		}
 	}
-	return false
 }
 
-func keyEquals(r types.Row, cols []int, key types.Row) bool {
+var identityCols = []int{0, 1, 2, 3, 4, 5, 6, 7}
+
+func (ix *fullIndex) lookupSlot(h uint64, key types.Row) *slot {
+	cols := identityCols
+	if len(key) > len(cols) {
+		cols = make([]int, len(key))
+		for i := range cols {
+			cols[i] = i
+		}
+	}
+	return ix.probe(h, key, cols[:len(key)])
+}
+
+func rowKeyEquals(r types.Row, cols []int, key types.Row, keyCols []int) bool {
 	for j, c := range cols {
-		a, b := r[c], key[j]
+		a, b := r[c], key[keyCols[j]]
 		if a.K == types.KindInt && b.K == types.KindInt {
 			if a.N != b.N {
 				return false

@@ -92,6 +92,7 @@ type join struct {
 	joined  types.Row
 	out     *types.Batch
 	results [][]types.Row // per input row of the batch (async)
+	firsts  []int32       // per input row: its first row in the full cache
 	done    chan int
 }
 
@@ -155,7 +156,7 @@ func (j *join) load(due int64) error {
 	if err != nil {
 		return fmt.Errorf("loading the full lookup cache of table %s: %w", j.spec.Table, err)
 	}
-	ix.build()
+	ix.build(j.spec.DimWidth)
 	j.full = ix
 	j.nextReload = nextReload(j.spec.Cache, start, j.now(), due)
 	return nil
@@ -281,33 +282,74 @@ func (j *join) keyOf(i int) (types.Row, bool) {
 	return k, true
 }
 
+// processFull joins a batch against the full cache in two passes: first
+// every row's key is found in the index, then the rows are joined. The
+// table is large and looked up at random, so each lookup is a cache miss;
+// a tight first pass lets the processor have the misses of many rows in
+// flight at once instead of one after the other.
 func (j *join) processFull(b *types.Batch, out exec.Output) error {
 	if err := j.maybeReload(); err != nil {
 		return err
 	}
-	for i, r := range b.Rows {
+	n := b.Len()
+	if cap(j.firsts) < n {
+		j.firsts = make([]int32, n)
+	}
+	firsts := j.firsts[:n]
+	ix := j.full
+	for i := range firsts {
 		key, ok := j.keyOf(i)
-		if !ok {
-			if err := j.emit(b.Kinds[i], r, nil, out); err != nil {
-				return err
-			}
+		if !ok || ix.n == 0 {
+			firsts[i] = 0
 			continue
 		}
-		h := hashKey(key)
-		attempts := 0
-		for j.spec.Retry != nil && attempts < j.spec.Retry.MaxAttempts && !j.full.has(h, key) {
-			// A miss on the full cache can only turn into a hit by a
-			// reload: wait, then reload if one is due.
-			attempts++
-			if err := wait(j.bg(), j.spec.Retry.Delay); err != nil {
-				return err
-			}
-			if err := j.maybeReload(); err != nil {
-				return err
+		firsts[i] = ix.lookupSlot(hashKey(key), key).first
+	}
+	if j.spec.Retry != nil {
+		for i := range firsts {
+			key, ok := j.keyOf(i)
+			for attempts := 0; ok && firsts[i] == 0 && attempts < j.spec.Retry.MaxAttempts; attempts++ {
+				// A miss on the full cache can only turn into a hit by a
+				// reload: wait, then reload if one is due.
+				if err := wait(j.bg(), j.spec.Retry.Delay); err != nil {
+					return err
+				}
+				if err := j.maybeReload(); err != nil {
+					return err
+				}
+				ix = j.full
+				if ix.n > 0 {
+					firsts[i] = ix.lookupSlot(hashKey(key), key).first
+				}
 			}
 		}
-		if err := j.emitFull(b.Kinds[i], r, h, key, out); err != nil {
-			return err
+	}
+	lw := j.spec.LeftWidth
+	for i, r := range b.Rows {
+		kind := b.Kinds[i]
+		matched := false
+		for d := firsts[i]; d != 0; d = ix.next[d-1] {
+			row := ix.row(d - 1)
+			if j.residual == nil {
+				if err := j.room(out); err != nil {
+					return err
+				}
+				o := j.out.Append(kind)
+				copy(o, r)
+				copy(o[lw:], row)
+				matched = true
+				continue
+			}
+			ok, err := j.pair(kind, r, row, out)
+			if err != nil {
+				return err
+			}
+			matched = matched || ok
+		}
+		if !matched && j.spec.LeftOuter {
+			if err := j.pad(kind, r, out); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -319,20 +361,6 @@ func hashKey(key types.Row) uint64 {
 		h = types.Hash(h, v)
 	}
 	return h
-}
-
-// emitFull joins r with the full cache's rows of key.
-func (j *join) emitFull(kind types.RowKind, r types.Row, h uint64, key types.Row, out exec.Output) error {
-	matched := false
-	err := j.full.find(h, key, func(d types.Row) error {
-		ok, err := j.pair(kind, r, d, out)
-		matched = matched || ok
-		return err
-	})
-	if err != nil || matched || !j.spec.LeftOuter {
-		return err
-	}
-	return j.pad(kind, r, out)
 }
 
 func (j *join) processSync(b *types.Batch, out exec.Output) error {
