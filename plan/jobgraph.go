@@ -186,6 +186,8 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			return nil, err
 		}
 		return appendOp(v, x.Describe(), gb.lookupOp(x)), nil
+	case *TemporalJoinNode:
+		return gb.temporalJoin(x)
 	case *UnionNode:
 		par := gb.p.cfg.Parallelism
 		var inputs []exec.Input

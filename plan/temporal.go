@@ -9,6 +9,7 @@ import (
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/lookup"
+	"github.com/flinksql/flinksql/exec/temporal"
 	"github.com/flinksql/flinksql/sql/catalog"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
@@ -425,7 +426,139 @@ func parseLookupHint(h *parser.Hint) (*lookupHintSpec, error) {
 	return spec, nil
 }
 
-// planVersionedJoin plans an event-time temporal join.
+// TemporalJoinNode is an event-time temporal join (Flink's TemporalJoin):
+// each left row joins the version of the versioned table valid at the
+// left row's time, once the watermark passed it. Both inputs arrive
+// hash-partitioned by the join key.
+type TemporalJoinNode struct {
+	base
+	LeftOuter           bool
+	LeftKeys, RightKeys []int
+	LeftTime, RightTime int
+	Residual            expr.Expr // over [left, right] rows
+	Cond                expr.Expr // the whole ON condition, for EXPLAIN
+}
+
+func (n *TemporalJoinNode) Describe() string {
+	jt := "InnerJoin"
+	if n.LeftOuter {
+		jt = "LeftOuterJoin"
+	}
+	nl := len(n.inputs[0].Schema())
+	return fmt.Sprintf("TemporalJoin(joinType=[%s], where=[%s], leftTimeAttribute=[%s], rightTimeAttribute=[%s], select=[%s])",
+		jt, n.Cond, n.schema[n.LeftTime].Name, n.schema[nl+n.RightTime].Name, strings.Join(n.schema.Names(), ", "))
+}
+
+// planVersionedJoin plans an event-time temporal join against a versioned
+// table: a table with a primary key and a row time attribute (an upsert or
+// changelog source), or a view that keeps the last row per key by row
+// time.
 func (pc *planContext) planVersionedJoin(r *parser.Join, right *parser.TableName, left *relation, leftTime int, env *cteEnv) (*relation, error) {
-	return nil, unsupportedAt(right, "event-time temporal joins (FOR SYSTEM_TIME AS OF a rowtime attribute) are not supported yet")
+	rel, err := pc.planTableName(right, right.Name, env, right.Hints...)
+	if err != nil {
+		return nil, err
+	}
+	if rel, err = aliasRelation(right, rel, right.Alias, right.ColumnAliases); err != nil {
+		return nil, err
+	}
+	pk, ok := upsertKey(rel.node)
+	if !ok || len(pk) == 0 {
+		return nil, errAt(right, "Temporal Table Join requires primary key in versioned table, but no primary key can be found.")
+	}
+	rightTime := -1
+	for i, c := range rel.node.Schema() {
+		if c.Type.TimeAttr == types.RowtimeAttr {
+			rightTime = i
+		}
+	}
+	if rightTime < 0 {
+		return nil, errAt(right, "Event-Time Temporal Table Join requires both primary key and row time attribute in versioned table, but no row time attribute can be found.")
+	}
+	if err := requireInsertOnly("TemporalJoin", left.node); err != nil {
+		return nil, errAt(r, "%s", err.Error())
+	}
+	nl := len(left.scope.cols)
+	rightSchema := make(types.Schema, len(rel.node.Schema()))
+	for i, c := range rel.node.Schema() {
+		rightSchema[i] = types.Column{Name: c.Name, Type: c.Type.WithoutTimeAttr()}
+	}
+	rsc := &scope{cols: append([]scopeColumn(nil), rel.scope.cols...)}
+	for i := range rsc.cols {
+		rsc.cols[i].Type = rsc.cols[i].Type.WithoutTimeAttr()
+	}
+	sc := &scope{cols: append(append([]scopeColumn(nil), left.scope.cols...), rsc.cols...)}
+	cond, err := (&binder{scope: sc, clause: "ON", cancel: pc.cancel}).bind(r.On)
+	if err != nil {
+		return nil, err
+	}
+	if rt := cond.Type().Root; rt != types.RootBoolean && rt != types.RootNull {
+		return nil, errAt(r.On, "ON clause must be a condition")
+	}
+	keys, residual, err := splitTemporalCondition(cond, nl)
+	if err != nil {
+		return nil, err
+	}
+	n := &TemporalJoinNode{LeftOuter: r.Kind == parser.JoinLeft, LeftTime: leftTime, RightTime: rightTime, Residual: residual, Cond: cond}
+	inKeys := map[int]bool{}
+	for _, k := range keys {
+		ref, isRef := k.Left.(*expr.ColumnRef)
+		if !isRef {
+			return nil, unsupportedAt(r.On, "the key of an event-time temporal join must be a column of the left table, not %s", k.Left)
+		}
+		lt, rt := left.node.Schema()[ref.Index].Type, rightSchema[k.Right].Type
+		if !sameKeyFamily(lt, rt) {
+			return nil, unsupportedAt(r.On, "the temporal join key %s = %s compares %s with %s; cast one side to the other's type", ref, rightSchema[k.Right].Name, lt, rt)
+		}
+		n.LeftKeys = append(n.LeftKeys, ref.Index)
+		n.RightKeys = append(n.RightKeys, k.Right)
+		inKeys[k.Right] = true
+	}
+	for _, c := range pk {
+		if !inKeys[c] {
+			names := make([]string, len(pk))
+			for i, c := range pk {
+				names[i] = rightSchema[c].Name
+			}
+			return nil, errAt(r.On, "Temporal table's primary key [%s] must be included in the equivalence condition of temporal join, but current temporal join condition is [%s].",
+				strings.Join(names, ", "), cond)
+		}
+	}
+	lex := pc.exchange(left.node, exec.Partitioner{Kind: exec.Hash, KeyCols: n.LeftKeys})
+	rex := pc.exchange(rel.node, exec.Partitioner{Kind: exec.Hash, KeyCols: n.RightKeys})
+	out := append(append(types.Schema{}, left.node.Schema()...), rightSchema...)
+	n.inputs, n.schema, n.mode = []Node{lex, rex}, out, types.InsertOnly
+	return &relation{node: n, scope: sc}, nil
+}
+
+// sameKeyFamily reports whether equal values of two key types encode and
+// hash alike (the join's state key and exchange): integers with integers,
+// strings with strings, or the same type.
+func sameKeyFamily(a, b types.Type) bool {
+	switch {
+	case a.IsInteger() && b.IsInteger(), a.IsString() && b.IsString():
+		return true
+	}
+	return a.EqualIgnoringNull(b)
+}
+
+// temporalJoin builds the two-input vertex of a TemporalJoinNode.
+func (gb *graphBuilder) temporalJoin(x *TemporalJoinNode) (*exec.Vertex, error) {
+	var inputs []exec.Input
+	for i, in := range x.inputs {
+		ex := in.(*ExchangeNode)
+		v, err := gb.build(ex.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		inputs = append(inputs, exec.Input{From: v.ID, InputIndex: i, Partitioner: ex.Partitioner})
+	}
+	v := gb.newVertex("", gb.p.cfg.Parallelism)
+	v.Inputs = inputs
+	cfg := gb.cfg
+	spec := temporal.Spec{LeftKeys: x.LeftKeys, RightKeys: x.RightKeys, LeftTime: x.LeftTime, RightTime: x.RightTime,
+		LeftWidth: len(x.inputs[0].Schema()), RightWidth: len(x.inputs[1].Schema()), LeftOuter: x.LeftOuter}
+	if res := x.Residual; res != nil {
+		spec.Residual = func() (exec.Predicate, error) { return expr.NewPredicate(res, cfg), nil }
+	}
+	return appendOp(v, x.Describe(), func() (exec.Operator, error) { return temporal.NewJoin(spec) }), nil
 }
