@@ -286,7 +286,7 @@ func (pc *planContext) planFrom(ref parser.TableRef, env *cteEnv) (*relation, er
 	case *parser.Join:
 		return pc.planJoin(r, env)
 	case *parser.Unnest:
-		return nil, unsupportedAt(r, "UNNEST is not supported yet")
+		return pc.planBareUnnest(r)
 	}
 	return nil, errAt(ref, "Unsupported FROM item")
 }

@@ -83,3 +83,40 @@ func TestLookupFetchAndLoad(t *testing.T) {
 		t.Fatalf("load: %d rows, %v", n, err)
 	}
 }
+
+func TestNestedValues(t *testing.T) {
+	schema := types.Schema{
+		{Name: "a", Type: types.ArrayType(types.IntType)},
+		{Name: "m", Type: types.MapType(types.StringType, types.IntType)},
+		{Name: "r", Type: types.RowType(types.Field{Name: "x", Type: types.IntType}, types.Field{Name: "s", Type: types.StringType})},
+		{Name: "ar", Type: types.ArrayType(types.RowType(types.Field{Name: "x", Type: types.IntType}, types.Field{Name: "s", Type: types.StringType}))},
+	}
+	s, err := create(schema, map[string]string{"data": `"[1, NULL, 3]","{a=1, 'b,c'=2}","(7, 'x y')","[(1, a), (2, 'NULL'), NULL]"
+[],{},"(NULL, NULL)",NULL`}, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := s.Rows()
+	r := rows[0]
+	if a := r[0].Array(); len(a) != 3 || a[0].Int() != 1 || !a[1].IsNull() || a[2].Int() != 3 {
+		t.Errorf("array: %v", a)
+	}
+	if m := r[1].Map(); len(m.Keys) != 2 || m.Keys[1].Str() != "b,c" || m.Values[1].Int() != 2 {
+		t.Errorf("map: %+v", m)
+	}
+	if f := r[2].RowOf(); f[0].Int() != 7 || f[1].Str() != "x y" {
+		t.Errorf("row: %v", f)
+	}
+	if ar := r[3].Array(); len(ar) != 3 || ar[1].RowOf()[1].Str() != "NULL" || !ar[2].IsNull() {
+		t.Errorf("array of rows: %v", ar)
+	}
+	r = rows[1]
+	if len(r[0].Array()) != 0 || r[0].IsNull() || len(r[1].Map().Keys) != 0 || !r[2].RowOf()[0].IsNull() || !r[3].IsNull() {
+		t.Errorf("empty values: %v", r)
+	}
+	for _, bad := range []string{`"[1, x]",{},"(1, a)",[]`, `"[1",{},"(1, a)",[]`, `[],{},"(1, a, 3)",[]`} {
+		if _, err := create(schema, map[string]string{"data": bad}, time.UTC); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}

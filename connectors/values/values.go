@@ -13,8 +13,9 @@
 // integers, decimals and floats, strings, x'hex' or plain text for binary
 // columns, 'yyyy-MM-dd' dates, 'HH:mm:ss[.fff]' times, and
 // 'yyyy-MM-dd HH:mm:ss[.fffffffff]' timestamps (TIMESTAMP_LTZ text is read
-// in the session time zone). ARRAY, MAP, ROW and interval columns are not
-// supported.
+// in the session time zone). ARRAY, MAP and ROW values are written as
+// Flink prints them: [1, 2], {a=1, b=2}, (1, x) (see nested.go). Interval
+// columns are not supported.
 package values
 
 import (
@@ -142,9 +143,18 @@ func parseChangelogMode(text string) (types.ChangelogMode, error) {
 
 func supported(t types.Type) bool {
 	switch t.Root {
-	case types.RootArray, types.RootMap, types.RootMultiset, types.RootRow,
-		types.RootIntervalYearMonth, types.RootIntervalDayTime, types.RootSymbol, types.RootNull:
+	case types.RootIntervalYearMonth, types.RootIntervalDayTime, types.RootSymbol, types.RootNull:
 		return false
+	case types.RootArray, types.RootMultiset:
+		return t.Elem != nil && supported(*t.Elem)
+	case types.RootMap:
+		return t.Elem != nil && t.Value != nil && supported(*t.Elem) && supported(*t.Value)
+	case types.RootRow:
+		for _, f := range t.Fields {
+			if !supported(f.Type) {
+				return false
+			}
+		}
 	}
 	return true
 }

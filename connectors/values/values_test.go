@@ -142,9 +142,9 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
-	arr := types.Schema{{Name: "a", Type: types.ArrayType(types.IntType)}}
+	arr := types.Schema{{Name: "a", Type: types.ArrayType(types.Type{Root: types.RootIntervalDayTime, Precision: 2, Scale: 3})}}
 	if _, err := create(arr, map[string]string{"data": ""}, nil); err == nil ||
-		err.Error() != "values table t, column a: type ARRAY<INT> is not supported by the values connector" {
+		err.Error() != "values table t, column a: type "+arr[0].Type.String()+" is not supported by the values connector" {
 		t.Fatalf("unexpected error %v", err)
 	}
 	notNull := types.Schema{{Name: "a", Type: types.IntType.WithNullable(false)}}
