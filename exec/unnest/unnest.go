@@ -197,7 +197,7 @@ func (j *join) flush(out exec.Output) error {
 }
 
 func (j *join) ProcessWatermark(wm int64, out exec.Output) error { return out.PushWatermark(wm) }
-func (j *join) Finish(exec.Output) error                       { return nil }
-func (j *join) Close() error                                   { return nil }
+func (j *join) Finish(exec.Output) error                         { return nil }
+func (j *join) Close() error                                     { return nil }
 
 var _ exec.StatelessOperator = (*join)(nil)
