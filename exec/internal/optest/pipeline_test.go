@@ -58,8 +58,9 @@ type pvertex struct {
 }
 
 type pedge struct {
-	to   *pvertex
-	edge int // index in to.in
+	to    *pvertex
+	edge  int // index in to.in
+	input int // the input of to's first operator it feeds (two-input joins)
 }
 
 type ptimer struct {
@@ -101,10 +102,7 @@ func (p *pipeline) instantiate(g *exec.JobGraph) error {
 			if up == nil {
 				return fmt.Errorf("vertex %d reads vertex %d, which does not come before it", v.ID, in.From)
 			}
-			if in.InputIndex != 0 {
-				return errors.New("two-input operators are not supported by the pipeline")
-			}
-			up.out = append(up.out, pedge{to: pv, edge: len(pv.in)})
+			up.out = append(up.out, pedge{to: pv, edge: len(pv.in), input: in.InputIndex})
 			pv.in = append(pv.in, up)
 			pv.inWM = append(pv.inWM, exec.MinWatermark)
 		}
@@ -129,7 +127,7 @@ func (l link) Push(b *types.Batch) error {
 		return l.pv.ops[l.i+1].ProcessBatch(0, b, link{l.p, l.pv, l.i + 1})
 	}
 	for _, e := range l.pv.out {
-		if err := l.p.deliver(e.to, b); err != nil {
+		if err := l.p.deliver(e.to, e.input, b); err != nil {
 			return err
 		}
 	}
@@ -149,11 +147,11 @@ func (l link) PushWatermark(wm int64) error {
 }
 
 // deliver hands a batch to the head of a vertex's chain.
-func (p *pipeline) deliver(pv *pvertex, b *types.Batch) error {
+func (p *pipeline) deliver(pv *pvertex, input int, b *types.Batch) error {
 	if len(pv.ops) == 0 {
 		return link{p, pv, -1}.Push(b)
 	}
-	return pv.ops[0].ProcessBatch(0, b, link{p, pv, 0})
+	return pv.ops[0].ProcessBatch(input, b, link{p, pv, 0})
 }
 
 func (p *pipeline) opWatermark(pv *pvertex, i int, wm int64) error {
@@ -207,7 +205,7 @@ func (p *pipeline) read(src, n int) error {
 		}
 		b = out
 	}
-	return p.deliver(pv, b)
+	return p.deliver(pv, 0, b)
 }
 
 func (p *pipeline) watermark(pv *pvertex, wm int64) error { return p.headWatermark(pv, wm) }
