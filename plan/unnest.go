@@ -14,6 +14,9 @@ import (
 // planLateralJoin plans a join whose right side is evaluated per left row:
 // UNNEST of a column or a LATERAL subquery (table function).
 func (pc *planContext) planLateralJoin(r *parser.Join, env *cteEnv) (*relation, error) {
+	if dt, ok := r.Right.(*parser.DerivedTable); ok {
+		return pc.planLateralSubquery(r, dt, env)
+	}
 	u, ok := r.Right.(*parser.Unnest)
 	if !ok {
 		return nil, unsupportedAt(r.Right, "LATERAL subqueries are not supported yet; UNNEST(...) is")
@@ -156,4 +159,106 @@ func (gb *graphBuilder) unnestOp(x *UnnestNode) func() (exec.Operator, error) {
 		spec.Cond = func() (exec.Predicate, error) { return expr.NewPredicate(cond, cfg), nil }
 	}
 	return func() (exec.Operator, error) { return unnest.NewJoin(spec) }
+}
+
+// planLateralSubquery plans a LATERAL subquery over UNNEST of the left
+// row's collections: LATERAL (SELECT items FROM UNNEST(...) [WHERE cond]).
+// It is the UNNEST join with the WHERE as the correlation's condition,
+// followed by the items; for a LEFT join a row without elements gets
+// NULLs for every item (a constant item too), as the subquery returned no
+// row.
+func (pc *planContext) planLateralSubquery(r *parser.Join, dt *parser.DerivedTable, env *cteEnv) (*relation, error) {
+	q := dt.Query
+	sel, isSelect := q.Body.(*parser.Select)
+	var u *parser.Unnest
+	if isSelect {
+		u, _ = sel.From.(*parser.Unnest)
+	}
+	if u == nil || len(q.With) > 0 || len(q.OrderBy) > 0 || q.Limit != nil || q.Offset != nil || sel.Distinct ||
+		len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel) || len(sel.Hints) > 0 || len(sel.Windows) > 0 {
+		return nil, unsupportedAt(dt, "LATERAL subqueries are supported only as a projection and filter of UNNEST: LATERAL (SELECT ... FROM UNNEST(...) [WHERE ...]), without aggregates, DISTINCT, ORDER BY or LIMIT")
+	}
+	outer := false
+	switch r.Kind {
+	case parser.JoinCross, parser.JoinComma, parser.JoinInner:
+	case parser.JoinLeft:
+		outer = true
+	default:
+		return nil, unsupportedAt(r, "%s JOIN LATERAL is not supported; only INNER, CROSS, comma and LEFT joins", r.Kind)
+	}
+	if r.Natural || len(r.Using) > 0 {
+		return nil, unsupportedAt(r, "a LATERAL join takes an ON condition, not NATURAL or USING")
+	}
+	left, err := pc.planFrom(r.Left, env)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := pc.planUnnest(u, left, outer, nil)
+	if err != nil {
+		return nil, err
+	}
+	un := rel.node.(*UnnestNode)
+	if sel.Where != nil {
+		if un.Cond, err = pc.bindCondition(rel.scope, sel.Where); err != nil {
+			return nil, err
+		}
+	}
+	nl := len(left.scope.cols)
+	b := &binder{scope: rel.scope, clause: "SELECT", cancel: pc.cancel}
+	items, itemSchema, err := pc.bindSelectList(sel, &scope{cols: rel.scope.cols[nl:]}, b)
+	if err != nil {
+		return nil, err
+	}
+	if outer {
+		// A hidden ordinality, NULL exactly on the padded rows, tells them
+		// apart from elements that are NULL.
+		marker := len(un.schema)
+		if !un.Ordinality {
+			un.Ordinality = true
+			un.schema = append(un.schema, types.Column{Name: "$ordinality", Type: types.BigIntType})
+		} else {
+			marker--
+		}
+		isPad, err := expr.Call("IS NULL", expr.Column(marker, "$ordinality", types.BigIntType))
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range items {
+			t := it.Type().WithNullable(true)
+			if items[i], err = expr.Case(nil, []expr.Expr{isPad}, []expr.Expr{expr.NullLiteral(t)}, it); err != nil {
+				return nil, err
+			}
+			itemSchema[i].Type = t
+		}
+	}
+	proj := make([]expr.Expr, 0, nl+len(items))
+	ls := left.node.Schema()
+	for i, c := range ls {
+		proj = append(proj, expr.Column(i, c.Name, c.Type))
+	}
+	proj = append(proj, items...)
+	out := append(append(types.Schema{}, ls...), itemSchema...)
+	calc := newCalc(un, proj, nil, out)
+	lat, err := aliasRelation(dt, &relation{scope: newScope(dt.Alias, itemSchema)}, dt.Alias, dt.ColumnAliases)
+	if err != nil {
+		return nil, err
+	}
+	for i := range lat.scope.cols {
+		out[nl+i].Name = lat.scope.cols[i].Name
+	}
+	sc := &scope{cols: append(append([]scopeColumn(nil), left.scope.cols...), lat.scope.cols...)}
+	var node Node = calc
+	if r.On != nil {
+		cond, err := (&binder{scope: sc, clause: "ON", cancel: pc.cancel}).bind(r.On)
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := expr.LiteralValue(cond); !ok || !(v.K == types.KindBool && v.Bool()) {
+			if outer {
+				return nil, unsupportedAt(r.On, "LEFT JOIN LATERAL supports only ON TRUE; put the condition into the subquery's WHERE")
+			}
+			node = newCalc(calc, nil, cond, out)
+		}
+	}
+	return &relation{node: node, scope: sc}, nil
 }
