@@ -93,6 +93,8 @@ type join struct {
 	out     *types.Batch
 	results [][]types.Row // per input row of the batch (async)
 	firsts  []int32       // per input row: its first row in the full cache
+	hashes  []uint64      // per input row: its key's hash
+	sink    int32         // keeps the touching loads of processFull
 	done    chan int
 }
 
@@ -296,15 +298,46 @@ func (j *join) processFull(b *types.Batch, out exec.Output) error {
 		j.firsts = make([]int32, n)
 	}
 	firsts := j.firsts[:n]
+	if cap(j.hashes) < n {
+		j.hashes = make([]uint64, n)
+	}
+	hashes := j.hashes[:n]
 	ix := j.full
 	for i := range firsts {
 		key, ok := j.keyOf(i)
 		if !ok || ix.n == 0 {
+			hashes[i] = 0
+			firsts[i] = -1
+			continue
+		}
+		hashes[i] = hashKey(key)
+		firsts[i] = 0
+	}
+	// Touch the slots of the batch in a loop of independent loads, so
+	// that the processor has many misses in flight; the probes that
+	// follow find the slots in the cache.
+	var sink int32
+	for i, h := range hashes {
+		if firsts[i] == 0 {
+			sink += ix.slots[h&ix.mask].first
+		}
+	}
+	for i := range firsts {
+		if firsts[i] < 0 {
 			firsts[i] = 0
 			continue
 		}
-		firsts[i] = ix.lookupSlot(hashKey(key), key).first
+		key, _ := j.keyOf(i)
+		firsts[i] = ix.lookupSlot(hashes[i], key).first
 	}
+	// The same for the first row of each key (its first and last value:
+	// a row may straddle cache lines).
+	for _, f := range firsts {
+		if f != 0 {
+			sink += int32(ix.arena[int(f-1)*ix.width].K) + int32(ix.arena[int(f)*ix.width-1].K)
+		}
+	}
+	j.sink = sink
 	if j.spec.Retry != nil {
 		for i := range firsts {
 			key, ok := j.keyOf(i)
