@@ -474,6 +474,12 @@ func (pc *planContext) planVersionedJoin(r *parser.Join, right *parser.TableName
 	if rightTime < 0 {
 		return nil, errAt(right, "Event-Time Temporal Table Join requires both primary key and row time attribute in versioned table, but no row time attribute can be found.")
 	}
+	if ttl := pc.p.cfg.StateTTL; ttl > 0 {
+		// Flink clears a key's temporal join state after it was idle for
+		// the TTL; per-entry expiry would drop versions of keys still
+		// probed, so rather than run with other semantics, refuse.
+		return nil, unsupportedAt(r, "'table.exec.state.ttl' (set to %d ms) is not supported by event-time temporal joins yet: their state is cleaned up by the watermark; set it to '0 ms' for this query", ttl.Milliseconds())
+	}
 	if err := requireInsertOnly("TemporalJoin", left.node); err != nil {
 		return nil, errAt(r, "%s", err.Error())
 	}
