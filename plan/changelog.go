@@ -132,6 +132,11 @@ func upsertKey(n Node) ([]int, bool) {
 		return k, true
 	case *ExchangeNode:
 		return upsertKey(x.inputs[0])
+	case *LookupJoinNode:
+		if x.DimUnique {
+			return upsertKey(x.inputs[0])
+		}
+		return nil, false
 	case *CalcNode:
 		k, ok := upsertKey(x.inputs[0])
 		if !ok || x.Project == nil {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +70,10 @@ type LookupJoinNode struct {
 	Lookup   *connectors.Lookup
 	Async    *lookup.Async
 	Retry    *lookup.Retry
+	// DimUnique says the lookup key holds the dimension table's primary
+	// key: an input row joins at most one row, so the input's upsert key
+	// stays a key of the output.
+	DimUnique bool
 }
 
 func (n *LookupJoinNode) Describe() string {
@@ -209,6 +214,14 @@ func (pc *planContext) planLookupJoin(r *parser.Join, right *parser.TableName, l
 				return nil, unsupportedAt(r.On, "the lookup key column '%s' of table %s is computed; lookup keys must be physical columns", col.Name, t.ID)
 			}
 			phys[i] = ref.Index
+		}
+	}
+	if pk := t.PrimaryKey; pk != nil {
+		n.DimUnique = true
+		for _, name := range pk.Columns {
+			if !slices.Contains(n.DimKeyCols, dimSchema.Index(name)) {
+				n.DimUnique = false
+			}
 		}
 	}
 	if n.Lookup, err = ls.Lookup(phys); err != nil {
