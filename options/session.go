@@ -42,6 +42,12 @@ var (
 		"Most rows a mini-batch buffers; -1 is unset (required with mini-batch on).")
 	NotNullEnforcer = Enum("table.exec.sink.not-null-enforcer", "ERROR", []string{"ERROR", "DROP"},
 		"What a sink does with a NULL in a NOT NULL column: fail the job (ERROR) or drop the row, logged and counted (DROP).")
+	AsyncLookupCapacity = Int("table.exec.async-lookup.buffer-capacity", 100, 1,
+		"Most lookups an asynchronous lookup join instance has in flight at once.")
+	AsyncLookupTimeout = Duration("table.exec.async-lookup.timeout", "3 min",
+		"Longest time an asynchronous lookup of one row may take, retries included; a lookup that takes longer fails the job.")
+	AsyncLookupOutputMode = Enum("table.exec.async-lookup.output-mode", "ORDERED", []string{"ORDERED", "ALLOW_UNORDERED"},
+		"Output order of asynchronous lookup joins: ORDERED keeps the input order; ALLOW_UNORDERED lets rows leave as their lookups complete when the input is insert-only (ORDERED otherwise).")
 	AllowLateness = Duration("table.exec.emit.allow-lateness", "",
 		"Late firing of windows; refused with a message (not implemented).")
 	EarlyFireEnabled = Bool("table.exec.emit.early-fire.enabled", false,
@@ -128,6 +134,7 @@ func Session() *Registry {
 		&RuntimeMode.Spec, &Parallelism.Spec, &MaxParallelism.Spec, &PipelineName.Spec, &BufferTimeout.Spec,
 		&AutoWatermarkInterval.Spec, &IdleTimeout.Spec, &LocalTimeZone.Spec, &ResultMode.Spec, &MaxColumnWidth.Spec,
 		&StateTTL.Spec, &MiniBatchEnabled.Spec, &MiniBatchLatency.Spec, &MiniBatchSize.Spec, &NotNullEnforcer.Spec,
+		&AsyncLookupCapacity.Spec, &AsyncLookupTimeout.Spec, &AsyncLookupOutputMode.Spec,
 		&AllowLateness.Spec, &EarlyFireEnabled.Spec, &EarlyFireDelay.Spec, &LateFireEnabled.Spec, &LateFireDelay.Spec,
 		&CheckpointInterval.Spec, &CheckpointMode.Spec, &CheckpointTimeout.Spec, &CheckpointMinPause.Spec,
 		&CheckpointMaxConcurrent.Spec, &TolerableFailures.Spec, &Incremental.Spec, &CheckpointRetention.Spec,

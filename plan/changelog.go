@@ -83,6 +83,9 @@ func resolveChangelog(n Node, needUB bool) {
 		x.mode = unionMode(x.inputs)
 	case *JoinNode:
 		resolveJoinChangelog(x)
+	case changeForwarder:
+		resolveChangelog(x.Inputs()[0], needUB)
+		x.forwardChanges(x.Inputs()[0].Mode())
 	default:
 		// Sources and insert-only operators (windows, sort).
 		for _, in := range n.Inputs() {
@@ -138,6 +141,11 @@ func upsertKey(n Node) ([]int, bool) {
 		return upsertKey(x.inputs[0])
 	case *JoinNode:
 		return joinUpsertKey(x)
+	case *LookupJoinNode:
+		if x.DimUnique {
+			return upsertKey(x.inputs[0])
+		}
+		return nil, false
 	case *CalcNode:
 		k, ok := upsertKey(x.inputs[0])
 		if !ok || x.Project == nil {

@@ -188,6 +188,20 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		return gb.buildIntervalJoin(x)
 	case *WindowJoinNode:
 		return gb.buildWindowJoin(x)
+	case *LookupJoinNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		return appendOp(v, x.Describe(), gb.lookupOp(x)), nil
+	case *TemporalJoinNode:
+		return gb.temporalJoin(x)
+	case *UnnestNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		return appendOp(v, x.Describe(), gb.unnestOp(x)), nil
 	case *UnionNode:
 		par := gb.p.cfg.Parallelism
 		var inputs []exec.Input

@@ -26,8 +26,11 @@ func queryHints(s *parser.Select) (*stateTTLHints, error) {
 	}
 	h := &stateTTLHints{ttl: map[string]time.Duration{}, used: map[string]bool{}}
 	for _, hint := range s.Hints {
+		if hint.Name == "LOOKUP" {
+			continue // lookup joins' (temporal.go)
+		}
 		if hint.Name != "STATE_TTL" {
-			return nil, unsupportedAt(hint, "the query hint %s is not supported yet; the supported query hint is STATE_TTL('table' = 'ttl', ...) on regular joins", hint.Name)
+			return nil, unsupportedQueryHint(hint)
 		}
 		if len(hint.Args) > 0 || len(hint.Options) == 0 {
 			return nil, errAt(hint, "Invalid STATE_TTL hint: it takes key-value options, the table name or alias of a join input and its state TTL, e.g. STATE_TTL('orders' = '1d')")
@@ -83,4 +86,10 @@ func (h *stateTTLHints) checkUsed(s *parser.Select) error {
 	}
 	sort.Strings(unused)
 	return errAt(s.Hints[0], "The options of following hints cannot match the name of input tables or views: \n%s in STATE_TTL", strings.Join(unused, ", "))
+}
+
+// unsupportedQueryHint refuses a query hint that is neither STATE_TTL nor
+// LOOKUP.
+func unsupportedQueryHint(h *parser.Hint) error {
+	return unsupportedAt(h, "the query hint %s is not supported yet; the supported query hints are STATE_TTL('table' = 'ttl', ...) on regular joins and LOOKUP('table' = '...', ...) on lookup joins", h.Name)
 }

@@ -33,6 +33,15 @@ type Config struct {
 	// discards them.
 	Log  func(msg string)
 	Emit EmitOptions // table.exec.emit.*
+	// AsyncLookup is table.exec.async-lookup.*.
+	AsyncLookup AsyncLookup
+}
+
+// AsyncLookup holds the table.exec.async-lookup.* options.
+type AsyncLookup struct {
+	Capacity  int           // buffer-capacity
+	Timeout   time.Duration // timeout
+	Unordered bool          // output-mode = ALLOW_UNORDERED
 }
 
 // MiniBatch is the mini-batch setting of unwindowed aggregations

@@ -35,6 +35,8 @@ type planContext struct {
 	// ttlHints are the STATE_TTL hints of the SELECT whose joins are
 	// being planned (join_hints.go).
 	ttlHints *stateTTLHints
+	// hints are the LOOKUP hints of the SELECT being planned (temporal.go).
+	hints *lookupHints
 }
 
 // qualifyName resolves a table name, inside a view relative to the view's
@@ -301,7 +303,7 @@ func (pc *planContext) planFrom(ref parser.TableRef, env *cteEnv) (*relation, er
 	case *parser.Join:
 		return pc.planJoin(r, env)
 	case *parser.Unnest:
-		return nil, unsupportedAt(r, "UNNEST is not supported yet")
+		return pc.planBareUnnest(r)
 	}
 	return nil, errAt(ref, "Unsupported FROM item")
 }
@@ -393,6 +395,10 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 	pc.ttlHints = hints
 	defer func() { pc.ttlHints = outerHints }()
 	var from *relation
+	restoreHints, err := pc.pushQueryHints(s.Hints)
+	if err != nil {
+		return nil, err
+	}
 	if s.From == nil {
 		// SELECT without FROM reads one empty row.
 		v := &ValuesNode{Rows: [][]expr.Expr{{}}}
@@ -402,6 +408,7 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 		// A WHERE over inner joins becomes their conditions (join.go).
 		r, rest, err := pc.planFromWhere(s.From, s.Where, env)
 		if err != nil {
+			restoreHints()
 			return nil, err
 		}
 		from = r
@@ -412,6 +419,9 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 		}
 	}
 	if err := hints.checkUsed(s); err != nil {
+		return nil, err
+	}
+	if err := restoreHints(); err != nil {
 		return nil, err
 	}
 	if len(s.Windows) > 0 {

@@ -148,6 +148,11 @@ func (s *Session) planner(ctx context.Context) (*plan.Planner, error) {
 			LateFire:          options.LateFireEnabled.Get(s.conf),
 		},
 		IdleTimeout: options.IdleTimeout.Get(s.conf),
+		AsyncLookup: plan.AsyncLookup{
+			Capacity:  options.AsyncLookupCapacity.Get(s.conf),
+			Timeout:   options.AsyncLookupTimeout.Get(s.conf),
+			Unordered: options.AsyncLookupOutputMode.Get(s.conf) == "ALLOW_UNORDERED",
+		},
 	}).WithContext(ctx), nil // Ctrl-C or SIGTERM cancels the planning of a statement
 }
 

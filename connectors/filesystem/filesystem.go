@@ -90,6 +90,9 @@ func (*Factory) OptionalOptions() []string {
 		"sink.partition-commit.watermark-time-zone", "sink.partition-commit.policy.kind",
 		"sink.partition-commit.policy.class", "sink.partition-commit.policy.class.parameters",
 		"sink.partition-commit.success-file.name",
+		connectors.OptLookupCache, connectors.OptFullReloadStrategy, connectors.OptFullPeriodicReloadInterval,
+		connectors.OptFullPeriodicReloadScheduleMode, connectors.OptFullTimedReloadISOTime,
+		connectors.OptFullTimedReloadIntervalInDays,
 	}
 }
 
@@ -155,6 +158,9 @@ func (f *Factory) CreateSource(tc *connectors.TableContext) (connectors.ScanSour
 				m.Key, m.Name, tc.Name, strings.Join([]string{MetaFilePath, MetaFileName, MetaFileSize, MetaModificationTime}, "\n"))
 		}
 		s.metaKeys = append(s.metaKeys, m.Key)
+	}
+	if err := checkLookupOptions(tc); err != nil {
+		return nil, err
 	}
 	// Create one decoder now so that bad format options fail before the job starts.
 	if _, err := connectors.CreateDecoder(tc, OptFormat, tc.Physical); err != nil {

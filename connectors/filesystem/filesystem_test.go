@@ -89,7 +89,7 @@ func tableContext(dir string, opts map[string]string, meta ...connectors.Metadat
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

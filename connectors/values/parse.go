@@ -158,6 +158,8 @@ func splitFields(line string) ([]field, error) {
 // parseValue parses text as a value of type t.
 func parseValue(text string, t types.Type, loc *time.Location) (types.Value, error) {
 	switch t.Root {
+	case types.RootArray, types.RootMap, types.RootMultiset, types.RootRow:
+		return parseNested(text, t, loc)
 	case types.RootBoolean:
 		switch strings.ToLower(strings.TrimSpace(text)) {
 		case "true":

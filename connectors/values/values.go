@@ -13,8 +13,9 @@
 // integers, decimals and floats, strings, x'hex' or plain text for binary
 // columns, 'yyyy-MM-dd' dates, 'HH:mm:ss[.fff]' times, and
 // 'yyyy-MM-dd HH:mm:ss[.fffffffff]' timestamps (TIMESTAMP_LTZ text is read
-// in the session time zone). ARRAY, MAP, ROW and interval columns are not
-// supported.
+// in the session time zone). ARRAY, MAP and ROW values are written as
+// Flink prints them: [1, 2], {a=1, b=2}, (1, x) (see nested.go). Interval
+// columns are not supported.
 package values
 
 import (
@@ -25,6 +26,7 @@ import (
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/lookup"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -59,7 +61,7 @@ func (*Factory) RequiredOptions() []string { return nil }
 // 'sink.parallelism' acts when the table is written; a table read from
 // 'data' may also be written, so both directions accept every option.
 func (*Factory) OptionalOptions() []string {
-	return []string{OptData, OptChangelogMode, OptBounded, OptSinkParallelism}
+	return append([]string{OptData, OptChangelogMode, OptBounded, OptSinkParallelism, OptAsync}, connectors.LookupCacheOptions...)
 }
 
 // Source is a configured values table.
@@ -69,6 +71,11 @@ type Source struct {
 	width   int
 	mode    types.ChangelogMode
 	bounded bool
+
+	// Lookup joins (lookup.go).
+	name, modeText string
+	cache          lookup.Cache
+	async          bool
 }
 
 // CreateSource implements connectors.SourceFactory.
@@ -91,6 +98,13 @@ func (f *Factory) CreateSource(tc *connectors.TableContext) (connectors.ScanSour
 		return nil, err
 	}
 	if s.mode, err = parseChangelogMode(opts.String(OptChangelogMode, "I")); err != nil {
+		return nil, err
+	}
+	s.name, s.modeText = name, opts.String(OptChangelogMode, "I")
+	if s.cache, err = connectors.LookupCacheFrom(tc, lookup.CacheNone, lookup.CacheNone, lookup.CachePartial, lookup.CacheFull); err != nil {
+		return nil, err
+	}
+	if s.async, err = opts.Bool(OptAsync, false); err != nil {
 		return nil, err
 	}
 	for _, c := range tc.Physical {
@@ -129,9 +143,18 @@ func parseChangelogMode(text string) (types.ChangelogMode, error) {
 
 func supported(t types.Type) bool {
 	switch t.Root {
-	case types.RootArray, types.RootMap, types.RootMultiset, types.RootRow,
-		types.RootIntervalYearMonth, types.RootIntervalDayTime, types.RootSymbol, types.RootNull:
+	case types.RootIntervalYearMonth, types.RootIntervalDayTime, types.RootSymbol, types.RootNull:
 		return false
+	case types.RootArray, types.RootMultiset:
+		return t.Elem != nil && supported(*t.Elem)
+	case types.RootMap:
+		return t.Elem != nil && t.Value != nil && supported(*t.Elem) && supported(*t.Value)
+	case types.RootRow:
+		for _, f := range t.Fields {
+			if !supported(f.Type) {
+				return false
+			}
+		}
 	}
 	return true
 }

@@ -132,7 +132,7 @@ func TestErrors(t *testing.T) {
 		{"bad mode", map[string]string{"data": "", "changelog-mode": "I,X"},
 			"Invalid value for option 'changelog-mode'. Expected a comma-separated list of [I, UB, UA, D], but was: I,X"},
 		{"unknown option", map[string]string{"data": "", "data-id": "1"},
-			"Unsupported options found for 'values'.\n\nUnsupported options:\n\ndata-id\n\nSupported options:\n\nbounded\nchangelog-mode\nconnector\ndata\n"},
+			"Unsupported options found for 'values'.\n\nUnsupported options:\n\ndata-id\n\nSupported options:\n\nasync\nbounded\nchangelog-mode\nconnector\ndata\nlookup.cache\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,9 +142,9 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
-	arr := types.Schema{{Name: "a", Type: types.ArrayType(types.IntType)}}
+	arr := types.Schema{{Name: "a", Type: types.ArrayType(types.Type{Root: types.RootIntervalDayTime, Precision: 2, Scale: 3})}}
 	if _, err := create(arr, map[string]string{"data": ""}, nil); err == nil ||
-		err.Error() != "values table t, column a: type ARRAY<INT> is not supported by the values connector" {
+		err.Error() != "values table t, column a: type "+arr[0].Type.String()+" is not supported by the values connector" {
 		t.Fatalf("unexpected error %v", err)
 	}
 	notNull := types.Schema{{Name: "a", Type: types.IntType.WithNullable(false)}}

@@ -273,3 +273,7 @@ func UsesColumns(e Expr) []int {
 	})
 	return idx
 }
+
+// Walk calls fn for e and, while fn returns true, for its operands, depth
+// first.
+func Walk(e Expr, fn func(Expr) bool) { e.walk(fn) }

@@ -72,7 +72,7 @@ var notPlanned = map[string]string{
 func operatorTypes(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, dir := range []string{"exec", "exec/window", "exec/rank", "exec/groupagg", "exec/join"} {
+	for _, dir := range []string{"exec", "exec/window", "exec/rank", "exec/groupagg", "exec/join", "exec/lookup", "exec/temporal", "exec/unnest", "exec/setop"} {
 		pkgs, err := parser.ParseDir(token.NewFileSet(), "../../../"+dir, func(fi fs.FileInfo) bool {
 			return !strings.HasSuffix(fi.Name(), "_test.go")
 		}, 0)
@@ -359,6 +359,63 @@ d,40,2024-01-01 00:00:30
 		want:   []string{"+I(a, 1, 10)", "+I(a, 3, 30)"},
 	},
 	{
+		name: "set operation",
+		ddl: `CREATE TABLE names (bidder STRING) WITH ('connector' = 'values', 'data' = '
+a
+d
+x
+');`,
+		query: "SELECT bidder FROM bids INTERSECT ALL SELECT bidder FROM names",
+		// Source 0 is bids, 1 names; a row is in the result min(left,
+		// right) times. a shows once when names' a arrives (bids' second
+		// a finds no second name a), d when bids' d joins names' d.
+		script: []pstep{read(0, 2), read(1, 1), read(0, 1), read(1, 2), read(0, 1), end()},
+		want:   []string{"+I(a)", "+I(d)"},
+	},
+	{
+		name: "lookup join",
+		ddl: `CREATE TABLE bp (bidder STRING, price INT, pt AS PROCTIME()) WITH ('connector' = 'values', 'data' = '
+a,1
+c,2
+b,3
+');
+CREATE TABLE names (b STRING, full_name STRING) WITH ('connector' = 'values', 'lookup.cache' = 'PARTIAL', 'lookup.partial-cache.max-rows' = '1', 'data' = '
+a,Anna
+b,Ben
+');`,
+		query: "SELECT bp.bidder, n.full_name FROM bp LEFT JOIN names FOR SYSTEM_TIME AS OF bp.pt AS n ON bp.bidder = n.b",
+		// c has no name: padded.
+		script: []pstep{read(0, 1), read(0, 1), read(0, 1), end()},
+		want:   []string{"+I(a, Anna)", "+I(c, NULL)", "+I(b, Ben)"},
+	},
+	{
+		name: "temporal join",
+		ddl: `CREATE TABLE limits (bidder STRING, lim INT, lt TIMESTAMP(3), PRIMARY KEY (bidder) NOT ENFORCED, WATERMARK FOR lt AS lt)
+WITH ('connector' = 'values', 'changelog-mode' = 'I,UA,D', 'data' = '
++I a,10,2024-01-01 00:00:00
++I d,5,2024-01-01 00:00:00
++U a,20,2024-01-01 00:00:10
+');`,
+		query: "SELECT b.bidder, b.price, l.lim FROM bids AS b LEFT JOIN limits FOR SYSTEM_TIME AS OF b.ts AS l ON b.bidder = l.bidder",
+		// Source 0 is bids, 1 limits. a at 1s finds a's limit of 0s (10),
+		// b none; a at 12s finds a's of 10s (20), d at 14s d's (5). Each
+		// is emitted when both watermarks passed it.
+		script: []pstep{read(1, 3), read(0, 1), wm(0, day(1.5)), wm(1, day(1.5)), read(0, 1), wm(0, day(3)), wm(1, day(3)),
+			read(0, 1), wm(0, day(13)), wm(1, day(13)), read(0, 1), end()},
+		want: []string{"+I(a, 1, 10)", "+I(b, 2, NULL)", "+I(a, 3, 20)", "+I(d, 4, 5)"},
+	},
+	{
+		name: "unnest",
+		ddl: `CREATE TABLE arrs (id INT, xs ARRAY<INT>) WITH ('connector' = 'values', 'data' = '
+1,"[1, 2]"
+2,[]
+3,"[3]"
+');`,
+		query:  "SELECT id, x FROM arrs CROSS JOIN UNNEST(xs) AS u(x)",
+		script: []pstep{read(0, 1), read(0, 1), read(0, 1), end()},
+		want:   []string{"+I(1, 1)", "+I(1, 2)", "+I(3, 3)"},
+	},
+	{
 		name:   "values",
 		query:  "SELECT a, b FROM (VALUES (1, 'x'), (2, 'y'), (3, 'z')) AS v(a, b) WHERE a <> 2",
 		script: []pstep{read(0, 1), read(0, 1), read(0, 1), end()},
@@ -367,6 +424,10 @@ d,40,2024-01-01 00:00:30
 }
 
 func sec(s float64) int64 { return int64(s * 1000) }
+
+// day is s seconds into 2024-01-01 (the day of the tables' rows), in epoch
+// milliseconds.
+func day(s float64) int64 { return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() + sec(s) }
 
 func newCollector() *optest.Collector {
 	return &optest.Collector{Time: func(ms int64) string { return time.UnixMilli(ms).UTC().Format("15:04:05") }}
