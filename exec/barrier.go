@@ -147,7 +147,21 @@ func (t *task) openReaderState(reader SourceReader) error {
 	if cfg.RestoreID <= 0 {
 		return nil
 	}
-	if _, pos, ok := st.Restored(); ok && pos != nil {
+	_, pos, ok := st.Restored()
+	if rp, isRP := st.(RescaledPositions); ok && isRP {
+		if ps, rescaled := rp.RestoredPositions(); rescaled {
+			m, canMerge := reader.(PositionMerger)
+			if !canMerge {
+				return fmt.Errorf("restore source position from checkpoint %d: the job's parallelism changed and source reader %T cannot reassign its position to other subtasks; restore it with its former parallelism", cfg.RestoreID, reader)
+			}
+			merged, err := m.MergePositions(ps)
+			if err != nil {
+				return fmt.Errorf("restore source position from checkpoint %d at another parallelism: %w", cfg.RestoreID, err)
+			}
+			pos = merged
+		}
+	}
+	if ok && pos != nil {
 		if err := cr.RestorePosition(pos); err != nil {
 			return fmt.Errorf("restore source position from checkpoint %d: %w", cfg.RestoreID, err)
 		}

@@ -38,6 +38,11 @@ type Config struct {
 	// recorded checksum while it downloaded it; Restore then checks names
 	// and sizes only instead of reading every byte again.
 	SumsVerified bool
+	// FullFirstSnapshot makes a restored rocksdb backend's first snapshot
+	// a full one: the restored SSTs get upload names of this incarnation
+	// instead of keeping the image's, so no checkpoint after the restore
+	// references a file of the restored one (NO_CLAIM restores).
+	FullFirstSnapshot bool
 }
 
 // MinMemoryBudget is the smallest MemoryBudget a rocksdb backend accepts.
