@@ -87,7 +87,7 @@ func (rs *runtimeStore) restoredInstance(op exec.OperatorID, subtask, parallelis
 	}
 	in := rs.restored[instanceKey{string(op), subtask}]
 	if in != nil && in.StateKind != string(rs.kind) {
-		return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint was taken with state backend %q, the job uses %q, which cannot read it; set 'state.backend.type' = '%s' to restore it (switching backends needs a savepoint, which flinksql does not take yet): %w",
+		return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint was taken with state backend %q, the job uses %q, which cannot read it; set 'state.backend.type' = '%s' to restore it: %w",
 			op, subtask, rs.restore.ID, in.StateKind, rs.kind, in.StateKind, ErrIncompatibleRestore)
 	}
 	return in, nil

@@ -61,8 +61,10 @@ var errFileMismatch = errors.New("the file differs from the checkpoint's record"
 
 // NewRuntimeStore returns the exec.CheckpointStore of a job whose state
 // backend is kind, whose local working files live under localDir, and which
-// starts from restore (nil for a fresh start). Restoring requires the same
-// parallelism per operator and the same state backend as the checkpoint.
+// starts from restore (nil for a fresh start): a checkpoint or savepoint.
+// An instance of a checkpoint restored with its own parallelism and state
+// backend is restored from its image; a savepoint, another parallelism or
+// another backend go through the state's entries (restore.go).
 func NewRuntimeStore(m *Manager, kind state.Kind, localDir string, restore *Metadata, opts ...StoreOption) exec.CheckpointStore {
 	rs := &runtimeStore{m: m, kind: kind, localDir: localDir, restore: restore,
 		restoredParallelism: map[string]int{}, restored: map[instanceKey]*Instance{}, byOp: map[string][]*Instance{}}
