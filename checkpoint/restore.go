@@ -164,7 +164,9 @@ func (rs *runtimeStore) openInstanceFromEntries(op exec.OperatorID, subtask, par
 		}
 		// A source's position goes to every new subtask (its reader keeps
 		// the splits it owns); other state to one.
-		if !source && in.Subtask%parallelism != subtask {
+		if source && is.rescaled {
+			// every old position, to reassign
+		} else if in.Subtask%parallelism != subtask {
 			continue
 		}
 		if in.Position != nil {
