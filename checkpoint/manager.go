@@ -409,21 +409,32 @@ func (m *Manager) Load(ctx context.Context, pathOrDir string) (*Metadata, error)
 		}
 		return md, nil
 	}
-	jobURI, chk := parentURI(p)
-	if jobURI == "" || chk == "" {
-		return nil, fmt.Errorf("checkpoint %q: expected a chk-<n> directory or its %s", pathOrDir, MetadataName)
-	}
 	var opts map[string]string
 	if ls, ok := m.st.(locatedStorage); ok {
 		_, opts = ls.location()
 	}
-	st, err := OpenStorage(ctx, jobURI, opts)
-	if err != nil {
-		return nil, fmt.Errorf("loading checkpoint %q: %w", pathOrDir, err)
+	return Load(ctx, p, opts)
+}
+
+// Load reads the checkpoint or savepoint at uri (a file:// or s3:// URI or
+// an absolute path: a chk-<n> or savepoint directory, or its _metadata)
+// with the storage options opts. It only reads.
+func Load(ctx context.Context, uri string, opts map[string]string) (*Metadata, error) {
+	p := strings.TrimSuffix(strings.TrimRight(uri, "/"), "/"+MetadataName)
+	parent, dir := parentURI(p)
+	if parent == "" || dir == "" {
+		return nil, fmt.Errorf("checkpoint %q: expected a chk-<n> or savepoint directory or its %s", uri, MetadataName)
 	}
-	md, err := readMetadata(ctx, st, "", chk+"/"+MetadataName)
+	if scheme, _ := splitScheme(parent); scheme == "" && !strings.HasPrefix(parent, "/") {
+		return nil, fmt.Errorf("checkpoint %q: expected a file:// or s3:// URI or an absolute path", uri)
+	}
+	st, err := OpenStorage(ctx, parent, opts)
 	if err != nil {
-		return nil, fmt.Errorf("loading checkpoint %q: %w", pathOrDir, err)
+		return nil, fmt.Errorf("loading checkpoint %q: %w", uri, err)
+	}
+	md, err := readMetadata(ctx, st, "", dir+"/"+MetadataName)
+	if err != nil {
+		return nil, fmt.Errorf("loading checkpoint %q: %w", uri, err)
 	}
 	return md, nil
 }

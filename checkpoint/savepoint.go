@@ -245,7 +245,12 @@ func convertInstance(ctx context.Context, src *Metadata, in *Instance, dir strin
 		if err != nil {
 			return out, err
 		}
-		n, err := image.ScanHashmapFile(filepath.Join(dl, files[0].LocalName), w.Add)
+		_, err = image.ScanHashmapFile(filepath.Join(dl, files[0].LocalName), func(k, v []byte) error {
+			if len(k) >= 2 && (k[0] != 0xFF || k[1] != 0xFF) {
+				out.entries++
+			}
+			return w.Add(k, v)
+		})
 		if err != nil {
 			w.Abort()
 			return out, fmt.Errorf("operator %s subtask %d: %w", in.Operator, in.Subtask, err)
@@ -255,7 +260,6 @@ func convertInstance(ctx context.Context, src *Metadata, in *Instance, dir strin
 			return out, fmt.Errorf("operator %s subtask %d: %d files where one was expected", in.Operator, in.Subtask, len(files))
 		}
 		out.size, out.sum, err = w.Close()
-		out.entries = int64(n)
 		return out, err
 	}
 	w, err := image.CreateHashmap(out.path)

@@ -313,6 +313,13 @@ func TestSavepointFixture(t *testing.T) {
 	if md.SavepointFormat != 1 || md.Type != TypeSavepoint {
 		t.Fatalf("fixture: type %q format %d", md.Type, md.SavepointFormat)
 	}
+	var entries int64
+	for _, in := range md.Instances {
+		entries += in.StateEntries
+	}
+	if entries != int64(len(spKeys())) {
+		t.Errorf("fixture records %d keyed entries, want %d", entries, len(spKeys()))
+	}
 	for _, kind := range []state.Kind{state.Hashmap, state.RocksDB} {
 		for _, p := range []int{2, 3} {
 			checkRestoredTestJob(t, m, md, kind, p)

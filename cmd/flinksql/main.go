@@ -45,6 +45,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runBroker(args[1:], stdout, stderr)
 		case "checkpoints":
 			return runCheckpoints(args[1:], stdout, stderr)
+		case "savepoints":
+			return runSavepoints(args[1:], stdout, stderr)
 		case "kafka-transactions":
 			return runKafkaTransactions(args[1:], stdout, stderr)
 		}
@@ -63,6 +65,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage:\n  flinksql [-D key=value]... [--embedded-broker[=host:port]] [-f file.sql | -e 'statements;']\n"+
 			"  flinksql broker [--listen host:port] [--partitions N] [--data-dir DIR]\n"+
 			"  flinksql checkpoints DIR [--job NAME] [--verify]\n"+
+			"  flinksql savepoints PATH [--verify]\n"+
 			"  flinksql kafka-transactions --bootstrap HOST:PORT --prefix P [--abort]\n\n"+
 			"Without -f or -e, flinksql opens an interactive SQL shell. 'flinksql broker' runs a\n"+
 			"standalone Kafka-protocol broker (see 'flinksql broker -h').\n\nFlags:\n")
