@@ -58,10 +58,38 @@ type EntrySource func(fn func(k, v []byte) error) error
 // entries of b's key groups and the state registry, which every source
 // carries and which must agree. Entries of other key groups are skipped:
 // they belong to other instances of the new parallelism.
+//
+// A rocksdb backend ingests the entries as SSTs when the sources come in
+// ascending key order, one after the other (sources of instances in
+// ascending key-group order, as a restore passes them); otherwise, and for
+// hashmap, the entries are loaded one by one.
 func (b *Backend) Import(sources []EntrySource) error {
 	registry := map[string][]byte{}
 	r := importReader{b: b, sources: sources, registry: registry}
+	if pe, ok := b.eng.(*pebbleEngine); ok && !b.declaredAny() {
+		err := pe.ingestSorted(func(fn func(k, v []byte) error) error {
+			var k []byte
+			return r.Each(func(kg int, key, value []byte) error {
+				k = append(appendKeyGroup(k[:0], kg), key...)
+				return fn(k, value)
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("kv: importing rocksdb state entries: %w", err)
+		}
+		return b.readRegistry()
+	}
 	return b.LoadEntries(&r)
+}
+
+// declaredAny reports whether a state was declared already.
+func (b *Backend) declaredAny() bool {
+	for _, d := range b.byName {
+		if d.live {
+			return true
+		}
+	}
+	return false
 }
 
 type importReader struct {
