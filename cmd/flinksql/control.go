@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -45,7 +46,7 @@ func controlDir() string {
 // is reported and leaves the process without a control socket.
 func startControl(sup *jobs.Supervisor, stderr io.Writer) (stop func()) {
 	dir := controlDir()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := privateDir(dir); err != nil {
 		fmt.Fprintf(stderr, "[WARN] No control socket (flinksql stop/savepoint cannot reach this process): %v\n", err)
 		return func() {}
 	}
@@ -68,6 +69,24 @@ func startControl(sup *jobs.Supervisor, stderr io.Writer) (stop func()) {
 		wg.Wait()
 		_ = os.Remove(path)
 	}
+}
+
+// privateDir makes dir, or checks that it exists, as a directory of this
+// user's that nobody else can enter: in a shared temporary directory
+// another user could have created it to receive the requests.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || (ok && int(st.Uid) != os.Getuid()) {
+		return fmt.Errorf("%s must be a directory of user %d with mode 0700 (set $%s to another one)", dir, os.Getuid(), ControlDirEnv)
+	}
+	return nil
 }
 
 // controlClient talks to the control sockets of a directory.

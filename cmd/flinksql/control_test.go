@@ -92,3 +92,25 @@ INSERT INTO b SELECT k, COUNT(*) FROM g GROUP BY k;`)
 		t.Errorf("stop of an unknown job: exit %d: %s", rc, errOut.String())
 	}
 }
+
+// TestControlDirMustBePrivate: a control directory others can enter (which
+// another user may have created in a shared temporary directory) gets no
+// socket; the process says why.
+func TestControlDirMustBePrivate(t *testing.T) {
+	ctl := filepath.Join(t.TempDir(), "ctl")
+	if err := os.Mkdir(ctl, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ctl, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(ControlDirEnv, ctl)
+	var errOut bytes.Buffer
+	startControl(nil, &errOut)()
+	if !strings.Contains(errOut.String(), "must be a directory of user") {
+		t.Errorf("stderr: %q", errOut.String())
+	}
+	if socks, _ := filepath.Glob(filepath.Join(ctl, "*.sock")); len(socks) != 0 {
+		t.Errorf("sockets %v in a shared directory", socks)
+	}
+}
