@@ -109,7 +109,14 @@ func (rs *runtimeStore) entrySource(in *Instance, dir string) kv.EntrySource {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		files, err := downloadInstance(context.Background(), rs.restore, in, dir, nil)
+		var files []state.File
+		var err error
+		if in.Format == EntriesFormat || in.StateKind == string(image.Hashmap) {
+			// One file, only read: hard-linked from a local snapshot.
+			files, err = fetchReadOnly(rs.restore, in, dir)
+		} else {
+			files, err = downloadInstance(context.Background(), rs.restore, in, dir, nil)
+		}
 		if err != nil {
 			return err
 		}
@@ -244,4 +251,24 @@ func (rs *runtimeStore) readStoreEntries(in *Instance, dir string, out entriesRe
 // changed (the reader must then reassign them: exec.PositionMerger).
 func (is *instanceState) RestoredPositions() ([][]byte, bool) {
 	return is.positions, is.rescaled
+}
+
+// fetchReadOnly fetches the files of an instance that are only read (the
+// entries form, a hashmap image), hard-linking them from a local snapshot
+// instead of copying; sizes and checksums are compared.
+func fetchReadOnly(md *Metadata, in *Instance, dir string) ([]state.File, error) {
+	files := make([]state.File, 0, len(in.Files))
+	for _, f := range in.Files {
+		if f.LocalName == "" || f.LocalName != filepath.Base(f.LocalName) || f.LocalName == "." || f.LocalName == ".." {
+			return nil, fmt.Errorf("file %s has an invalid local name %q", f.Path, f.LocalName)
+		}
+		if err := fetchFile(context.Background(), md.src, md.base+f.Path, filepath.Join(dir, f.LocalName), f.Size, f.SHA256, true, nil); err != nil {
+			if isNotExist(err) || errors.Is(err, errFileMismatch) {
+				err = fmt.Errorf("%w: %w", err, exec.ErrCheckpointUnrestorable)
+			}
+			return nil, err
+		}
+		files = append(files, state.File{Name: f.Name, LocalName: f.LocalName, Size: f.Size, SHA256: f.SHA256, Shared: f.Shared})
+	}
+	return files, nil
 }
