@@ -201,3 +201,65 @@ func TestStopWithSavepointRescaleAndSwitchBackend(t *testing.T) {
 		t.Errorf("committed totals =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestRestoreCheckpointAtOtherParallelism: a job's final checkpoint (a
+// checkpoint, not a savepoint) named by execution.state-recovery.path is
+// restored at another parallelism and on the other backend: the state goes
+// through its entries, and the window results are exactly once with the
+// sums of an uninterrupted run (input and sums of
+// TestStopWithSavepointRescaleAndSwitchBackend, batches A and B, then a
+// drain fires [20,30): a 4, b 6).
+func TestRestoreCheckpointAtOtherParallelism(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"events": 4, "totals": 1})
+	chkDir := t.TempDir()
+	conf := func(par, backend string) map[string]string {
+		return map[string]string{
+			"parallelism.default":              par,
+			"state.backend.type":               backend,
+			"execution.checkpointing.interval": "200 ms",
+			"execution.checkpointing.timeout":  "10 s",
+			"state.checkpoints.dir":            "file://" + chkDir,
+			"state.savepoints.dir":             "file://" + t.TempDir(),
+			"pipeline.name":                    "windows",
+			"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+		}
+	}
+	produce(t, addr, "events",
+		rec{partition: 0, value: ev("a", 1, 1)}, rec{partition: 0, value: ev("b", 2, 2)}, rec{partition: 0, value: ev("a", 3, 12)},
+		rec{partition: 1, value: ev("a", 10, 3)}, rec{partition: 1, value: ev("b", 20, 13)},
+		rec{partition: 2, value: ev("b", 5, 4)}, rec{partition: 2, value: ev("a", 7, 14)},
+		rec{partition: 3, value: ev("a", 100, 5)}, rec{partition: 3, value: ev("b", 200, 15)})
+	s1 := newSession(t, conf("2", "rocksdb"))
+	startJob(t, s1, savepointJobSQL(addr))
+	readAll(t, addr, "totals", 2)
+	// Ending the session cancels its job; its latest checkpoint is kept
+	// (RETAIN_ON_CANCELLATION). It covers all committed output (a
+	// transaction commits only when its checkpoint completed), so the
+	// restore writes nothing twice.
+	s1.Close()
+	chks, err := filepath.Glob(filepath.Join(chkDir, "windows", "chk-*"))
+	if err != nil || len(chks) != 1 {
+		t.Fatalf("retained checkpoints %v, %v", chks, err)
+	}
+
+	produce(t, addr, "events",
+		rec{partition: 0, value: ev("a", 1000, 16)}, rec{partition: 0, value: ev("a", 1, 25)},
+		rec{partition: 1, value: ev("b", 2000, 17)}, rec{partition: 1, value: ev("b", 2, 26)},
+		rec{partition: 2, value: ev("a", 3, 27)}, rec{partition: 3, value: ev("b", 4, 28)})
+	c := conf("3", "hashmap")
+	c["execution.state-recovery.path"] = chks[0]
+	s2 := newSession(t, c)
+	id := startJob(t, s2, savepointJobSQL(addr))
+	readAll(t, addr, "totals", 4)
+	stopWithSavepoint(t, s2, id, true)
+
+	got := committedTotals(t, addr)
+	want := []string{
+		"2024-01-01 00:00:00 a 111", "2024-01-01 00:00:00 b 7",
+		"2024-01-01 00:00:10 a 1010", "2024-01-01 00:00:10 b 2220",
+		"2024-01-01 00:00:20 a 4", "2024-01-01 00:00:20 b 6",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("committed totals =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
