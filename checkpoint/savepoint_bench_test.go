@@ -100,6 +100,25 @@ func BenchmarkSavepoint(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// Baseline: the checkpoint restored into the backend that took it.
+			syscall.Sync()
+			t0 := time.Now()
+			kiN, err := NewRuntimeStore(m, kind, filepath.Join(b.TempDir(), "native"), md).(exec.KeyedCheckpointStore).OpenKeyedInstance("v1-0", 0, 1, cfgOf(kind))
+			if err != nil {
+				b.Fatal(err)
+			}
+			vsN, err := kv.NewValueState(kiN.Backend(), "v", kv.Bytes{}, kv.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			setKey(kiN.Backend(), n/2)
+			if got, ok, err := vsN.Get(nil); err != nil || !ok || got[0] != byte(n/2) {
+				b.Fatalf("first read after restore: %v %v", ok, err)
+			}
+			native := time.Since(t0)
+			kiN.Close()
+			b.Logf("%s checkpoint restored into %s (its own image) to the first read in %v", kind, kind, native.Round(time.Millisecond))
+			b.ReportMetric(float64(native.Milliseconds()), "restore-checkpoint-ms")
 			syscall.Sync()
 			b.ResetTimer()
 			sp, err := WriteSavepoint(ctx, md, "file://"+filepath.ToSlash(b.TempDir()), SavepointOptions{JobID: "bench", TempDir: b.TempDir()})
