@@ -265,7 +265,12 @@ func convertInstance(ctx context.Context, src *Metadata, in *Instance, dir strin
 		}
 		return out, nil
 	}
-	files, err := downloadInstance(ctx, src, in, dl, nil)
+	// SSTs hard-linked from a local checkpoint are not hashed: the
+	// conversion reads every block of them, and Pebble checks each block's
+	// checksum as it reads it (sizes are still compared, and copied files
+	// hashed).
+	var unhashed []deferredSum
+	files, err := downloadInstance(ctx, src, in, dl, &unhashed)
 	if err != nil {
 		return out, fmt.Errorf("operator %s subtask %d: %w", in.Operator, in.Subtask, err)
 	}
