@@ -424,3 +424,50 @@ func TestClaimModes(t *testing.T) {
 		}
 	})
 }
+
+// TestSavepointOnS3: a savepoint written to an S3-compatible server over
+// HTTP, of a checkpoint on S3, lists, loads and restores from there (at
+// another parallelism, on the other backend) with the storage options, and
+// CLAIM deletes it there.
+func TestSavepointOnS3(t *testing.T) {
+	ctx := context.Background()
+	uri, opts := newS3(t)
+	st, err := OpenStorage(ctx, uri+"/checkpoints", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, st, 1)
+	md := writeTestJobCheckpoint(t, m, state.RocksDB)
+	sp, err := WriteSavepoint(ctx, md, uri+"/savepoints", SavepointOptions{JobID: "s3job", Storage: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sp.Path, uri+"/savepoints/savepoint-s3job-") {
+		t.Errorf("savepoint path %s", sp.Path)
+	}
+	list, err := ListSavepoints(ctx, uri+"/savepoints", opts)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("ListSavepoints: %v, %v", list, err)
+	}
+	loaded, err := Load(ctx, sp.Path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRestoredTestJob(t, m, loaded, state.Hashmap, 3)
+	m.Claim(loaded)
+	m.NumberAfter(loaded.ID)
+	rs := NewRuntimeStore(m, state.Hashmap, t.TempDir(), loaded)
+	ki, err := rs.(exec.KeyedCheckpointStore).OpenKeyedInstance("v1-0", 0, 1, kv.Config{MaxParallelism: spMaxPar})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpointKeyed(t, rs, ki, exec.CheckpointID(m.NextID()))
+	ki.Close()
+	spSt, err := OpenStorage(ctx, uri+"/savepoints", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs := listAll(t, spSt); len(objs) != 0 {
+		t.Errorf("the claimed savepoint left %v on S3", objs)
+	}
+}
