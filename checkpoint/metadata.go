@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // MetadataVersion is the version of the _metadata format this package
@@ -99,6 +101,11 @@ type Instance struct {
 	EntriesEstimated bool  `json:"entriesEstimated,omitempty"`
 	MemoryBytes      int64 `json:"memoryBytes,omitempty"`
 	DiskBytes        int64 `json:"diskBytes,omitempty"`
+	// Name describes the operator (its node in the job graph), and States
+	// are a keyed instance's declared states: for inspection only (the
+	// restore maps instances by Operator).
+	Name   string           `json:"name,omitempty"`
+	States []kv.Declaration `json:"states,omitempty"`
 }
 
 // StateSize sums the state sizes of the instances of one operator in a

@@ -295,6 +295,7 @@ func (rs *runtimeStore) Complete(ctx context.Context, id exec.CheckpointID, acks
 				private[f.Path] = true
 			}
 		}
+		in.Name, in.States = a.Name, a.States
 		// The runtime may measure the phases more precisely than the store.
 		in.SyncDuration, in.AsyncDuration = a.SyncDuration, a.AsyncDuration
 		// The runtime measures a keyed backend's size on the task's

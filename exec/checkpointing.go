@@ -305,4 +305,9 @@ type InstanceAck struct {
 	// StateSize is the size of a keyed operator instance's backend when it
 	// was sealed (nil for other instances), measured by the runtime.
 	StateSize *kv.Sizes
+	// Name describes the operator (as EXPLAIN's job graph names it);
+	// States are a keyed instance's declared states. Both are recorded for
+	// inspection (flinksql savepoints).
+	Name   string
+	States []kv.Declaration
 }

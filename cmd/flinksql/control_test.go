@@ -78,6 +78,16 @@ INSERT INTO b SELECT k, COUNT(*) FROM g GROUP BY k;`)
 		t.Fatal("the job ended after a savepoint without stop")
 	default:
 	}
+	// 'flinksql savepoints' shows the operators' identities and states.
+	out.Reset()
+	if rc := run([]string{"savepoints", m[1]}, nil, &out, &errOut); rc != 0 {
+		t.Fatalf("flinksql savepoints: exit %d: %s", rc, errOut.String())
+	}
+	for _, want := range []string{"Operator identities:\n", ": GroupAggregate(", "    state ", "SQL:\n  INSERT INTO b SELECT k, COUNT(*) FROM g GROUP BY k\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("flinksql savepoints lacks %q:\n%s", want, out.String())
+		}
+	}
 	other := t.TempDir()
 	out.Reset()
 	if rc := run([]string{"stop", "--savepoint", other, "--drain", job.ID}, nil, &out, &errOut); rc != 0 {

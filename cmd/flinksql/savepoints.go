@@ -23,8 +23,8 @@ SAVEPOINT printed it, or its _metadata; a checkpoint's chk-<n> directory is
 described the same way), or every savepoint in the directory PATH (a
 state.savepoints.dir): the job and checkpoint it was taken of, its format
 version, the state backend that wrote it, the SQL of the job, and per
-operator its identity, subtasks, key groups, state format, entries and
-bytes. With --verify, checks every file's existence, size and SHA-256 and
+operator its identity (its id and node; the declared states of keyed
+operators), subtasks, key groups, state format, entries and bytes. With --verify, checks every file's existence, size and SHA-256 and
 exits with status 1 if one differs.
 
 Flags:
@@ -132,6 +132,28 @@ func printSavepoint(w io.Writer, md *checkpoint.Metadata) {
 			for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
 				fmt.Fprintf(w, "  %s\n", line)
 			}
+		}
+	}
+	// Each operator once: its identity (the id state is restored by, its
+	// node) and, for keyed operators, its declared states.
+	seen := map[string]bool{}
+	header := false
+	for _, in := range md.Instances {
+		if seen[in.Operator] || (in.Name == "" && len(in.States) == 0) {
+			continue
+		}
+		seen[in.Operator] = true
+		if !header {
+			fmt.Fprintln(w, "Operator identities:")
+			header = true
+		}
+		fmt.Fprintf(w, "  %s: %s\n", in.Operator, in.Name)
+		for _, d := range in.States {
+			ttl := ""
+			if d.TTL > 0 {
+				ttl = ", TTL " + d.TTL.String()
+			}
+			fmt.Fprintf(w, "    state %s: %s, codec %s%s\n", d.Name, d.Kind, d.Codec, ttl)
 		}
 	}
 	fmt.Fprintln(w, "Operators:")
