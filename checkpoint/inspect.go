@@ -116,3 +116,33 @@ func verifyFile(ctx context.Context, st Storage, p string, size int64, sum strin
 	}
 	return "", nil
 }
+
+// ListSavepoints returns the savepoints in the directory at uri (a
+// state.savepoints.dir), sorted by time: every <name>/_metadata of type
+// savepoint directly below it. It only reads.
+func ListSavepoints(ctx context.Context, uri string, opts map[string]string) ([]*Metadata, error) {
+	st, err := OpenStorage(ctx, strings.TrimRight(uri, "/"), opts)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := st.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []*Metadata
+	for _, o := range objs {
+		parts := strings.Split(o, "/")
+		if len(parts) != 2 || parts[1] != MetadataName {
+			continue
+		}
+		md, err := readMetadata(ctx, st, "", o)
+		if err != nil {
+			return out, err
+		}
+		if md.Type == TypeSavepoint {
+			out = append(out, md)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Timestamp.Before(out[j].Timestamp) })
+	return out, nil
+}

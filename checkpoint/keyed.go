@@ -22,6 +22,9 @@ const KeyedFormat = "kv/1"
 // directory, from the restored checkpoint's files when it holds the
 // instance.
 func (rs *runtimeStore) OpenKeyedInstance(op exec.OperatorID, subtask, parallelism int, cfg kv.Config) (exec.KeyedInstance, error) {
+	if rs.viaEntries(op, parallelism) {
+		return rs.openKeyedFromEntries(op, subtask, parallelism, cfg)
+	}
 	in, err := rs.restoredInstance(op, subtask, parallelism)
 	if err != nil {
 		return nil, err
@@ -43,6 +46,7 @@ func (rs *runtimeStore) OpenKeyedInstance(op exec.OperatorID, subtask, paralleli
 	}
 	cfg.Kind = rs.kind
 	cfg.Dir = filepath.Join(dir, "db")
+	cfg.FullFirstSnapshot = rs.noClaim
 	ki := &keyedInstance{rs: rs, op: op, subtask: subtask, parallelism: parallelism, dir: dir}
 	if in == nil || len(in.Files) == 0 {
 		ki.b, err = kv.Open(cfg)
@@ -83,7 +87,7 @@ func (rs *runtimeStore) restoredInstance(op exec.OperatorID, subtask, parallelis
 	}
 	in := rs.restored[instanceKey{string(op), subtask}]
 	if in != nil && in.StateKind != string(rs.kind) {
-		return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint was taken with state backend %q, the job uses %q, which cannot read it; set 'state.backend.type' = '%s' to restore it (switching backends needs a savepoint, which flinksql does not take yet): %w",
+		return nil, fmt.Errorf("restoring operator %s subtask %d from checkpoint %d: the checkpoint was taken with state backend %q, the job uses %q, which cannot read it; set 'state.backend.type' = '%s' to restore it: %w",
 			op, subtask, rs.restore.ID, in.StateKind, rs.kind, in.StateKind, ErrIncompatibleRestore)
 	}
 	return in, nil

@@ -291,22 +291,63 @@ func TestKeyedInstanceEndToEnd(t *testing.T) {
 				t.Errorf("restored hashmap backend holds %d entries, want %d", s.Entries, len(want))
 			}
 
-			// The same instance at another parallelism, or with the other
-			// backend, is refused as incompatible.
-			if _, err := rs2.(exec.KeyedCheckpointStore).OpenKeyedInstance("v1-0", 0, 4, cfg); !errors.Is(err, ErrIncompatibleRestore) ||
-				!strings.Contains(err.Error(), "the checkpoint has parallelism 2, the job 4") {
-				t.Errorf("rescaled keyed restore: %v", err)
+			// The same state at another parallelism, and with the other
+			// backend, is restored through its entries: subtask 1 of 4 owns
+			// key groups 32…63 and gets exactly the keys written there.
+			cfg4 := cfg
+			cfg4.KeyGroups = &kv.KeyGroupRange{First: 32, Last: 63}
+			ki4, err := rs2.(exec.KeyedCheckpointStore).OpenKeyedInstance("v1-0", 1, 4, cfg4)
+			if err != nil {
+				t.Fatalf("rescaled keyed restore: %v", err)
 			}
+			want4 := map[string]string{}
+			for k, v := range want {
+				if kv.KeyGroupOf(types.HashColumns(types.Row{types.String(k)}, []int{0}), 128) >= 32 {
+					want4[k] = v
+				}
+			}
+			checkEntries(t, "rescaled to 4", ki4.Backend(), want4)
+			ki4.Close()
 			other := state.Hashmap
+			cfgOther := kv.Config{MaxParallelism: 128, KeyGroups: cfg.KeyGroups}
 			if kind == state.Hashmap {
 				other = state.RocksDB
+				cfgOther.MemoryBudget = kv.MinMemoryBudget
 			}
 			rs3 := NewRuntimeStore(m2, other, t.TempDir(), latest)
-			if _, err := rs3.(exec.KeyedCheckpointStore).OpenKeyedInstance("v1-0", 0, 2, cfg); !errors.Is(err, ErrIncompatibleRestore) ||
-				!strings.Contains(err.Error(), "switching backends needs a savepoint") {
-				t.Errorf("keyed restore with another backend: %v", err)
+			ki3, err := rs3.(exec.KeyedCheckpointStore).OpenKeyedInstance("v1-0", 0, 2, cfgOther)
+			if err != nil {
+				t.Fatalf("keyed restore with another backend: %v", err)
 			}
+			if ki3.Backend().Kind() != other || !ki3.Restored() {
+				t.Errorf("restored into %s (restored %v), want %s", ki3.Backend().Kind(), ki3.Restored(), other)
+			}
+			checkEntries(t, "other backend", ki3.Backend(), want)
+			ki3.Close()
 		})
+	}
+}
+
+// checkEntries compares the entries of state "v" of b with want.
+func checkEntries(t *testing.T, what string, b *kv.Backend, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	if err := b.Entries(kv.KeyGroupRange{First: 0, Last: b.MaxParallelism() - 1}, func(e kv.Entry) error {
+		got[string(e.Key)] = string(e.Value)
+		return nil
+	}); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	bad := 0
+	for k, v := range want {
+		if got[k] != v {
+			if bad++; bad <= 3 {
+				t.Errorf("%s: %s = %q, want %q", what, k, got[k], v)
+			}
+		}
+	}
+	if bad > 0 || len(got) != len(want) {
+		t.Errorf("%s: %d of %d keys wrong; %d restored", what, bad, len(want), len(got))
 	}
 }
 

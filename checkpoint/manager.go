@@ -49,6 +49,16 @@ type Manager struct {
 	closed  bool
 	// corrupt are the checkpoints whose _metadata NewManager found corrupt.
 	corrupt map[int64]error
+	// pins count the savepoints being written of each retained checkpoint;
+	// protected are the checkpoints this run must never delete (restored
+	// in NO_CLAIM mode). A pinned or protected checkpoint beyond the
+	// retention limit waits in held instead of being discarded.
+	pins      map[int64]int
+	protected map[int64]bool
+	held      []*Metadata
+	// claimed is a snapshot outside this job's directory restored in CLAIM
+	// mode: deleted once this run completed a checkpoint of its own.
+	claimed *Metadata
 }
 
 type sharedEntry struct {
@@ -399,21 +409,32 @@ func (m *Manager) Load(ctx context.Context, pathOrDir string) (*Metadata, error)
 		}
 		return md, nil
 	}
-	jobURI, chk := parentURI(p)
-	if jobURI == "" || chk == "" {
-		return nil, fmt.Errorf("checkpoint %q: expected a chk-<n> directory or its %s", pathOrDir, MetadataName)
-	}
 	var opts map[string]string
 	if ls, ok := m.st.(locatedStorage); ok {
 		_, opts = ls.location()
 	}
-	st, err := OpenStorage(ctx, jobURI, opts)
-	if err != nil {
-		return nil, fmt.Errorf("loading checkpoint %q: %w", pathOrDir, err)
+	return Load(ctx, p, opts)
+}
+
+// Load reads the checkpoint or savepoint at uri (a file:// or s3:// URI or
+// an absolute path: a chk-<n> or savepoint directory, or its _metadata)
+// with the storage options opts. It only reads.
+func Load(ctx context.Context, uri string, opts map[string]string) (*Metadata, error) {
+	p := strings.TrimSuffix(strings.TrimRight(uri, "/"), "/"+MetadataName)
+	parent, dir := parentURI(p)
+	if parent == "" || dir == "" {
+		return nil, fmt.Errorf("checkpoint %q: expected a chk-<n> or savepoint directory or its %s", uri, MetadataName)
 	}
-	md, err := readMetadata(ctx, st, "", chk+"/"+MetadataName)
+	if scheme, _ := splitScheme(parent); scheme == "" && !strings.HasPrefix(parent, "/") {
+		return nil, fmt.Errorf("checkpoint %q: expected a file:// or s3:// URI or an absolute path", uri)
+	}
+	st, err := OpenStorage(ctx, parent, opts)
 	if err != nil {
-		return nil, fmt.Errorf("loading checkpoint %q: %w", pathOrDir, err)
+		return nil, fmt.Errorf("loading checkpoint %q: %w", uri, err)
+	}
+	md, err := readMetadata(ctx, st, "", dir+"/"+MetadataName)
+	if err != nil {
+		return nil, fmt.Errorf("loading checkpoint %q: %w", uri, err)
 	}
 	return md, nil
 }
@@ -664,10 +685,19 @@ func (m *Manager) complete(ctx context.Context, md *Metadata) error {
 	}
 	m.completed = append(m.completed, md)
 	for len(m.completed) > m.retained {
-		m.discardLocked(ctx, m.completed[0])
+		if old := m.completed[0]; m.pins[old.ID] > 0 || m.protected[old.ID] {
+			m.held = append(m.held, old)
+		} else {
+			m.discardLocked(ctx, old)
+		}
 		m.completed = m.completed[1:]
 	}
+	claimed := m.claimed
+	m.claimed = nil
 	m.mu.Unlock()
+	if claimed != nil {
+		m.deleteClaimed(ctx, claimed)
+	}
 
 	m.logf("Completed checkpoint %d for job %s (full %d bytes, uploaded %d bytes, sync %s, async %s)",
 		id, m.job, md.FullBytes, md.UploadedBytes, md.SyncDuration.Round(time.Microsecond), md.AsyncDuration.Round(time.Microsecond))
@@ -750,16 +780,29 @@ func (m *Manager) close(discard bool) error {
 	}
 	ctx := context.Background()
 	// Metadata first, oldest first, so no checkpoint is left half deleted.
-	for _, md := range m.completed {
+	keep := map[string]bool{}
+	for _, md := range append(m.held, m.completed...) {
+		if m.protected[md.ID] {
+			keep[m.base+md.Dir()+"/"+MetadataName] = true
+			for _, in := range md.Instances {
+				for _, f := range in.Files {
+					keep[m.base+f.Path] = true
+				}
+			}
+			continue
+		}
 		m.discardLocked(ctx, md)
 	}
-	m.completed = nil
+	m.completed, m.held = nil, nil
 	objs, err := m.st.List(ctx, m.base)
 	if err != nil {
 		return fmt.Errorf("deleting checkpoints of job %q: %w", m.job, err)
 	}
 	var errs []error
 	for _, o := range objs {
+		if keep[o] {
+			continue
+		}
 		if err := m.st.Delete(ctx, o); err != nil {
 			errs = append(errs, err)
 		}
@@ -781,4 +824,118 @@ func (m *Manager) logf(format string, args ...any) {
 	m.logMu.Lock()
 	defer m.logMu.Unlock()
 	fmt.Fprintf(m.log, format+"\n", args...)
+}
+
+// Pin keeps retained checkpoint id from being deleted until release is
+// called (a savepoint is being written of it). It fails when the
+// checkpoint is no longer retained.
+func (m *Manager) Pin(id int64) (*Metadata, func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var md *Metadata
+	for _, c := range m.completed {
+		if c.ID == id {
+			md = c
+		}
+	}
+	if md == nil {
+		return nil, nil, fmt.Errorf("checkpoint %d of job %q is no longer retained", id, m.job)
+	}
+	if m.pins == nil {
+		m.pins = map[int64]int{}
+	}
+	m.pins[id]++
+	var once sync.Once
+	return md, func() { once.Do(func() { m.unpin(id) }) }, nil
+}
+
+func (m *Manager) unpin(id int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pins[id]--
+	if m.pins[id] > 0 {
+		return
+	}
+	delete(m.pins, id)
+	for i, md := range m.held {
+		if md.ID == id && !m.protected[id] {
+			m.held = append(m.held[:i], m.held[i+1:]...)
+			if !m.closed {
+				m.discardLocked(context.Background(), md)
+			}
+			return
+		}
+	}
+}
+
+// Protect makes the manager never delete md, when it is one of its
+// retained checkpoints (a restore in NO_CLAIM mode): it is neither
+// subsumed nor removed when the job's checkpoints are discarded. It
+// reports whether md is one of them.
+func (m *Manager) Protect(md *Metadata) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.completed {
+		if c.ID == md.ID && c.Location() == md.Location() {
+			if m.protected == nil {
+				m.protected = map[int64]bool{}
+			}
+			m.protected[c.ID] = true
+			return true
+		}
+	}
+	return false
+}
+
+// NumberAfter makes new checkpoint IDs greater than id: a job restored
+// from a snapshot of another run continues its numbering, as Flink does.
+func (m *Manager) NumberAfter(id int64) {
+	m.mu.Lock()
+	m.highest = max(m.highest, id)
+	m.mu.Unlock()
+}
+
+// Owns reports whether md is one of the manager's retained checkpoints.
+func (m *Manager) Owns(md *Metadata) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.completed {
+		if c.ID == md.ID && c.Location() == md.Location() {
+			return true
+		}
+	}
+	return false
+}
+
+// Claim hands md, a restored snapshot outside this job's checkpoints, to
+// the manager (CLAIM mode): once the run completed a checkpoint of its own,
+// which subsumes it, md is deleted: its _metadata first, then its files (a
+// checkpoint's shared files excepted, which other checkpoints of its job
+// may reference).
+func (m *Manager) Claim(md *Metadata) {
+	m.mu.Lock()
+	m.claimed = md
+	m.mu.Unlock()
+}
+
+func (m *Manager) deleteClaimed(ctx context.Context, md *Metadata) {
+	meta := md.base + md.Dir() + "/" + MetadataName
+	if md.Type == TypeSavepoint {
+		meta = md.base + MetadataName
+	}
+	if err := md.src.Delete(ctx, meta); err != nil {
+		m.warnf("deleting the claimed snapshot %s: %v", meta, err)
+		return
+	}
+	for _, in := range md.Instances {
+		for _, f := range in.Files {
+			if f.Shared && md.Type != TypeSavepoint {
+				continue
+			}
+			if err := md.src.Delete(ctx, md.base+f.Path); err != nil {
+				m.warnf("deleting %s of the claimed snapshot: %v", md.base+f.Path, err)
+			}
+		}
+	}
+	m.logf("Deleted the restored snapshot %s, claimed by job %s (execution.state-recovery.claim-mode CLAIM), now that checkpoints of its own subsume it", strings.TrimSuffix(meta, "/"+MetadataName), m.job)
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // MetadataVersion is the version of the _metadata format this package
@@ -51,6 +53,21 @@ type Metadata struct {
 	// checkpoint. Zero in checkpoints of builds that did not record it.
 	MaxParallelism int `json:"maxParallelism,omitempty"`
 
+	// Type is TypeSavepoint for a savepoint (empty for a checkpoint).
+	Type string `json:"type,omitempty"`
+	// SavepointFormat is the version of a savepoint's layout
+	// (SavepointFormatVersion when written): a release reads the versions
+	// it knows, so a savepoint outlives the release that took it.
+	SavepointFormat int `json:"savepointFormat,omitempty"`
+	// StateBackend is the state backend of the job that took the snapshot
+	// (savepoints only: their state is readable by either backend).
+	StateBackend string `json:"stateBackend,omitempty"`
+	// SQL holds the statements of the job that took the savepoint.
+	SQL []string `json:"sql,omitempty"`
+	// FromCheckpoint is the checkpoint the savepoint was made of
+	// ("<job>/chk-<n>").
+	FromCheckpoint string `json:"fromCheckpoint,omitempty"`
+
 	// Where the checkpoint was read from: files resolve to src at base+Path.
 	src  Storage
 	base string
@@ -84,6 +101,11 @@ type Instance struct {
 	EntriesEstimated bool  `json:"entriesEstimated,omitempty"`
 	MemoryBytes      int64 `json:"memoryBytes,omitempty"`
 	DiskBytes        int64 `json:"diskBytes,omitempty"`
+	// Name describes the operator (its node in the job graph), and States
+	// are a keyed instance's declared states: for inspection only (the
+	// restore maps instances by Operator).
+	Name   string           `json:"name,omitempty"`
+	States []kv.Declaration `json:"states,omitempty"`
 }
 
 // StateSize sums the state sizes of the instances of one operator in a
@@ -169,6 +191,21 @@ type FileRef struct {
 	Shared    bool   `json:"shared"`
 }
 
+// Location is where the checkpoint or savepoint lies: the URI of its
+// directory ("" when unknown).
+func (m *Metadata) Location() string {
+	ls, ok := m.src.(locatedStorage)
+	if !ok {
+		return ""
+	}
+	uri, _ := ls.location()
+	dir := m.base + m.Dir()
+	if m.Type == TypeSavepoint {
+		dir = strings.TrimSuffix(m.base, "/")
+	}
+	return strings.TrimRight(uri, "/") + "/" + dir
+}
+
 // Dir is the checkpoint's directory relative to the job directory.
 func (m *Metadata) Dir() string { return chkDir(m.ID) }
 
@@ -246,6 +283,18 @@ func readMetadata(ctx context.Context, st Storage, base, path string) (*Metadata
 				return nil, fmt.Errorf("checkpoint metadata %s: operator %s subtask %d: %w: %w", base+path, in.Operator, in.Subtask, err, errCorruptMetadata)
 			}
 		}
+	}
+	if m.Type == TypeSavepoint {
+		if m.SavepointFormat < 1 || m.SavepointFormat > SavepointFormatVersion {
+			return nil, fmt.Errorf("savepoint metadata %s has savepoint format %d; this build reads formats 1 to %d", base+path, m.SavepointFormat, SavepointFormatVersion)
+		}
+		// A savepoint's files lie in its own directory, wherever it was
+		// moved: they are named relative to it.
+		if i := strings.LastIndex(path, "/"); i >= 0 {
+			base += path[:i+1]
+		}
+	} else if m.Type != "" {
+		return nil, fmt.Errorf("metadata %s is of type %q, neither a checkpoint nor a savepoint: %w", base+path, m.Type, errCorruptMetadata)
 	}
 	m.src, m.base = st, base
 	return &m, nil

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,20 @@ type runtimeStore struct {
 	// restoredParallelism is each restored operator's parallelism.
 	restoredParallelism map[string]int
 	restored            map[instanceKey]*Instance
+	// byOp are the restored instances of each operator, by subtask.
+	byOp map[string][]*Instance
+	// noClaim: the restored snapshot is not this job's (NO_CLAIM), so no
+	// checkpoint may reference its files.
+	noClaim bool
 }
+
+// StoreOption configures NewRuntimeStore.
+type StoreOption func(*runtimeStore)
+
+// NoClaim makes every restored instance's first checkpoint a full one, so
+// that no checkpoint of the job references a file of the restored snapshot
+// (execution.state-recovery.claim-mode NO_CLAIM).
+func NoClaim() StoreOption { return func(rs *runtimeStore) { rs.noClaim = true } }
 
 type instanceKey struct {
 	op      string
@@ -47,22 +61,34 @@ var errFileMismatch = errors.New("the file differs from the checkpoint's record"
 
 // NewRuntimeStore returns the exec.CheckpointStore of a job whose state
 // backend is kind, whose local working files live under localDir, and which
-// starts from restore (nil for a fresh start). Restoring requires the same
-// parallelism per operator and the same state backend as the checkpoint.
-func NewRuntimeStore(m *Manager, kind state.Kind, localDir string, restore *Metadata) exec.CheckpointStore {
+// starts from restore (nil for a fresh start): a checkpoint or savepoint.
+// An instance of a checkpoint restored with its own parallelism and state
+// backend is restored from its image; a savepoint, another parallelism or
+// another backend go through the state's entries (restore.go).
+func NewRuntimeStore(m *Manager, kind state.Kind, localDir string, restore *Metadata, opts ...StoreOption) exec.CheckpointStore {
 	rs := &runtimeStore{m: m, kind: kind, localDir: localDir, restore: restore,
-		restoredParallelism: map[string]int{}, restored: map[instanceKey]*Instance{}}
+		restoredParallelism: map[string]int{}, restored: map[instanceKey]*Instance{}, byOp: map[string][]*Instance{}}
+	for _, o := range opts {
+		o(rs)
+	}
 	if restore != nil {
 		for i := range restore.Instances {
 			in := &restore.Instances[i]
 			rs.restored[instanceKey{in.Operator, in.Subtask}] = in
 			rs.restoredParallelism[in.Operator] = in.Parallelism
+			rs.byOp[in.Operator] = append(rs.byOp[in.Operator], in)
+		}
+		for _, ins := range rs.byOp {
+			sort.Slice(ins, func(i, j int) bool { return ins[i].Subtask < ins[j].Subtask })
 		}
 	}
 	return rs
 }
 
 func (rs *runtimeStore) OpenInstance(op exec.OperatorID, subtask, parallelism int) (exec.InstanceState, error) {
+	if rs.viaEntries(op, parallelism) {
+		return rs.openInstanceFromEntries(op, subtask, parallelism)
+	}
 	in, err := rs.restoredInstance(op, subtask, parallelism)
 	if err != nil {
 		return nil, err
@@ -128,7 +154,11 @@ type deferredSum struct {
 // still checked), so that a restore from a local checkpoint directory does
 // not wait for a read of every byte.
 func (rs *runtimeStore) downloadDeferring(ctx context.Context, in *Instance, dir string, deferred *[]deferredSum) ([]state.File, error) {
-	md := rs.restore
+	return downloadInstance(ctx, rs.restore, in, dir, deferred)
+}
+
+// downloadInstance is downloadDeferring for an instance of md.
+func downloadInstance(ctx context.Context, md *Metadata, in *Instance, dir string, deferred *[]deferredSum) ([]state.File, error) {
 	files := make([]state.File, 0, len(in.Files))
 	for _, f := range in.Files {
 		if f.LocalName == "" || f.LocalName != filepath.Base(f.LocalName) || f.LocalName == "." || f.LocalName == ".." {
@@ -265,6 +295,7 @@ func (rs *runtimeStore) Complete(ctx context.Context, id exec.CheckpointID, acks
 				private[f.Path] = true
 			}
 		}
+		in.Name, in.States = a.Name, a.States
 		// The runtime may measure the phases more precisely than the store.
 		in.SyncDuration, in.AsyncDuration = a.SyncDuration, a.AsyncDuration
 		// The runtime measures a keyed backend's size on the task's
@@ -294,6 +325,13 @@ type instanceState struct {
 	store       state.Store
 	restored    bool
 	position    []byte
+	// entries, when set, replays the restored state instead of the
+	// store (a restore from a savepoint or at another parallelism);
+	// positions are then the restored positions assigned to the
+	// instance, rescaled whether the parallelism changed.
+	entries   exec.StateReader
+	positions [][]byte
+	rescaled  bool
 	// snapshotStart is when the current snapshot's Writer was handed out:
 	// the synchronous part runs from there to the end of Seal.
 	snapshotStart time.Time
@@ -302,6 +340,9 @@ type instanceState struct {
 func (is *instanceState) Restored() (exec.StateReader, []byte, bool) {
 	if !is.restored {
 		return nil, nil, false
+	}
+	if is.entries != nil {
+		return is.entries, is.position, true
 	}
 	return is.store.Reader(), is.position, true
 }

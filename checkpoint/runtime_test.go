@@ -239,18 +239,55 @@ func testRuntimeStoreEndToEnd(t *testing.T, storage string, kind state.Kind) {
 		}
 	}
 
-	// Restoring needs the same parallelism and backend.
-	if _, err := rs2.OpenInstance("v1-0", 0, 4); err == nil || !strings.Contains(err.Error(), "the checkpoint has parallelism 2, the job 4") {
-		t.Errorf("rescaled restore: %v", err)
+	// At another parallelism an entry store of old subtask j goes to new
+	// subtask j mod the parallelism: at 1, subtask 0 replays both; at 4,
+	// subtask 0 the old subtask 0's and subtask 3 nothing.
+	union := map[entryKey]string{}
+	for k, v := range sub0 {
+		union[k] = v
 	}
+	for k, v := range sub1 {
+		union[k] = v
+	}
+	for _, c := range []struct {
+		subtask, parallelism int
+		want                 map[entryKey]string
+	}{{0, 1, union}, {0, 4, sub0}, {3, 4, map[entryKey]string{}}} {
+		is, err := rs2.OpenInstance("v1-0", c.subtask, c.parallelism)
+		if err != nil {
+			t.Fatalf("rescaled restore to %d/%d: %v", c.subtask, c.parallelism, err)
+		}
+		r, _, ok := is.Restored()
+		if !ok {
+			t.Fatalf("rescaled restore to %d/%d: not restored", c.subtask, c.parallelism)
+		}
+		if got := readState(t, r); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("rescaled restore to %d/%d: %d entries, want %d", c.subtask, c.parallelism, len(got), len(c.want))
+		}
+		is.Close()
+	}
+	// The source's position goes to every subtask, marked rescaled.
+	src, err := rs2.OpenInstance("v0-source", 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, rescaled := src.(exec.RescaledPositions).RestoredPositions(); !rescaled || len(ps) != 1 || string(ps[0]) != "offset=250" {
+		t.Errorf("rescaled source positions %q (rescaled %v), want [offset=250] rescaled", ps, rescaled)
+	}
+	src.Close()
 	other := state.Hashmap
 	if kind == state.Hashmap {
 		other = state.RocksDB
 	}
 	rs3 := NewRuntimeStore(m2, other, t.TempDir(), latest)
-	if _, err := rs3.OpenInstance("v1-0", 0, 2); err == nil || !strings.Contains(err.Error(), "switching backends needs a savepoint") {
-		t.Errorf("restore with another backend: %v", err)
+	is3, err := rs3.OpenInstance("v1-0", 0, 2)
+	if err != nil {
+		t.Fatalf("restore with another backend: %v", err)
 	}
+	if r, _, ok := is3.Restored(); !ok || !reflect.DeepEqual(readState(t, r), sub0) {
+		t.Errorf("restore with another backend: restored %v", ok)
+	}
+	is3.Close()
 }
 
 // TestIncrementalUpload: with rocksdb, a checkpoint after few changes uploads

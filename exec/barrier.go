@@ -79,6 +79,10 @@ type sealedInstance struct {
 	sealed SealedState
 	sync   time.Duration
 	size   *kv.Sizes // a keyed instance's state size
+	// name describes the operator; states are a keyed instance's declared
+	// states (both recorded in the checkpoint for inspection).
+	name   string
+	states []kv.Declaration
 }
 
 func (t *task) operatorID(i int) OperatorID {
@@ -147,7 +151,21 @@ func (t *task) openReaderState(reader SourceReader) error {
 	if cfg.RestoreID <= 0 {
 		return nil
 	}
-	if _, pos, ok := st.Restored(); ok && pos != nil {
+	_, pos, ok := st.Restored()
+	if rp, isRP := st.(RescaledPositions); ok && isRP {
+		if ps, rescaled := rp.RestoredPositions(); rescaled {
+			m, canMerge := reader.(PositionMerger)
+			if !canMerge {
+				return fmt.Errorf("restore source position from checkpoint %d: the job's parallelism changed and source reader %T cannot reassign its position to other subtasks; restore it with its former parallelism", cfg.RestoreID, reader)
+			}
+			merged, err := m.MergePositions(ps)
+			if err != nil {
+				return fmt.Errorf("restore source position from checkpoint %d at another parallelism: %w", cfg.RestoreID, err)
+			}
+			pos = merged
+		}
+	}
+	if ok && pos != nil {
 		if err := cr.RestorePosition(pos); err != nil {
 			return fmt.Errorf("restore source position from checkpoint %d: %w", cfg.RestoreID, err)
 		}
@@ -214,7 +232,8 @@ func (t *task) checkpoint(id CheckpointID) error {
 			// instance's sync time: O(1) for hashmap, O(cached entries +
 			// SSTs) for rocksdb.)
 			size := t.reportStateSize(i)
-			sealed = append(sealed, sealedInstance{id: t.keyed[i].id, sealed: ss, sync: sync, size: &size})
+			sealed = append(sealed, sealedInstance{id: t.keyed[i].id, sealed: ss, sync: sync, size: &size,
+				name: t.opName(i), states: t.keyed[i].b.Declarations()})
 			continue
 		}
 		in := t.cp.insts[i]
@@ -234,7 +253,7 @@ func (t *task) checkpoint(id CheckpointID) error {
 		if err != nil {
 			return fail(t.wrapOp(i, fmt.Errorf("seal state of %s: %w", in.id, err)))
 		}
-		sealed = append(sealed, sealedInstance{id: in.id, sealed: ss, sync: time.Since(t0)})
+		sealed = append(sealed, sealedInstance{id: in.id, sealed: ss, sync: time.Since(t0), name: t.opName(i)})
 	}
 	t.upload(id, sealed, time.Since(start))
 	return nil
@@ -275,6 +294,7 @@ func (t *task) upload(id CheckpointID, sealed []sealedInstance, sync time.Durati
 			if s.size != nil {
 				ack.StateSize = s.size
 			}
+			ack.Name, ack.States = s.name, s.states
 			if ack.AsyncDuration == 0 {
 				ack.AsyncDuration = time.Since(start)
 			}

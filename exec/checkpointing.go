@@ -71,6 +71,23 @@ type CheckpointedReader interface {
 	RestorePosition(pos []byte) error
 }
 
+// PositionMerger is a CheckpointedReader whose positions can be
+// reassigned when a job is restored at another parallelism (Flink
+// reassigns a Kafka source's splits): MergePositions combines the
+// positions of every old subtask into one that RestorePosition takes,
+// from which the reader keeps the splits its new subtask owns. A reader
+// without it cannot be rescaled, and such a restore is refused.
+type PositionMerger interface {
+	MergePositions(positions [][]byte) ([]byte, error)
+}
+
+// RescaledPositions is implemented by an InstanceState of a source restored
+// through a savepoint or at another parallelism: the positions assigned to
+// the instance, and whether the parallelism changed.
+type RescaledPositions interface {
+	RestoredPositions() (positions [][]byte, rescaled bool)
+}
+
 // CheckpointCompleteReader is a CheckpointedReader that acts when a
 // checkpoint holding its position completes, as Flink's
 // SourceReader.notifyCheckpointComplete: a Kafka source commits the
@@ -288,4 +305,9 @@ type InstanceAck struct {
 	// StateSize is the size of a keyed operator instance's backend when it
 	// was sealed (nil for other instances), measured by the runtime.
 	StateSize *kv.Sizes
+	// Name describes the operator (as EXPLAIN's job graph names it);
+	// States are a keyed instance's declared states. Both are recorded for
+	// inspection (flinksql savepoints).
+	Name   string
+	States []kv.Declaration
 }

@@ -301,6 +301,12 @@ func (s *sink) RestoreState(r StateReader) error {
 		for len(p.cs) <= n {
 			p.cs = append(p.cs, nil)
 		}
+		if p.cs[n] != nil {
+			// A restore at another parallelism hands this subtask the
+			// committables of several old subtasks, numbered alike.
+			p.cs = append(p.cs, Committable(bytes.Clone(value)))
+			return nil
+		}
 		p.cs[n] = Committable(bytes.Clone(value))
 		return nil
 	})

@@ -47,6 +47,13 @@ type checkpointing struct {
 	// (RETAIN_ON_CANCELLATION); otherwise they are deleted, as when the job
 	// finishes. Only a failed or crashed job leaves checkpoints to resume from.
 	retainOnCancel bool
+	// savepointsDir is state.savepoints.dir; storageOpts the s3.* options
+	// of the storages.
+	savepointsDir string
+	storageOpts   map[string]string
+	// noClaim is the snapshot restored in NO_CLAIM mode: attempts that
+	// restore it make their first checkpoint a full one.
+	noClaim *checkpoint.Metadata
 	// bad are the checkpoints a restore found unrestorable
 	// (exec.ErrCheckpointUnrestorable): recovery never picks them again.
 	bad map[int64]bool
@@ -65,10 +72,11 @@ var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, job, plan string) (*checkpointing, error) {
 	iv := strings.TrimSpace(conf.Get(options.CheckpointInterval.Key))
 	recovery := strings.TrimSpace(options.RecoveryPath.Get(conf))
-	if iv == "" && recovery == "" {
+	savepoints := strings.TrimSpace(options.SavepointsDir.Get(conf))
+	if iv == "" && recovery == "" && savepoints == "" {
 		return nil, nil
 	}
-	c := &checkpointing{}
+	c := &checkpointing{savepointsDir: savepoints, storageOpts: map[string]string{}}
 	if iv != "" {
 		c.cfg.Interval = options.CheckpointInterval.Get(conf)
 		if c.cfg.Interval <= 0 {
@@ -100,7 +108,7 @@ func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, 
 		// restart of the same pipeline on this machine can resume.
 		dir = filepath.Join(os.TempDir(), "flinksql-checkpoints")
 	}
-	storageOpts := map[string]string{}
+	storageOpts := c.storageOpts
 	for k, v := range conf.WithPrefix("s3.") {
 		storageOpts[k] = v
 	}
@@ -156,15 +164,34 @@ func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, 
 			"Use another 'pipeline.name', delete that job's checkpoints from '%s', or set 'execution.state-recovery.path' to a checkpoint of this plan.",
 			c.restore.ID, job, dir)
 	}
+	if recovery != "" && c.restore != nil {
+		// Who owns the snapshot named explicitly (Flink's claim modes); a
+		// job resuming its own latest checkpoint owns it anyway.
+		if options.ClaimMode.Get(conf) == "CLAIM" {
+			if !m.Owns(c.restore) {
+				m.Claim(c.restore)
+			}
+		} else {
+			m.Protect(c.restore)
+			c.noClaim = c.restore
+		}
+	}
 	if err := s.checkMaxParallelism(conf, c, job); err != nil {
 		c.unlock()
 		return nil, err
 	}
 	m.SetMaxParallelism(c.maxParallelism)
+	if c.restore != nil {
+		m.NumberAfter(c.restore.ID)
+	}
 	c.firstID = m.NextID()
 	if c.restore != nil {
-		fmt.Fprintf(s.cfg.Stderr, "[INFO] Restoring job '%s' from checkpoint %d (taken %s).\n",
-			job, c.restore.ID, c.restore.Timestamp.UTC().Format(time.RFC3339))
+		what := fmt.Sprintf("checkpoint %d", c.restore.ID)
+		if c.restore.Type == checkpoint.TypeSavepoint {
+			what = "savepoint " + c.restore.Location()
+		}
+		fmt.Fprintf(s.cfg.Stderr, "[INFO] Restoring job '%s' from %s (taken %s).\n",
+			job, what, c.restore.Timestamp.UTC().Format(time.RFC3339))
 	}
 	return c, nil
 }
@@ -235,7 +262,11 @@ func permanentFailure(err error, c *checkpointing) error {
 // attemptConfig returns the runtime configuration of the next attempt.
 func (c *checkpointing) attemptConfig(localDir string) *exec.CheckpointConfig {
 	cfg := c.cfg
-	cfg.Store = checkpoint.NewRuntimeStore(c.manager, c.kind, localDir, c.restore)
+	var opts []checkpoint.StoreOption
+	if c.restore != nil && c.restore == c.noClaim {
+		opts = append(opts, checkpoint.NoClaim())
+	}
+	cfg.Store = checkpoint.NewRuntimeStore(c.manager, c.kind, localDir, c.restore, opts...)
 	// New checkpoint IDs continue after every retained one, also when an
 	// older checkpoint was restored, so no chk-<n> directory is reused.
 	cfg.RestoreID, cfg.NextID = 0, exec.CheckpointID(c.manager.NextID())

@@ -143,6 +143,11 @@ type Job struct {
 	stopping bool
 	// releaseLeases gives back the job's prefix leases when it has ended.
 	releaseLeases func()
+	// savepoint is the stop with savepoint in progress (guarded by
+	// Supervisor.mu), drain whether it drains; sql the job's statements.
+	savepoint *savepointRequest
+	drain     bool
+	sql       []string
 }
 
 func newJobID() string {
@@ -311,7 +316,10 @@ func (s *Supervisor) supervise(rj *Job, plan *plan.Plan, cp *checkpointing, j *e
 		if stopped {
 			next.Cancel()
 		} else if stopping {
-			next.StopSources(cp == nil)
+			s.mu.Lock()
+			drain := rj.drain || cp == nil
+			s.mu.Unlock()
+			next.StopSources(drain)
 		}
 		j, cleanup = next, nextCleanup
 	}
@@ -320,10 +328,18 @@ func (s *Supervisor) supervise(rj *Job, plan *plan.Plan, cp *checkpointing, j *e
 		// too unless RETAIN_ON_CANCELLATION; a failed one keeps them, so that
 		// running the pipeline again resumes where it stopped.
 		s.mu.Lock()
-		status, stopping := rj.status, rj.stopping
+		status, stopping, sp := rj.status, rj.stopping, rj.savepoint
 		s.mu.Unlock()
 		var err error
 		switch {
+		case status == "FINISHED" && sp != nil:
+			if s.writeFinalSavepoint(rj, sp) {
+				// The savepoint holds everything: the job finished, and its
+				// checkpoints go, as in Flink.
+				err = cp.manager.Discard()
+			} else {
+				err = cp.manager.Close(false)
+			}
 		case status == "FINISHED" && stopping:
 			err = cp.manager.Close(false) // stopped with a final checkpoint: resumable
 		case status == "FINISHED":

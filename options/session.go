@@ -91,8 +91,14 @@ var (
 	NumRetained = Int("state.checkpoints.num-retained", 1, 1,
 		"Completed checkpoints kept.")
 	RecoveryPath = String("execution.state-recovery.path", "",
-		"A checkpoint (its directory or _metadata) the next job starts from.", nil,
+		"A savepoint or checkpoint (its directory or _metadata) the next job starts from.", nil,
 		"execution.savepoint.path")
+	ClaimMode = Enum("execution.state-recovery.claim-mode", "NO_CLAIM", []string{"CLAIM", "NO_CLAIM"},
+		"Who owns the snapshot named by 'execution.state-recovery.path': NO_CLAIM, the job never deletes or changes it and its first checkpoint is a full one; CLAIM, the job owns it and deletes it once a checkpoint of its own subsumes it.",
+		"execution.savepoint-restore-mode")
+	SavepointsDir = String("state.savepoints.dir", "",
+		"The default directory of savepoints (STOP JOB ... WITH SAVEPOINT, flinksql savepoint): a local path, file:// or s3:// URI. Setting it also turns checkpointing on for jobs without 'execution.checkpointing.interval' (a checkpoint is then taken only for a savepoint).", nil,
+		"execution.checkpointing.savepoint-dir")
 
 	RestartStrategy = Enum("restart-strategy.type", "",
 		[]string{"none", "disable", "off", "fixed-delay", "fixeddelay", "exponential-delay", "exponentialdelay"},
@@ -139,7 +145,7 @@ func Session() *Registry {
 		&CheckpointInterval.Spec, &CheckpointMode.Spec, &CheckpointTimeout.Spec, &CheckpointMinPause.Spec,
 		&CheckpointMaxConcurrent.Spec, &TolerableFailures.Spec, &Incremental.Spec, &CheckpointRetention.Spec,
 		&StateBackend.Spec, &ManagedMemory.Spec, &RocksDBManaged.Spec, &RocksDBFixedPerSlot.Spec, &CheckpointsDir.Spec,
-		&NumRetained.Spec, &RecoveryPath.Spec,
+		&NumRetained.Spec, &RecoveryPath.Spec, &ClaimMode.Spec, &SavepointsDir.Spec,
 		&RestartStrategy.Spec, &FixedDelayAttempts.Spec, &FixedDelay.Spec, &ExpInitialBackoff.Spec, &ExpMaxBackoff.Spec,
 		&ExpMultiplier.Spec, &ExpAttemptsBeforeReset.Spec, &ExpResetThreshold.Spec, &ExpJitter.Spec,
 		&S3Endpoint.Spec, &S3PathStyle.Spec, &S3AccessKey.Spec, &S3SecretKey.Spec, &S3Region.Spec,

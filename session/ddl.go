@@ -156,7 +156,7 @@ func (s *Session) createTableAs(ctx context.Context, x *parser.CreateTable) (*Re
 		}
 		return nil, err
 	}
-	r, err := s.submit(ctx, pl)
+	r, err := s.submit(ctx, pl, x.Text())
 	if err != nil && !existed {
 		_ = s.cat.DropTable(t.ID, false, true)
 	}

@@ -317,7 +317,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		if err != nil {
 			return nil, err
 		}
-		return s.submit(ctx, plan)
+		return s.submit(ctx, plan, x.Text())
 	case *parser.StatementSet:
 		return s.executeStatementSet(ctx, x)
 	case *parser.BeginStatementSet:
@@ -326,7 +326,7 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 	case *parser.End:
 		return nil, fmt.Errorf("No statement set to END; start one with BEGIN STATEMENT SET")
 	case *parser.StopJob:
-		return s.stopJob(x)
+		return s.stopJob(ctx, x)
 	}
 	return nil, &plan.UnsupportedError{Msg: fmt.Sprintf("Unsupported statement: %s", firstLine(st.Text()))}
 }
@@ -348,7 +348,7 @@ func (s *Session) executeStatementSet(ctx context.Context, x *parser.StatementSe
 	if err != nil {
 		return nil, err
 	}
-	return s.submit(ctx, plan)
+	return s.submit(ctx, plan, x.Text())
 }
 
 // executeQuery runs a SELECT into a collect sink read by QueryResult.Next.
@@ -420,17 +420,30 @@ func (w *collectWriter) Write(ctx context.Context, b *types.Batch) error {
 	}
 }
 
-func (s *Session) stopJob(x *parser.StopJob) (*Result, error) {
-	if x.WithSavepoint {
-		return nil, &plan.UnsupportedError{Msg: "STOP JOB ... WITH SAVEPOINT is not supported yet"}
-	}
+func (s *Session) stopJob(ctx context.Context, x *parser.StopJob) (*Result, error) {
 	rj, ok := s.jobs.Lookup(x.JobID)
 	if !ok {
 		return nil, fmt.Errorf("Could not stop job %s: no such job in this session", x.JobID)
 	}
+	if x.WithSavepoint {
+		// Flink's STOP JOB ... WITH SAVEPOINT [WITH DRAIN]: the result is
+		// the savepoint's path.
+		sp, err := rj.StopWithSavepoint(ctx, "", x.WithDrain)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Table: &StaticTable{Columns: []string{"savepoint path"}, Rows: [][]string{{sp.Path}}}}, nil
+	}
+	if x.WithDrain {
+		return nil, fmt.Errorf("STOP JOB '%s' WITH DRAIN needs WITH SAVEPOINT: draining ends the job's event time, which only a stop with savepoint does", x.JobID)
+	}
 	rj.Stop()
 	return okResult, nil
 }
+
+// Jobs is the session's job supervisor (the control endpoint reaches the
+// jobs through it).
+func (s *Session) Jobs() *jobs.Supervisor { return s.jobs }
 
 func (s *Session) show(x *parser.Show) (*Result, error) {
 	switch x.What {
@@ -632,11 +645,12 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 }
 
 // submit starts the job of plan and returns it as a statement's result.
-func (s *Session) submit(ctx context.Context, plan *plan.Plan) (*Result, error) {
+func (s *Session) submit(ctx context.Context, plan *plan.Plan, sql string) (*Result, error) {
 	rj, err := s.jobs.Submit(ctx, plan, s.conf, s.execConfig())
 	if err != nil {
 		return nil, err
 	}
+	rj.SetSQL(sql)
 	return &Result{Job: &Job{
 		ID:        rj.ID(),
 		Name:      rj.Name(),

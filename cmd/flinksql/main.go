@@ -45,6 +45,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runBroker(args[1:], stdout, stderr)
 		case "checkpoints":
 			return runCheckpoints(args[1:], stdout, stderr)
+		case "savepoints":
+			return runSavepoints(args[1:], stdout, stderr)
+		case "stop":
+			return runStop(args[1:], stdout, stderr)
+		case "savepoint":
+			return runSavepoint(args[1:], stdout, stderr)
+		case "jobs":
+			return runJobs(args[1:], stdout, stderr)
 		case "kafka-transactions":
 			return runKafkaTransactions(args[1:], stdout, stderr)
 		}
@@ -63,6 +71,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage:\n  flinksql [-D key=value]... [--embedded-broker[=host:port]] [-f file.sql | -e 'statements;']\n"+
 			"  flinksql broker [--listen host:port] [--partitions N] [--data-dir DIR]\n"+
 			"  flinksql checkpoints DIR [--job NAME] [--verify]\n"+
+			"  flinksql savepoints PATH [--verify]\n"+
+			"  flinksql stop [--savepoint DIR] [--drain] JOB\n"+
+			"  flinksql savepoint [--dir DIR] JOB\n"+
+			"  flinksql jobs\n"+
 			"  flinksql kafka-transactions --bootstrap HOST:PORT --prefix P [--abort]\n\n"+
 			"Without -f or -e, flinksql opens an interactive SQL shell. 'flinksql broker' runs a\n"+
 			"standalone Kafka-protocol broker (see 'flinksql broker -h').\n\nFlags:\n")
@@ -103,6 +115,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer sess.Close()
+	// Deferred after the session's Close, so it runs first: no request
+	// reaches a closing session.
+	defer startControl(sess.Jobs(), stderr)()
 
 	switch {
 	case *file != "" || *sqlText != "":

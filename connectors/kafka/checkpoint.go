@@ -64,6 +64,41 @@ func (r *Reader) RestorePosition(pos []byte) error {
 	return nil
 }
 
+// MergePositions implements exec.PositionMerger: a job restored at another
+// parallelism gives every subtask the union of the old subtasks' positions,
+// and each reads from it the offsets of the partitions it owns now.
+func (r *Reader) MergePositions(positions [][]byte) ([]byte, error) {
+	merged := &position{next: map[TopicPartition]int64{}}
+	for _, b := range positions {
+		p, err := decodePosition(b)
+		if err != nil {
+			return nil, fmt.Errorf("kafka table %s: bad checkpointed position: %w", r.src.cfg.name, err)
+		}
+		for tp, o := range p.next {
+			if prev, dup := merged.next[tp]; dup && prev != o {
+				return nil, fmt.Errorf("kafka table %s: partition %s-%d has two checkpointed offsets (%d and %d)", r.src.cfg.name, tp.Topic, tp.Partition, prev, o)
+			}
+			merged.next[tp] = o
+		}
+		if p.stop != nil {
+			if merged.stop == nil {
+				merged.stop = map[TopicPartition]int64{}
+			}
+			for tp, o := range p.stop {
+				merged.stop[tp] = o
+			}
+		}
+	}
+	if merged.stop != nil {
+		for tp := range merged.next {
+			if _, ok := merged.stop[tp]; !ok {
+				return nil, fmt.Errorf("kafka table %s: partition %s-%d has no checkpointed stop offset", r.src.cfg.name, tp.Topic, tp.Partition)
+			}
+		}
+	}
+	return encodePosition(merged), nil
+}
+
 // NotifyPositionComplete implements exec.CheckpointCompleteReader: with
 // 'properties.group.id' set and 'properties.commit.offsets.on.checkpoint' on,
 // the offsets of completed checkpoint id are committed to the group, so that

@@ -101,3 +101,64 @@ func TestWriterPrepareCommitFlushes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMergePositionsRescales: positions taken at one parallelism, merged
+// (exec.PositionMerger) and restored at another, make the new subtasks
+// read every record of the three partitions once, together with what the
+// old subtasks read before the checkpoint; conflicting offsets of one
+// partition are refused.
+func TestMergePositionsRescales(t *testing.T) {
+	addr := seedEvents(t)
+	src := mustSource(t, tableContext(addr, eventSchema, map[string]string{
+		"topic": "events", "format": "json", "scan.startup.mode": "earliest-offset", "scan.bounded.mode": "latest-offset"}))
+	all := eventRows(map[int][]int{0: {0, 1, 2, 3}, 1: {0, 1, 2, 3}, 2: {0, 1, 2, 3}})
+	for _, c := range []struct{ from, to int }{{1, 2}, {2, 3}, {3, 1}} {
+		var got []string
+		var positions [][]byte
+		for st := range c.from {
+			r, _ := src.NewKafkaReader(st, c.from)
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			if err := r.Open(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b := types.NewBatch(2, 4)
+			if _, err := r.Read(ctx, b); err != nil { // one batch before the checkpoint
+				t.Fatal(err)
+			}
+			for j, row := range b.Rows {
+				got = append(got, rowString(b.Kinds[j], row))
+			}
+			pos, err := r.SnapshotPosition()
+			if err != nil {
+				t.Fatal(err)
+			}
+			positions = append(positions, pos)
+			r.Close()
+			cancel()
+		}
+		for st := range c.to {
+			r, _ := src.NewKafkaReader(st, c.to)
+			merged, err := r.MergePositions(positions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.RestorePosition(merged); err != nil {
+				t.Fatal(err)
+			}
+			rest, err := readBounded(t, r, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, rest...)
+		}
+		if !equalStrings(sorted(got), all) {
+			t.Errorf("%d → %d: read %v, want every record once: %v", c.from, c.to, sorted(got), all)
+		}
+	}
+	r, _ := src.NewKafkaReader(0, 1)
+	a := encodePosition(&position{next: map[TopicPartition]int64{{"events", 0}: 3}})
+	b := encodePosition(&position{next: map[TopicPartition]int64{{"events", 0}: 5}})
+	if _, err := r.MergePositions([][]byte{a, b}); err == nil {
+		t.Error("two offsets of one partition were merged")
+	}
+}

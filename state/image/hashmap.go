@@ -1,6 +1,7 @@
 package image
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -194,4 +196,163 @@ func PrefixOf(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
+}
+
+// HashmapWriter writes a hashmap image record by record, for images too
+// large to encode from memory (the entries of a savepoint). Keys must come
+// in strictly ascending order.
+type HashmapWriter struct {
+	path string
+	f    *os.File
+	bw   *bufio.Writer
+	dw   *digestWriter
+	n    uint64
+	prev []byte
+	buf  []byte
+}
+
+// CreateHashmap starts a hashmap image file at path.
+func CreateHashmap(path string) (*HashmapWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w := &HashmapWriter{path: path, f: f, bw: bufio.NewWriterSize(f, 1<<20)}
+	w.dw = &digestWriter{w: w.bw, sha: sha256.New()}
+	var hdr [hashmapHeaderLen]byte
+	copy(hdr[:], hashmapMagic)
+	binary.BigEndian.PutUint32(hdr[8:], hashmapVersion)
+	if _, err := w.dw.Write(hdr[:]); err != nil {
+		w.Abort()
+		return nil, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return w, nil
+}
+
+// Add appends a record; key must be greater than the previous one.
+func (w *HashmapWriter) Add(key, value []byte) error {
+	if w.n > 0 && bytes.Compare(w.prev, key) >= 0 {
+		return fmt.Errorf("writing %s: key %q after %q: keys must ascend", w.path, PrefixOf(key, 32), PrefixOf(w.prev, 32))
+	}
+	w.prev = append(w.prev[:0], key...)
+	w.buf = AppendHashmapRecord(w.buf[:0], string(key), value)
+	if _, err := w.dw.Write(w.buf); err != nil {
+		return fmt.Errorf("writing %s: %w", w.path, err)
+	}
+	w.n++
+	return nil
+}
+
+// Count is the number of records added so far.
+func (w *HashmapWriter) Count() uint64 { return w.n }
+
+// Close writes the trailer and closes the file; it returns the file's size
+// and SHA-256.
+func (w *HashmapWriter) Close() (int64, string, error) {
+	var tr [hashmapTrailerLen]byte
+	binary.BigEndian.PutUint64(tr[:], w.n)
+	binary.BigEndian.PutUint32(tr[8:], w.dw.crc)
+	copy(tr[12:], hashmapEndMagic)
+	_, err := w.dw.Write(tr[:])
+	if err == nil {
+		err = w.bw.Flush()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("writing %s: %w", w.path, err)
+	}
+	return w.dw.n, hex.EncodeToString(w.dw.sha.Sum(nil)), nil
+}
+
+// Abort closes and removes an unfinished file.
+func (w *HashmapWriter) Abort() {
+	_ = w.f.Close()
+	_ = os.Remove(w.path)
+}
+
+// ScanHashmapFile streams the records of the hashmap image file at path to
+// fn in key order, without reading the whole file into memory. The CRC and
+// record count are checked at the end: a caller must discard what fn built
+// when it returns an error. Slices passed to fn are valid during the call.
+func ScanHashmapFile(path string, fn func(key, value []byte) error) (uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := fi.Size()
+	if size < hashmapHeaderLen+hashmapTrailerLen {
+		return 0, fmt.Errorf("%s: image truncated: %d bytes, a valid image has at least %d", path, size, hashmapHeaderLen+hashmapTrailerLen)
+	}
+	br := bufio.NewReaderSize(io.LimitReader(f, size-hashmapTrailerLen), 1<<20)
+	crc := uint32(0)
+	var hdr [hashmapHeaderLen]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	if string(hdr[:8]) != hashmapMagic {
+		return 0, fmt.Errorf("%s: not a hashmap state image: starts with %q", path, PrefixOf(hdr[:], 16))
+	}
+	if v := binary.BigEndian.Uint32(hdr[8:]); v != hashmapVersion {
+		return 0, fmt.Errorf("%s: unsupported hashmap image version %d (this build reads %d)", path, v, hashmapVersion)
+	}
+	crc = crc32.Update(crc, castagnoli, hdr[:])
+	var key, value, prev, lenBuf []byte
+	readChunk := func(dst []byte) ([]byte, error) {
+		n, err := binary.ReadUvarint(br)
+		if err != nil {
+			return nil, err
+		}
+		lenBuf = binary.AppendUvarint(lenBuf[:0], n)
+		crc = crc32.Update(crc, castagnoli, lenBuf)
+		if n > uint64(size) {
+			return nil, fmt.Errorf("length %d runs past the end of the file", n)
+		}
+		dst = slices.Grow(dst[:0], int(n))[:n]
+		if _, err := io.ReadFull(br, dst); err != nil {
+			return nil, err
+		}
+		crc = crc32.Update(crc, castagnoli, dst)
+		return dst, nil
+	}
+	n := uint64(0)
+	for {
+		if _, err := br.Peek(1); err == io.EOF {
+			break
+		}
+		if key, err = readChunk(key); err != nil {
+			return n, fmt.Errorf("%s: record %d: key: %w", path, n, err)
+		}
+		if value, err = readChunk(value); err != nil {
+			return n, fmt.Errorf("%s: record %d: value: %w", path, n, err)
+		}
+		if n > 0 && bytes.Compare(prev, key) >= 0 {
+			return n, fmt.Errorf("%s: record %d: key %q out of order", path, n, PrefixOf(key, 32))
+		}
+		prev = append(prev[:0], key...)
+		if err := fn(key, value); err != nil {
+			return n, err
+		}
+		n++
+	}
+	var tr [hashmapTrailerLen]byte
+	if _, err := f.ReadAt(tr[:], size-hashmapTrailerLen); err != nil {
+		return n, fmt.Errorf("%s: reading the trailer: %w", path, err)
+	}
+	if string(tr[12:]) != hashmapEndMagic {
+		return n, fmt.Errorf("%s: image truncated or corrupt: missing end marker", path)
+	}
+	if want := binary.BigEndian.Uint32(tr[8:]); want != crc {
+		return n, fmt.Errorf("%s: image corrupt: CRC-32C %08x, recorded %08x", path, crc, want)
+	}
+	if want := binary.BigEndian.Uint64(tr[:]); want != n {
+		return n, fmt.Errorf("%s: image corrupt: %d records, trailer says %d", path, n, want)
+	}
+	return n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/flinksql/flinksql/state/image"
@@ -38,6 +39,11 @@ type Config struct {
 	// recorded checksum while it downloaded it; Restore then checks names
 	// and sizes only instead of reading every byte again.
 	SumsVerified bool
+	// FullFirstSnapshot makes a restored rocksdb backend's first snapshot
+	// a full one: the restored SSTs get upload names of this incarnation
+	// instead of keeping the image's, so no checkpoint after the restore
+	// references a file of the restored one (NO_CLAIM restores).
+	FullFirstSnapshot bool
 }
 
 // MinMemoryBudget is the smallest MemoryBudget a rocksdb backend accepts.
@@ -317,6 +323,26 @@ func (b *Backend) setTTL(d *declaration) {
 	}
 	b.ttls[i], b.kinds[i] = d.ttl, d.kind
 	b.ttlAny = b.ttlAny || d.ttl > 0
+}
+
+// Declaration describes a declared state: what a snapshot's entries of it
+// are (its state schema).
+type Declaration struct {
+	Name  string        `json:"name"`
+	Kind  string        `json:"kind"`  // value, list, map, sorted map
+	Codec string        `json:"codec"` // the codec's ID
+	TTL   time.Duration `json:"ttl,omitempty"`
+}
+
+// Declarations lists the states the backend holds (declared now or
+// restored), by name.
+func (b *Backend) Declarations() []Declaration {
+	out := make([]Declaration, 0, len(b.byName))
+	for _, d := range b.byName {
+		out = append(out, Declaration{Name: d.name, Kind: d.kind.String(), Codec: d.codec, TTL: time.Duration(d.ttl) * time.Millisecond})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // MaxParallelism is the number of key groups.

@@ -141,7 +141,9 @@ func openPebble(dir string, cfg Config, files []image.File) (*pebbleEngine, erro
 		return nil, fmt.Errorf("opening pebble in %s: %w", e.dbDir, err)
 	}
 	e.db, e.batch, e.desc = db, db.NewIndexedBatch(), image.NewPebbleDescriber(id)
-	e.desc.Inherit(files)
+	if !cfg.FullFirstSnapshot {
+		e.desc.Inherit(files)
+	}
 	return e, nil
 }
 

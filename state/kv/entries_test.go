@@ -1,0 +1,144 @@
+package kv
+
+import (
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/flinksql/flinksql/state/image"
+)
+
+// exportSource snapshots b and returns its entries as an EntrySource read
+// from a copy of the image files, as a restore downloads them.
+func exportSource(t *testing.T, b *Backend, v variant, clk *fakeClock) EntrySource {
+	t.Helper()
+	im, err := b.Snapshot(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return func(fn func(k, v []byte) error) error {
+		dir := filepath.Join(t.TempDir(), "export")
+		mustMkdir(t, dir)
+		for _, f := range im.Files {
+			copyFile(t, filepath.Join(im.Dir, f.LocalName), filepath.Join(dir, f.LocalName))
+		}
+		return ExportImage(v.config(dir, clk), im.Files, fn)
+	}
+}
+
+// TestImportRedistributes: the state of two instances (key groups 0…63 and
+// 64…127, a value state, a map state with namespaces and a list state)
+// imported into instances of other key-group ranges, on either backend,
+// gives each exactly the entries of its key groups, with the same states.
+func TestImportRedistributes(t *testing.T) {
+	clk := &fakeClock{now: 1000}
+	for _, from := range variants()[:2] {
+		for _, to := range variants()[:2] {
+			t.Run(from.name+"-to-"+to.name, func(t *testing.T) {
+				var sources []EntrySource
+				all := map[int][]string{} // key group → dump lines
+				for half := range 2 {
+					cfg := from.config(filepath.Join(t.TempDir(), "be"), clk)
+					cfg.KeyGroups = &KeyGroupRange{half * 64, half*64 + 63}
+					b, err := Open(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer b.Close()
+					vs, _ := NewValueState(b, "v", String{}, Options{})
+					ms, _ := NewMapState(b, "m", String{}, Int64{}, Options{})
+					ls, _ := NewListState(b, "l", String{}, Options{})
+					for i := range 400 {
+						k := fmt.Sprintf("key-%d", i)
+						kg := KeyGroupOf(hashOf(k), 128)
+						if !cfg.KeyGroups.Contains(kg) {
+							continue
+						}
+						setKey(t, b, k)
+						must(t, vs.Put(nil, "v"+k))
+						must(t, ms.Put([]byte("ns"), "uk", int64(i)))
+						must(t, ls.Add(nil, "a"))
+						must(t, ls.Add(nil, "b"))
+						all[kg] = append(all[kg], k)
+					}
+					sources = append(sources, exportSource(t, b, from, clk))
+				}
+				for _, r := range []KeyGroupRange{{0, 31}, {32, 95}, {96, 127}, {0, 127}} {
+					cfg := to.config(filepath.Join(t.TempDir(), "be"), clk)
+					cfg.KeyGroups = &r
+					b, err := Open(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := b.Import(sources); err != nil {
+						t.Fatal(err)
+					}
+					vs, err := NewValueState(b, "v", String{}, Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var want []string
+					for kg, keys := range all {
+						if r.Contains(kg) {
+							want = append(want, keys...)
+						}
+					}
+					sort.Strings(want)
+					var got []string
+					for _, line := range dump(t, b) {
+						if strings.HasPrefix(line, "v|") {
+							got = append(got, strings.Split(line, "|")[1])
+						}
+					}
+					sort.Strings(got)
+					if !reflect.DeepEqual(got, want) {
+						t.Errorf("range %v: %d keys of state v, want %d", r, len(got), len(want))
+					}
+					if n := int64(len(want)) * 3; to.kind == image.Hashmap && b.Size().Entries != n {
+						t.Errorf("range %v: %d entries, want %d (value, map, list per key)", r, b.Size().Entries, n)
+					}
+					if len(want) > 0 {
+						setKey(t, b, want[0])
+						if v, ok, err := vs.Get(nil); err != nil || !ok || v != "v"+want[0] {
+							t.Errorf("range %v: get %s = %q %v %v", r, want[0], v, ok, err)
+						}
+					}
+					b.Close()
+				}
+			})
+		}
+	}
+}
+
+// TestImportConflictingDeclarations: instances whose registries disagree
+// about a state cannot be merged; the import says which state.
+func TestImportConflictingDeclarations(t *testing.T) {
+	clk := &fakeClock{}
+	v := variants()[0]
+	var sources []EntrySource
+	for i, codec := range []bool{true, false} {
+		cfg := v.config(filepath.Join(t.TempDir(), fmt.Sprint(i)), clk)
+		b, err := Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		if codec {
+			_, err = NewValueState(b, "s", String{}, Options{})
+		} else {
+			_, err = NewValueState(b, "s", Int64{}, Options{})
+		}
+		must(t, err)
+		sources = append(sources, exportSource(t, b, v, clk))
+	}
+	b := openVariant(t, v, clk)
+	if err := b.Import(sources); err == nil || !strings.Contains(err.Error(), `the state declaration "s" differs`) {
+		t.Errorf("Import = %v", err)
+	}
+}
