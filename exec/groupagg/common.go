@@ -5,44 +5,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/types"
 )
-
-// emitter collects output rows in one reused batch, handing it on when it is
-// full and when the caller flushes.
-type emitter struct {
-	b *types.Batch
-}
-
-// row appends a row of the given kind and returns it for the caller to fill;
-// a full batch is pushed to out first.
-func (e *emitter) row(kind types.RowKind, out exec.Output) (types.Row, error) {
-	if e.b.Full() {
-		if err := e.flush(out); err != nil {
-			return nil, err
-		}
-	}
-	return e.b.Append(kind), nil
-}
-
-// copyRow appends a copy of r with the given kind.
-func (e *emitter) copyRow(kind types.RowKind, r types.Row, out exec.Output) error {
-	dst, err := e.row(kind, out)
-	if err != nil {
-		return err
-	}
-	copy(dst, r)
-	return nil
-}
-
-func (e *emitter) flush(out exec.Output) error {
-	if e.b == nil || e.b.Len() == 0 {
-		return nil
-	}
-	err := out.Push(e.b)
-	e.b.Reset()
-	return err
-}
 
 // minSweepInterval and maxSweepInterval bound how often expired state is
 // swept: about twice per TTL, but not more often than every second (the scan

@@ -58,7 +58,7 @@ type groupAggregate struct {
 	ctx     *exec.OperatorContext
 	state   *valueCache
 	results []types.Value
-	emit    emitter
+	emit    exec.Emitter
 	now     int64 // processing time of the current batch, when a clock is needed
 
 	bundle  *bundle
@@ -140,7 +140,7 @@ func (g *groupAggregate) Open(ctx *exec.OperatorContext) error {
 	}
 	g.ctx = ctx
 	g.results = make([]types.Value, g.numAggs)
-	g.emit.b = types.NewBatch(len(g.keyCols)+g.numAggs, types.DefaultBatchSize)
+	g.emit.Init(len(g.keyCols)+g.numAggs, 0)
 	return g.applyRestored()
 }
 
@@ -183,7 +183,7 @@ func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) er
 			return err
 		}
 	}
-	return g.emit.flush(out)
+	return g.emit.Flush(out)
 }
 
 func (g *groupAggregate) setNow(now int64) {
@@ -246,7 +246,7 @@ func (g *groupAggregate) emitChange(id int32, first bool, out exec.Output) error
 }
 
 func (g *groupAggregate) emitResult(kind types.RowKind, id int32, results []types.Value, out exec.Output) error {
-	row, err := g.emit.row(kind, out)
+	row, err := g.emit.Row(kind, out)
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func (g *groupAggregate) buffer(b *types.Batch, out exec.Output) error {
 			}
 		}
 	}
-	return g.emit.flush(out)
+	return g.emit.Flush(out)
 }
 
 // flushBundle applies the buffered rows key by key, in first-arrival order
@@ -334,7 +334,7 @@ func (g *groupAggregate) OnProcessingTime(t int64, out exec.Output) error {
 			g.ttl.arm(g.ctx, g.now)
 		}
 	}
-	return g.emit.flush(out)
+	return g.emit.Flush(out)
 }
 
 func (g *groupAggregate) ProcessWatermark(wm int64, out exec.Output) error {
@@ -345,7 +345,7 @@ func (g *groupAggregate) ProcessWatermark(wm int64, out exec.Output) error {
 		if err := g.flushBundle(out); err != nil {
 			return err
 		}
-		if err := g.emit.flush(out); err != nil {
+		if err := g.emit.Flush(out); err != nil {
 			return err
 		}
 	}
@@ -359,7 +359,7 @@ func (g *groupAggregate) Finish(out exec.Output) error {
 			return err
 		}
 	}
-	return g.emit.flush(out)
+	return g.emit.Flush(out)
 }
 
 func (g *groupAggregate) Close() error {

@@ -30,7 +30,7 @@ type sinkUpsertMaterializer struct {
 	ctx   *exec.OperatorContext
 	state *listCache // created for the first batch's width
 	width int
-	emit  emitter
+	emit  exec.Emitter
 
 	b     *kv.Backend
 	st    *kv.ValueState[[]types.Row]
@@ -99,7 +99,7 @@ func (m *sinkUpsertMaterializer) init(w int) error {
 	if err := m.state.preload("rows"); err != nil {
 		return fmt.Errorf("sink upsert materializer: %w", err)
 	}
-	m.emit.b = types.NewBatch(w, types.DefaultBatchSize)
+	m.emit.Init(w, 0)
 	return nil
 }
 
@@ -168,7 +168,7 @@ func (m *sinkUpsertMaterializer) ProcessBatch(_ int, b *types.Batch, out exec.Ou
 			return err
 		}
 	}
-	return m.emit.flush(out)
+	return m.emit.Flush(out)
 }
 
 func (m *sinkUpsertMaterializer) add(id int32, row types.Row, out exec.Output) error {
@@ -183,7 +183,7 @@ func (m *sinkUpsertMaterializer) add(id int32, row types.Row, out exec.Output) e
 		m.state.appendRow(id, row)
 	}
 	m.state.written(id)
-	return m.emit.copyRow(kind, row, out)
+	return m.emit.Copy(kind, row, out)
 }
 
 func (m *sinkUpsertMaterializer) stateErr(err error) error {
@@ -204,10 +204,10 @@ func (m *sinkUpsertMaterializer) retract(id int32, row types.Row, out exec.Outpu
 		if err := m.state.remove(id); err != nil {
 			return m.stateErr(err)
 		}
-		return m.emit.copyRow(types.Delete, row, out)
+		return m.emit.Copy(types.Delete, row, out)
 	case i == last:
 		m.state.written(id)
-		return m.emit.copyRow(types.UpdateAfter, rows[len(rows)-1], out)
+		return m.emit.Copy(types.UpdateAfter, rows[len(rows)-1], out)
 	default:
 		m.state.written(id)
 		return nil
@@ -230,7 +230,7 @@ func (m *sinkUpsertMaterializer) ProcessWatermark(wm int64, out exec.Output) err
 	return out.PushWatermark(wm)
 }
 
-func (m *sinkUpsertMaterializer) Finish(out exec.Output) error { return m.emit.flush(out) }
+func (m *sinkUpsertMaterializer) Finish(out exec.Output) error { return m.emit.Flush(out) }
 
 func (m *sinkUpsertMaterializer) Close() error {
 	m.state = nil

@@ -26,7 +26,7 @@ type changelogNormalize struct {
 	ctx   *exec.OperatorContext
 	state *valueCache // the key's current row; created for the first batch's width
 	width int
-	emit  emitter
+	emit  exec.Emitter
 
 	b     *kv.Backend
 	st    *kv.ValueState[[]types.Value]
@@ -87,7 +87,7 @@ func (n *changelogNormalize) init(w int) error {
 	if err := n.state.preload("row"); err != nil {
 		return fmt.Errorf("changelog normalize: %w", err)
 	}
-	n.emit.b = types.NewBatch(w, types.DefaultBatchSize)
+	n.emit.Init(w, 0)
 	return nil
 }
 
@@ -113,7 +113,7 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 				continue
 			}
 			// The stored row, not the input: a tombstone may carry only the key.
-			if err := n.emit.copyRow(types.Delete, n.state.values(id), out); err != nil {
+			if err := n.emit.Copy(types.Delete, n.state.values(id), out); err != nil {
 				return err
 			}
 			if err := n.state.remove(id); err != nil {
@@ -127,7 +127,7 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 			}
 			copy(n.state.values(id), row)
 			n.state.written(id)
-			if err := n.emit.copyRow(types.Insert, row, out); err != nil {
+			if err := n.emit.Copy(types.Insert, row, out); err != nil {
 				return err
 			}
 			continue
@@ -137,17 +137,17 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 			continue
 		}
 		if n.updateBefore {
-			if err := n.emit.copyRow(types.UpdateBefore, prev, out); err != nil {
+			if err := n.emit.Copy(types.UpdateBefore, prev, out); err != nil {
 				return err
 			}
 		}
-		if err := n.emit.copyRow(types.UpdateAfter, row, out); err != nil {
+		if err := n.emit.Copy(types.UpdateAfter, row, out); err != nil {
 			return err
 		}
 		copy(prev, row)
 		n.state.written(id)
 	}
-	return n.emit.flush(out)
+	return n.emit.Flush(out)
 }
 
 func (n *changelogNormalize) stateErr(err error) error {
@@ -170,7 +170,7 @@ func (n *changelogNormalize) ProcessWatermark(wm int64, out exec.Output) error {
 	return out.PushWatermark(wm)
 }
 
-func (n *changelogNormalize) Finish(out exec.Output) error { return n.emit.flush(out) }
+func (n *changelogNormalize) Finish(out exec.Output) error { return n.emit.Flush(out) }
 
 func (n *changelogNormalize) Close() error {
 	n.state = nil

@@ -19,11 +19,11 @@ import (
 	"github.com/flinksql/flinksql/types"
 )
 
-// emitter batches an operator's output rows into one reused batch, pushed
-// when full and by flush.
+// emitter is exec.Emitter with the operator's output and, for the Top-N
+// variants that output it, the rank number as a last column.
 type emitter struct {
+	exec.Emitter
 	out      exec.Output
-	b        *types.Batch
 	inWidth  int
 	withRank bool // append the rank number as the last column
 }
@@ -31,13 +31,13 @@ type emitter struct {
 // init prepares the output batch for input rows of width w; it returns an
 // error when a later batch has a different width.
 func (e *emitter) init(w int) error {
-	if e.b == nil {
+	if !e.Ready() {
 		e.inWidth = w
 		ow := w
 		if e.withRank {
 			ow++
 		}
-		e.b = types.NewBatch(ow, types.DefaultBatchSize)
+		e.Init(ow, 0)
 		return nil
 	}
 	if w != e.inWidth {
@@ -45,6 +45,23 @@ func (e *emitter) init(w int) error {
 	}
 	return nil
 }
+
+// emit appends row with the given kind (and rank number rn when the output
+// carries one).
+func (e *emitter) emit(kind types.RowKind, row types.Row, rn int64) error {
+	dst, err := e.Row(kind, e.out)
+	if err != nil {
+		return err
+	}
+	copy(dst, row)
+	if e.withRank {
+		dst[e.inWidth] = types.Int(rn)
+	}
+	return nil
+}
+
+// flush pushes what is buffered.
+func (e *emitter) flush() error { return e.Flush(e.out) }
 
 // checkColumns reports a column that is not in rows of width w.
 func checkColumns(w int, cols []int, keys []exec.SortKey) error {
@@ -59,59 +76,6 @@ func checkColumns(w int, cols []int, keys []exec.SortKey) error {
 		}
 	}
 	return nil
-}
-
-// emit appends row with the given kind (and rank number rn when the output
-// carries one).
-func (e *emitter) emit(kind types.RowKind, row types.Row, rn int64) error {
-	if e.b.Full() {
-		if err := e.out.Push(e.b); err != nil {
-			return err
-		}
-		e.b.Reset()
-	}
-	dst := e.b.Append(kind)
-	copy(dst, row)
-	if e.withRank {
-		dst[e.inWidth] = types.Int(rn)
-	}
-	return nil
-}
-
-// flush pushes what is buffered.
-func (e *emitter) flush() error {
-	if e.b == nil || e.b.Len() == 0 {
-		return nil
-	}
-	err := e.out.Push(e.b)
-	e.b.Reset()
-	return err
-}
-
-// compareRows orders two rows by the sort keys. NULL placement follows
-// NullsFirst and does not flip with DESC, as in exec.NewSort.
-func compareRows(keys []exec.SortKey, a, b types.Row) int {
-	for _, k := range keys {
-		va, vb := a[k.Col], b[k.Col]
-		an, bn := va.IsNull(), vb.IsNull()
-		switch {
-		case an && bn:
-			continue
-		case an || bn:
-			if an == k.NullsFirst {
-				return -1
-			}
-			return 1
-		}
-		c := types.Compare(va, vb)
-		if k.Desc {
-			c = -c
-		}
-		if c != 0 {
-			return c
-		}
-	}
-	return 0
 }
 
 func metricsOf(ctx *exec.OperatorContext) *exec.OperatorMetrics {

@@ -73,7 +73,7 @@ type sessionAggregate struct {
 
 	due      []dueSession
 	emptied  []int32 // keys left without sessions by the current firing
-	out      *types.Batch
+	out      exec.Emitter
 	outWidth int
 	results  []types.Value
 	props    [3]types.Value
@@ -204,7 +204,7 @@ func (a *sessionAggregate) Open(ctx *exec.OperatorContext) error {
 	if a.b == nil {
 		return fmt.Errorf("window aggregate: no keyed state backend (OpenKeyedState was not called)")
 	}
-	a.out = types.NewBatch(a.outWidth, types.DefaultBatchSize)
+	a.out.Init(a.outWidth, 0)
 	if a.restored && a.wm != exec.MinWatermark {
 		a.metrics.CurrentWatermark.Set(a.wm)
 	}
@@ -603,7 +603,7 @@ func (a *sessionAggregate) advance(progress int64, out exec.Output) error {
 	}
 	clear(a.due)
 	a.emptied = a.emptied[:0]
-	return a.flush(out)
+	return a.out.Flush(out)
 }
 
 // fireStored emits the due sessions of the keys the cache does not hold,
@@ -704,26 +704,13 @@ func (a *sessionAggregate) emit(key []types.Value, s *session, out exec.Output) 
 		return fmt.Errorf("window aggregate: %w", err)
 	}
 	windowProps(&a.zone, s.start, s.end, a.props[:])
-	row := a.out.Append(types.Insert)
-	n := copy(row, key)
-	n += copy(row[n:], a.results)
-	copy(row[n:], a.props[:])
-	if a.out.Full() {
-		return a.flush(out)
-	}
-	return nil
-}
-
-func (a *sessionAggregate) flush(out exec.Output) error {
-	n := a.out.Len()
-	if n == 0 {
-		return nil
-	}
-	err := out.Push(a.out)
-	a.out.Reset()
+	row, err := a.out.Row(types.Insert, out)
 	if err != nil {
 		return err
 	}
+	n := copy(row, key)
+	n += copy(row[n:], a.results)
+	copy(row[n:], a.props[:])
 	return nil
 }
 
