@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -163,7 +164,7 @@ func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) er
 	for i, row := range b.Rows {
 		kind := b.Kinds[i]
 		h := types.HashColumns(row, g.keyCols)
-		id, ok, err := g.state.get(row, h)
+		id, ok, err := g.state.Get(row, h)
 		if err != nil {
 			return g.stateErr(err)
 		}
@@ -171,7 +172,7 @@ func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) er
 			if kind.IsRetract() {
 				continue // a retraction of a key without state: nothing to retract
 			}
-			if id, err = g.state.create(row, h); err != nil {
+			if id, err = g.state.Create(row, h); err != nil {
 				return g.stateErr(err)
 			}
 			g.aggs.Init(g.state.values(id)[:g.accWidth])
@@ -188,7 +189,7 @@ func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) er
 
 func (g *groupAggregate) setNow(now int64) {
 	g.now = now
-	g.state.now = now
+	g.state.SetNow(now)
 }
 
 func (g *groupAggregate) stateErr(err error) error {
@@ -220,12 +221,12 @@ func (g *groupAggregate) emitChange(id int32, first bool, out exec.Output) error
 				return err
 			}
 		}
-		if err := g.state.remove(id); err != nil {
+		if err := g.state.Remove(id); err != nil {
 			return g.stateErr(err)
 		}
 		return nil
 	}
-	g.state.written(id)
+	g.state.Written(id)
 	if err := g.aggs.Result(acc, g.results); err != nil {
 		return fmt.Errorf("group aggregate: %w", err)
 	}
@@ -250,7 +251,7 @@ func (g *groupAggregate) emitResult(kind types.RowKind, id int32, results []type
 	if err != nil {
 		return err
 	}
-	n := copy(row, g.state.key(id))
+	n := copy(row, g.state.Key(id))
 	copy(row[n:], results)
 	return nil
 }
@@ -288,11 +289,11 @@ func (g *groupAggregate) flushBundle(out exec.Output) error {
 	if bd == nil || bd.empty() {
 		return nil
 	}
-	for k := range bd.keys.capacity() {
+	for k := range bd.keys.Capacity() {
 		kid := int32(k)
 		r := bd.head[kid]
-		h := bd.keys.hash(kid)
-		id, ok, err := g.state.get(bd.rows.Rows[r], h)
+		h := bd.keys.Hash(kid)
+		id, ok, err := g.state.Get(bd.rows.Rows[r], h)
 		if err != nil {
 			return g.stateErr(err)
 		}
@@ -303,7 +304,7 @@ func (g *groupAggregate) flushBundle(out exec.Output) error {
 			if r < 0 {
 				continue
 			}
-			if id, err = g.state.create(bd.rows.Rows[r], h); err != nil {
+			if id, err = g.state.Create(bd.rows.Rows[r], h); err != nil {
 				return g.stateErr(err)
 			}
 			g.aggs.Init(g.state.values(id)[:g.accWidth])
@@ -329,8 +330,8 @@ func (g *groupAggregate) OnProcessingTime(t int64, out exec.Output) error {
 		}
 	}
 	if g.ttl.due(t) {
-		g.state.sweep()
-		if g.state.size() > 0 || (g.bundle != nil && !g.bundle.empty()) {
+		g.state.Sweep()
+		if g.state.Len() > 0 || (g.bundle != nil && !g.bundle.empty()) {
 			g.ttl.arm(g.ctx, g.now)
 		}
 	}
@@ -372,7 +373,7 @@ func (g *groupAggregate) Close() error {
 // chained per key. Its key table is reset at every flush, so key ids follow
 // first-arrival order.
 type bundle struct {
-	keys       *keyTable
+	keys       *keyed.OpenTable
 	head, tail []int32  // per bundle key: first and last buffered row
 	next       []int32  // per buffered row: the next row of the same key, -1 at the end
 	seqs       []uint64 // per buffered row: its sequence number, its order after a restore
@@ -380,7 +381,7 @@ type bundle struct {
 }
 
 func newBundle(keyCols []int, width, size int) *bundle {
-	return &bundle{keys: newKeyTable(keyCols), rows: types.NewBatch(width, min(size, 1<<16))}
+	return &bundle{keys: keyed.NewOpenTable(keyCols), rows: types.NewBatch(width, min(size, 1<<16))}
 }
 
 func (bd *bundle) empty() bool { return bd.rows.Len() == 0 }
@@ -388,13 +389,13 @@ func (bd *bundle) empty() bool { return bd.rows.Len() == 0 }
 func (bd *bundle) len() int { return bd.rows.Len() }
 
 func (bd *bundle) add(kind types.RowKind, row types.Row, h uint64, seq uint64) {
-	kid := bd.keys.find(row, h)
+	kid := bd.keys.Find(row, h)
 	idx := int32(bd.rows.Len())
 	bd.rows.AppendRow(kind, row)
 	bd.next = append(bd.next, -1)
 	bd.seqs = append(bd.seqs, seq)
 	if kid < 0 {
-		kid = bd.keys.add(row, h)
+		kid = bd.keys.Add(row, h)
 		bd.head = append(bd.head, idx)
 		bd.tail = append(bd.tail, idx)
 		return
@@ -404,7 +405,7 @@ func (bd *bundle) add(kind types.RowKind, row types.Row, h uint64, seq uint64) {
 }
 
 func (bd *bundle) reset() {
-	bd.keys.reset()
+	bd.keys.Reset()
 	bd.head = bd.head[:0]
 	bd.tail = bd.tail[:0]
 	bd.next = bd.next[:0]

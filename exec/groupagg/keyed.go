@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -53,7 +54,7 @@ func (g *groupAggregate) OpenKeyedState(b *kv.Backend) error {
 	if g.bundleSt, err = kv.NewValueState[[]byte](b, "mini-batch", kv.Bytes{}, kv.Options{}); err != nil {
 		return fmt.Errorf("group aggregate: %w", err)
 	}
-	fresh, err := backendEmpty(b)
+	fresh, err := statecache.Empty(b)
 	if err != nil {
 		return fmt.Errorf("group aggregate: %w", err)
 	}
@@ -84,7 +85,7 @@ func (g *groupAggregate) PrepareSnapshot(exec.CheckpointID) error {
 	if g.needsClock() && g.ctx != nil {
 		g.setNow(g.ctx.Now())
 	}
-	if err := g.state.flush(); err != nil {
+	if err := g.state.Flush(); err != nil {
 		return g.stateErr(err)
 	}
 	if err := g.storeBundle(); err != nil {
@@ -119,8 +120,8 @@ func (g *groupAggregate) storeBundle() error {
 	}
 	refs := make([]ref, 0, bd.len())
 	maxPar := g.b.MaxParallelism()
-	for k := range bd.keys.capacity() {
-		kg := kv.KeyGroupOf(bd.keys.hash(int32(k)), maxPar)
+	for k := range bd.keys.Capacity() {
+		kg := kv.KeyGroupOf(bd.keys.Hash(int32(k)), maxPar)
 		for r := bd.head[k]; r >= 0; r = bd.next[r] {
 			refs = append(refs, ref{kg, r})
 		}
@@ -238,7 +239,7 @@ func (n *changelogNormalize) OpenKeyedState(b *kv.Backend) error {
 	if n.st, err = kv.NewValueState[[]types.Value](b, "row", &valuesCodec{}, n.ttl.options()); err != nil {
 		return fmt.Errorf("changelog normalize: %w", err)
 	}
-	if n.fresh, err = backendEmpty(b); err != nil {
+	if n.fresh, err = statecache.Empty(b); err != nil {
 		return fmt.Errorf("changelog normalize: %w", err)
 	}
 	n.b = b
@@ -251,9 +252,9 @@ func (n *changelogNormalize) PrepareSnapshot(exec.CheckpointID) error {
 		return nil
 	}
 	if n.ttl.enabled() && n.ctx != nil {
-		n.state.now = n.ctx.Now()
+		n.state.SetNow(n.ctx.Now())
 	}
-	if err := n.state.flush(); err != nil {
+	if err := n.state.Flush(); err != nil {
 		return fmt.Errorf("changelog normalize: state: %w", err)
 	}
 	return nil
@@ -265,7 +266,7 @@ func (m *sinkUpsertMaterializer) OpenKeyedState(b *kv.Backend) error {
 	if m.st, err = kv.NewValueState[[]types.Row](b, "rows", &rowsCodec{}, m.ttl.options()); err != nil {
 		return fmt.Errorf("sink upsert materializer: %w", err)
 	}
-	if m.fresh, err = backendEmpty(b); err != nil {
+	if m.fresh, err = statecache.Empty(b); err != nil {
 		return fmt.Errorf("sink upsert materializer: %w", err)
 	}
 	m.b = b
@@ -278,9 +279,9 @@ func (m *sinkUpsertMaterializer) PrepareSnapshot(exec.CheckpointID) error {
 		return nil
 	}
 	if m.ttl.enabled() && m.ctx != nil {
-		m.state.now = m.ctx.Now()
+		m.state.SetNow(m.ctx.Now())
 	}
-	if err := m.state.flush(); err != nil {
+	if err := m.state.Flush(); err != nil {
 		return fmt.Errorf("sink upsert materializer: state: %w", err)
 	}
 	return nil

@@ -143,12 +143,12 @@ func (m *sinkUpsertMaterializer) ProcessBatch(_ int, b *types.Batch, out exec.Ou
 		return err
 	}
 	if m.ttl.enabled() {
-		m.state.now = m.ctx.Now()
-		m.ttl.arm(m.ctx, m.state.now)
+		m.state.SetNow(m.ctx.Now())
+		m.ttl.arm(m.ctx, m.state.Now())
 	}
 	for i, row := range b.Rows {
 		h := types.HashColumns(row, m.keyCols)
-		id, ok, err := m.state.get(row, h)
+		id, ok, err := m.state.Get(row, h)
 		if err != nil {
 			return m.stateErr(err)
 		}
@@ -158,7 +158,7 @@ func (m *sinkUpsertMaterializer) ProcessBatch(_ int, b *types.Batch, out exec.Ou
 			}
 		} else {
 			if !ok {
-				if id, err = m.state.create(row, h); err != nil {
+				if id, err = m.state.Create(row, h); err != nil {
 					return m.stateErr(err)
 				}
 			}
@@ -182,7 +182,7 @@ func (m *sinkUpsertMaterializer) add(id int32, row types.Row, out exec.Output) e
 	} else {
 		m.state.appendRow(id, row)
 	}
-	m.state.written(id)
+	m.state.Written(id)
 	return m.emit.Copy(kind, row, out)
 }
 
@@ -201,15 +201,15 @@ func (m *sinkUpsertMaterializer) retract(id int32, row types.Row, out exec.Outpu
 	rows = m.state.rows(id)
 	switch {
 	case len(rows) == 0:
-		if err := m.state.remove(id); err != nil {
+		if err := m.state.Remove(id); err != nil {
 			return m.stateErr(err)
 		}
 		return m.emit.Copy(types.Delete, row, out)
 	case i == last:
-		m.state.written(id)
+		m.state.Written(id)
 		return m.emit.Copy(types.UpdateAfter, rows[len(rows)-1], out)
 	default:
-		m.state.written(id)
+		m.state.Written(id)
 		return nil
 	}
 }
@@ -218,10 +218,10 @@ func (m *sinkUpsertMaterializer) OnProcessingTime(t int64, _ exec.Output) error 
 	if !m.ttl.due(t) || m.state == nil {
 		return nil
 	}
-	m.state.now = m.ctx.Now()
-	m.state.sweep()
-	if m.state.size() > 0 {
-		m.ttl.arm(m.ctx, m.state.now)
+	m.state.SetNow(m.ctx.Now())
+	m.state.Sweep()
+	if m.state.Len() > 0 {
+		m.ttl.arm(m.ctx, m.state.Now())
 	}
 	return nil
 }

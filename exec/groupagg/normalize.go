@@ -99,12 +99,12 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 		return err
 	}
 	if n.ttl.enabled() {
-		n.state.now = n.ctx.Now()
-		n.ttl.arm(n.ctx, n.state.now)
+		n.state.SetNow(n.ctx.Now())
+		n.ttl.arm(n.ctx, n.state.Now())
 	}
 	for i, row := range b.Rows {
 		h := types.HashColumns(row, n.keyCols)
-		id, ok, err := n.state.get(row, h)
+		id, ok, err := n.state.Get(row, h)
 		if err != nil {
 			return n.stateErr(err)
 		}
@@ -116,17 +116,17 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 			if err := n.emit.Copy(types.Delete, n.state.values(id), out); err != nil {
 				return err
 			}
-			if err := n.state.remove(id); err != nil {
+			if err := n.state.Remove(id); err != nil {
 				return n.stateErr(err)
 			}
 			continue
 		}
 		if !ok {
-			if id, err = n.state.create(row, h); err != nil {
+			if id, err = n.state.Create(row, h); err != nil {
 				return n.stateErr(err)
 			}
 			copy(n.state.values(id), row)
-			n.state.written(id)
+			n.state.Written(id)
 			if err := n.emit.Copy(types.Insert, row, out); err != nil {
 				return err
 			}
@@ -145,7 +145,7 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 			return err
 		}
 		copy(prev, row)
-		n.state.written(id)
+		n.state.Written(id)
 	}
 	return n.emit.Flush(out)
 }
@@ -158,10 +158,10 @@ func (n *changelogNormalize) OnProcessingTime(t int64, _ exec.Output) error {
 	if !n.ttl.due(t) || n.state == nil {
 		return nil
 	}
-	n.state.now = n.ctx.Now()
-	n.state.sweep()
-	if n.state.size() > 0 {
-		n.ttl.arm(n.ctx, n.state.now)
+	n.state.SetNow(n.ctx.Now())
+	n.state.Sweep()
+	if n.state.Len() > 0 {
+		n.ttl.arm(n.ctx, n.state.Now())
 	}
 	return nil
 }
