@@ -4,28 +4,25 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/flinksql/flinksql/exec/internal/keyed"
-	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
 
-// cache is the write-back cache of decoded entries each operator of this
-// package keeps in front of its kv state (KEYED.md rule 2): one entry per
-// key (deduplication key, Top-N partition, window partition), interned by
-// a keyed.Table whose ids index the operator's own arrays of decoded
-// values. A miss loads the entry from the backend; a change marks it
-// dirty; dirty entries are written back by PrepareSnapshot and before the
-// cache is emptied to stay inside its bound.
-//
-// The bound (only on rocksdb, where the state may outgrow memory) counts
-// the values held; when it is reached at the start of a batch, every dirty
-// entry is written back and the cache starts empty. A hot key set that
-// fits is therefore never reloaded, and a larger one costs one load per
-// key per fill.
+// cache is the write-back cache of decoded entries of the window Top-N
+// (windowRank), in front of its kv state: one entry per (partition,
+// window), interned by a keyed.Table whose ids index the operator's arrays
+// of decoded rows. A miss loads the entry from the backend (and tells the
+// operator whether the (partition, window) is new, which the window index
+// needs); a change marks it dirty; dirty entries are written back by
+// PrepareSnapshot and before the cache is emptied to stay inside its bound
+// (counted in values, statecache's share of the budget on rocksdb): when
+// it is reached at the start of a batch, every dirty entry is written back
+// and the cache starts empty. The unwindowed deduplication and Top-N are
+// on statecache.Cache, which has no namespaces and no new-entry signal.
 type cache struct {
 	keys    *keyed.Table
 	nkey    int         // leading key values that form the kv key (the rest, if any, is the namespace)
@@ -37,13 +34,9 @@ type cache struct {
 	keyBuf  []byte
 }
 
-// entryMeta is the cache's bookkeeping of one entry, with one value of the
-// operator's (aux) beside it, so that a row touches one cache line for
-// all of them.
+// entryMeta is the cache's bookkeeping of one entry.
 type entryMeta struct {
-	written int64 // processing time of the entry's last change (state TTL)
-	aux     int64 // the operator's (deduplication: the kept row's rowtime)
-	dirty   bool
+	dirty bool
 }
 
 func newCache(cols []int, nkey int) *cache {
@@ -54,18 +47,14 @@ func newCache(cols []int, nkey int) *cache {
 // cache, its payload included.
 const valueBytes = int(unsafe.Sizeof(types.Value{})) + 16
 
-// cacheLimit returns the values a cache in front of b may hold: no bound
-// on hashmap, a quarter of the memory budget on rocksdb (the backend's own
-// cache, block cache and memtables share the rest). override, when > 0,
-// replaces it (tests forcing evictions).
+// cacheLimit returns the values a cache in front of b may hold
+// (statecache.Bound: none on hashmap, a share of the budget on rocksdb).
+// override, when > 0, replaces it (tests forcing evictions).
 func cacheLimit(b *kv.Backend, override int) int {
 	if override > 0 {
 		return override
 	}
-	if b.Kind() != image.RocksDB {
-		return 0
-	}
-	return max(1024, int(b.MemoryBudget()/4)/valueBytes)
+	return statecache.Bound(b, valueBytes, 1024)
 }
 
 // lookup returns the id of row's key (hash h); added means the key was not
@@ -81,10 +70,9 @@ func (c *cache) lookup(row types.Row, h uint64) (int32, bool) {
 	return id, added
 }
 
-// touch marks id changed at now.
-func (c *cache) touch(id int32, now int64) {
+// touch marks id changed.
+func (c *cache) touch(id int32) {
 	m := &c.meta[id]
-	m.written = now
 	if !m.dirty {
 		m.dirty = true
 		c.pending = append(c.pending, id)
@@ -132,27 +120,6 @@ func (c *cache) release(id int32) {
 	c.keys.Release(id)
 }
 
-// sweepCache releases the cached entries of c expired at now under ttl,
-// calling drop for each first, and returns the oldest last change among
-// those left (math.MaxInt64 when none).
-func sweepCache(c *cache, ttl, now int64, drop func(id int32) error) (int64, error) {
-	oldest := int64(math.MaxInt64)
-	for id := int32(0); int(id) < c.keys.Span(); id++ {
-		if !c.keys.InUse(id) {
-			continue
-		}
-		if w := c.meta[id].written; expired(ttl, w, now) {
-			if err := drop(id); err != nil {
-				return 0, err
-			}
-			c.release(id)
-		} else {
-			oldest = min(oldest, w)
-		}
-	}
-	return oldest, nil
-}
-
 // reset forgets every entry; the caller wrote back the dirty ones.
 func (c *cache) reset() {
 	c.resets++
@@ -169,12 +136,6 @@ type encoded struct{ id string }
 func (e encoded) ID() string                       { return e.id }
 func (encoded) Append(dst []byte, v []byte) []byte { return append(dst, v...) }
 func (encoded) Decode(src []byte) ([]byte, error)  { return src, nil }
-
-// expired reports whether an entry last written at written is gone at now
-// under ttl (ms; 0 = none): kv's rule, applied to cached entries and to
-// the write time stored in each value (the backend stamps a value when it
-// is written back, which may be later than its last change).
-func expired(ttl, written, now int64) bool { return ttl > 0 && written+ttl <= now }
 
 // varint reads a varint from src.
 func varint(src []byte) (int64, []byte, error) {

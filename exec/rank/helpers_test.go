@@ -109,21 +109,20 @@ func watermark(t *testing.T, op exec.Operator, c *collector, wm int64) {
 
 func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// stateSize returns the number of keys op holds: the entries of its
-// cache, which must be the live entries of its state in the backend once
-// written back (PrepareSnapshot).
+// stateSize returns the number of keys op holds: the live entries of its
+// state in the backend once written back (PrepareSnapshot), which are the
+// entries of its cache while the cache has evicted nothing.
 func stateSize(t *testing.T, op exec.Operator) int {
 	t.Helper()
-	var c *cache
 	var b *kv.Backend
 	var name string
 	switch o := op.(type) {
 	case *dedup:
-		c, b, name = o.c, o.b, dedupState
+		b, name = o.b, dedupState
 	case *topN:
-		c, b, name = o.c, o.b, topNState
+		b, name = o.b, topNState
 	case *windowRank:
-		c, b, name = o.c, o.b, rowsState
+		b, name = o.b, rowsState
 	default:
 		t.Fatalf("stateSize of %T", op)
 	}
@@ -139,26 +138,39 @@ func stateSize(t *testing.T, op exec.Operator) int {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := c.keys.Size(); n != stored {
-		t.Fatalf("%d keys cached, %d stored", n, stored)
-	}
-	// The cache's estimate of what it holds, counted afresh.
-	held := 0
-	for id := int32(0); int(id) < c.keys.Span(); id++ {
-		if !c.keys.InUse(id) {
-			continue
+	switch o := op.(type) {
+	case *dedup:
+		if n := o.c.Len(); o.c.Evictions() == 0 && n != stored {
+			t.Fatalf("%d keys cached, %d stored", n, stored)
 		}
-		switch o := op.(type) {
-		case *dedup:
-			held += 2 + o.width
-		case *topN:
-			held += 2 + o.parts[id].len()*o.width
-		case *windowRank:
-			held += 2 + o.parts[id].len()*o.width
+	case *topN:
+		if n := o.c.Len(); o.c.Evictions() == 0 && n != stored {
+			t.Fatalf("%d keys cached, %d stored", n, stored)
 		}
-	}
-	if held != c.held {
-		t.Fatalf("the cache counts %d values held, it holds %d", c.held, held)
+		// The cache's estimate of what it holds, counted afresh.
+		held := int64(0)
+		for id, p := range o.parts.p {
+			if o.c.Live(int32(id)) {
+				held += o.c.EntryBytes() + int64(p.len()*o.width*valueBytes)
+			}
+		}
+		if held != o.c.Held() {
+			t.Fatalf("the cache counts %d bytes held, it holds %d", o.c.Held(), held)
+		}
+	case *windowRank:
+		c := o.c
+		if n := c.keys.Size(); n != stored {
+			t.Fatalf("%d keys cached, %d stored", n, stored)
+		}
+		held := 0
+		for id := int32(0); int(id) < c.keys.Span(); id++ {
+			if c.keys.InUse(id) {
+				held += 2 + o.parts[id].len()*o.width
+			}
+		}
+		if held != c.held {
+			t.Fatalf("the cache counts %d values held, it holds %d", c.held, held)
+		}
 	}
 	return stored
 }

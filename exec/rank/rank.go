@@ -116,11 +116,6 @@ func (t *ttlTimer) now() int64 {
 	return t.ctx.Now()
 }
 
-// expired reports whether state last written at written is gone at now.
-func (t *ttlTimer) expired(written, now int64) bool {
-	return t.ttl > 0 && written+t.ttl <= now
-}
-
 // schedule makes sure a sweep runs when state last written at oldest
 // expires.
 func (t *ttlTimer) schedule(oldest int64) {

@@ -295,7 +295,7 @@ func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error 
 		before := p.len()
 		if w.add(p, row) {
 			w.c.held += (p.len() - before) * w.width
-			w.c.touch(id, 0)
+			w.c.touch(id)
 		}
 	}
 	if dropped > 0 {

@@ -35,6 +35,7 @@ package statecache
 import (
 	"errors"
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/flinksql/flinksql/exec/internal/keyed"
@@ -107,11 +108,16 @@ type Cache[V any] struct {
 	slots Slots[V]
 	stamp []int64 // per id: processing time of the last write
 	flags []uint8 // per id: f* bits
+	extra []int32 // per id: bytes beyond perEntry the operator reported (Grew)
 	dirty []int32 // ids that turned dirty since the last flush (may repeat, see compactDirty)
-	// limit is the most keys cached (0: no bound); hand is the next id
-	// the eviction clock looks at.
-	limit int
-	hand  int
+	// limit is the most keys cached (0: no bound); budget, when not 0,
+	// bounds the bytes: perEntry per key plus what Grew reported, held in
+	// all. hand is the next id the eviction clock looks at.
+	limit    int
+	budget   int64
+	perEntry int64
+	held     int64
+	hand     int
 	// complete says every key with state is cached, so a miss needs no
 	// backend read.
 	complete bool
@@ -126,12 +132,12 @@ type Cache[V any] struct {
 // backend read.
 func New[V any](b *kv.Backend, st *kv.ValueState[V], slots Slots[V], cfg Config, complete bool) *Cache[V] {
 	c := &Cache[V]{keys: keyed.NewOpenTable(cfg.KeyCols), cols: cfg.KeyCols, b: b, st: st, slots: slots, ttl: cfg.TTL, complete: complete}
+	// key values, slot share, hash, stamp, flags
+	c.perEntry = int64(cfg.ValueBytes + len(cfg.KeyCols)*int(unsafe.Sizeof(types.Value{})) + 48)
 	if cfg.Limit > 0 {
 		c.limit = cfg.Limit
-	} else {
-		// key values, slot share, hash, stamp, flags
-		per := cfg.ValueBytes + len(cfg.KeyCols)*int(unsafe.Sizeof(types.Value{})) + 48
-		c.limit = Bound(b, per, 64)
+	} else if c.limit = Bound(b, int(c.perEntry), 64); c.limit > 0 {
+		c.budget = int64(c.limit) * c.perEntry
 	}
 	return c
 }
@@ -167,8 +173,22 @@ func (c *Cache[V]) Complete() bool { return c.complete }
 // Flush (repeats included; it stays within a multiple of Len).
 func (c *Cache[V]) Pending() int { return len(c.dirty) }
 
+// Dirty counts the entries changed since they were last written back.
+func (c *Cache[V]) Dirty() int {
+	n := 0
+	for _, f := range c.flags {
+		if f&(fAlive|fDirty) == fAlive|fDirty {
+			n++
+		}
+	}
+	return n
+}
+
 // Evictions counts the entries evicted to stay in the bound.
 func (c *Cache[V]) Evictions() int { return c.evicted }
+
+// Live reports whether id holds a cached entry.
+func (c *Cache[V]) Live(id int32) bool { return int(id) < len(c.flags) && c.flags[id]&fAlive != 0 }
 
 // Key returns the key values of id, valid while id is cached.
 func (c *Cache[V]) Key(id int32) []types.Value { return c.keys.Key(id) }
@@ -234,6 +254,21 @@ func (c *Cache[V]) Written(id int32) {
 	}
 }
 
+// Grew records that id's decoded value grew by delta bytes (shrank when
+// negative) beyond the Config's ValueBytes, for values of varying size
+// (the rows of a Top-N partition); the bound counts them.
+func (c *Cache[V]) Grew(id int32, delta int) {
+	c.extra[id] += int32(delta)
+	c.held += int64(delta)
+}
+
+// EntryBytes is the fixed per-entry part of Held: the Config's
+// ValueBytes and the cache's own bookkeeping.
+func (c *Cache[V]) EntryBytes() int64 { return c.perEntry }
+
+// Held is the cache's estimate of the bytes it holds.
+func (c *Cache[V]) Held() int64 { return c.held }
+
 // Remove deletes id's state, in the backend too.
 func (c *Cache[V]) Remove(id int32) error {
 	var err error
@@ -251,6 +286,8 @@ func (c *Cache[V]) Remove(id int32) error {
 func (c *Cache[V]) Drop(id int32) {
 	c.slots.Clear(id)
 	c.flags[id] = 0
+	c.held -= c.perEntry + int64(c.extra[id])
+	c.extra[id] = 0
 	c.keys.Release(id)
 }
 
@@ -265,16 +302,25 @@ func (c *Cache[V]) Flush() error {
 	return nil
 }
 
-// Sweep drops the expired entries from the cache.
-func (c *Cache[V]) Sweep() {
+// Sweep drops the expired entries from the cache and returns the oldest
+// last write among those left (math.MaxInt64 when none, or without TTL),
+// for the operator to schedule the next sweep when that one expires.
+func (c *Cache[V]) Sweep() (oldest int64) {
+	oldest = math.MaxInt64
 	if c.ttl <= 0 {
-		return
+		return oldest
 	}
 	for id, f := range c.flags {
-		if f&fAlive != 0 && c.expired(int32(id)) {
+		if f&fAlive == 0 {
+			continue
+		}
+		if c.expired(int32(id)) {
 			c.Drop(int32(id))
+		} else {
+			oldest = min(oldest, c.stamp[id])
 		}
 	}
+	return oldest
 }
 
 // Preload loads every entry of the state of a restored hashmap backend,
@@ -318,7 +364,7 @@ func (c *Cache[V]) Preload(name string, codec kv.Codec[V]) error {
 func (c *Cache[V]) expired(id int32) bool { return Expired(c.ttl, c.stamp[id], c.now) }
 
 func (c *Cache[V]) insert(row types.Row, h uint64, flags uint8) (int32, error) {
-	if c.limit > 0 && c.keys.Size() >= c.limit {
+	for c.keys.Size() > 0 && (c.limit > 0 && c.keys.Size() >= c.limit || c.budget > 0 && c.held+c.perEntry > c.budget) {
 		if err := c.evict(); err != nil {
 			return -1, err
 		}
@@ -328,10 +374,12 @@ func (c *Cache[V]) insert(row types.Row, h uint64, flags uint8) (int32, error) {
 		for len(c.flags) < n {
 			c.flags = append(c.flags, 0)
 			c.stamp = append(c.stamp, 0)
+			c.extra = append(c.extra, 0)
 		}
 		c.slots.Grow(n)
 	}
 	c.flags[id] = fAlive | fRef | flags&^fDirty
+	c.held += c.perEntry
 	if flags&fDirty != 0 {
 		c.markDirty(id)
 	}
