@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -213,16 +212,6 @@ func (ps *progressState) read() (p progress, ok bool, err error) {
 		return progress{wm: exec.MinWatermark, proc: exec.MinWatermark}, false, nil
 	}
 	return p, true, nil
-}
-
-// cacheBound is how many decoded entries of entryBytes each a cache in
-// front of b may hold: unbounded (0) on hashmap, whose state is on the heap
-// anyway, and a quarter of the budget on rocksdb.
-func cacheBound(b *kv.Backend, entryBytes int) int {
-	if b.Kind() != image.RocksDB {
-		return 0
-	}
-	return max(16, int(b.MemoryBudget()/4/int64(entryBytes)))
 }
 
 // kgMerge yields, in user-key byte order, the entries of a sorted map state

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
@@ -159,7 +160,7 @@ func (a *sessionAggregate) OpenKeyedState(b *kv.Backend) error {
 	}
 	a.merge = kgMerge{b: b, st: a.dueSt}
 	a.nss = [][]byte{nil}
-	a.bound = cacheBound(b, (len(a.keyCols)+a.aggs.AccWidth())*48+128)
+	a.bound = statecache.Bound(b, (len(a.keyCols)+a.aggs.AccWidth())*48+128, 16)
 	if a.cacheLimit > 0 {
 		a.bound, a.merge.page = a.cacheLimit, 2
 	}
