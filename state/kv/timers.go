@@ -1,0 +1,364 @@
+package kv
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// TimeDomain is the clock a timer is set on.
+type TimeDomain uint8
+
+const (
+	// EventTime timers fire when the watermark reaches their time.
+	EventTime TimeDomain = iota
+	// ProcessingTime timers fire when the processing time (epoch ms)
+	// reaches their time.
+	ProcessingTime
+)
+
+func (d TimeDomain) String() string {
+	if d == EventTime {
+		return "event time"
+	}
+	return "processing time"
+}
+
+// Timer is a timer being fired: its time, and the key group, key and
+// namespace it was registered under. Key and Namespace are valid during
+// the callback only.
+type Timer struct {
+	Domain    TimeDomain
+	Time      int64
+	KeyGroup  int
+	Key       []byte
+	Namespace []byte
+}
+
+// TimerService holds an operator's timers in its keyed state (Flink's
+// InternalTimerService): a timer belongs to a key and a namespace (the
+// window, for window operators) and a time domain, and is registered for
+// the backend's current key. Timers are stored, so they are in every
+// snapshot, come back with a restore and follow their key group when a
+// job is restored at another parallelism, and on rocksdb they live in
+// Pebble, so there may be more of them than fit in memory; in memory the
+// service keeps only the earliest time per key group and domain.
+//
+// Advance fires, in time order, every timer of a domain whose time has
+// come, with the timer's key set as the backend's current key while the
+// callback runs (as Flink's onTimer runs with the timer's key), so the
+// callback reads and writes that key's state; timers the callback
+// registers at or before the time fire in the same Advance. Timers of
+// equal time fire in the order of their namespaces' bytes, then keys, in
+// each key group, and key groups in ascending order. Registering a timer
+// that exists (same domain, time, key, namespace) changes nothing, as in
+// Flink. For processing time the service asks the runtime for a wake-up
+// (the register func given to Start) at the earliest time it holds, so an
+// operator need not re-register its timers after a restore.
+//
+// The timers of a key group are one sorted map state per domain under the
+// key group's empty key, user key [time: 8 B order-preserving][namespace]
+// [key], so a key group's timers are one ordered range.
+type TimerService struct {
+	b     *Backend
+	st    [2]*SortedMapState[[]byte, []byte]
+	heads [2][]int64 // per owned key group: earliest time; unknownHead when not read
+	// wake is the earliest processing time the runtime was asked to call
+	// back at (math.MaxInt64: none pending); register asks it.
+	wake     int64
+	register func(int64)
+	changed  [2]bool // a timer was registered or deleted during a callback
+	firing   bool
+	saved    []byte
+	key      []byte // the current key, saved by enterGroup
+	uk       []byte
+	page     []firedTimer
+	pageBuf  []byte
+}
+
+type firedTimer struct{ uk []byte }
+
+const unknownHead = math.MinInt64
+
+// NewTimerService declares the timer states of an operator, named name
+// (stable: it is the state's name in every snapshot).
+func NewTimerService(b *Backend, name string) (*TimerService, error) {
+	ts := &TimerService{b: b, wake: math.MaxInt64}
+	for d, suffix := range []string{"event", "processing"} {
+		st, err := NewSortedMapState[[]byte, []byte](b, name+"/timers/"+suffix, Bytes{}, Bytes{}, Options{})
+		if err != nil {
+			return nil, fmt.Errorf("timers: %w", err)
+		}
+		ts.st[d] = st
+		n := b.kgs.Last - b.kgs.First + 1
+		ts.heads[d] = make([]int64, n)
+		for i := range ts.heads[d] {
+			ts.heads[d][i] = unknownHead
+		}
+	}
+	return ts, nil
+}
+
+// Start gives the service the runtime's processing-time wake-up (the
+// operator's exec.OperatorContext.RegisterProcessingTimer) and asks for the
+// earliest stored processing-time timer, if any: after a restore, that is
+// all it takes to have the restored timers fire. The operator forwards its
+// OnProcessingTime to Advance(ProcessingTime, …).
+func (ts *TimerService) Start(register func(int64)) error {
+	ts.register = register
+	_, t, err := ts.min(ProcessingTime, -1)
+	if err != nil {
+		return err
+	}
+	if t != math.MaxInt64 {
+		ts.askWake(t)
+	}
+	return nil
+}
+
+// Register sets a timer at time t in domain d for the backend's current
+// key and namespace ns.
+func (ts *TimerService) Register(d TimeDomain, t int64, ns []byte) error {
+	kg, err := ts.enterGroup()
+	if err != nil {
+		return err
+	}
+	defer ts.leaveGroup()
+	if err := ts.st[d].Put(nil, ts.userKey(t, ns), nil); err != nil {
+		return fmt.Errorf("timers: %w", err)
+	}
+	i := kg - ts.b.kgs.First
+	if h := ts.heads[d][i]; h != unknownHead && t < h {
+		ts.heads[d][i] = t
+	}
+	ts.changed[d] = true
+	if d == ProcessingTime {
+		ts.askWake(t)
+	}
+	return nil
+}
+
+// Delete removes the timer at time t in domain d of the backend's current
+// key and namespace ns; there need not be one.
+func (ts *TimerService) Delete(d TimeDomain, t int64, ns []byte) error {
+	kg, err := ts.enterGroup()
+	if err != nil {
+		return err
+	}
+	defer ts.leaveGroup()
+	if err := ts.st[d].Delete(nil, ts.userKey(t, ns)); err != nil {
+		return fmt.Errorf("timers: %w", err)
+	}
+	i := kg - ts.b.kgs.First
+	if ts.heads[d][i] == t {
+		ts.heads[d][i] = unknownHead
+	}
+	ts.changed[d] = true
+	return nil
+}
+
+// Next returns the earliest time of a timer in domain d (ok false: none).
+func (ts *TimerService) Next(d TimeDomain) (t int64, ok bool, err error) {
+	_, t, err = ts.min(d, -1)
+	return t, err == nil && t != math.MaxInt64, err
+}
+
+// Advance fires every timer of domain d at or before t, in time order,
+// calling fire with the backend's current key set to the timer's key;
+// a timer is deleted before its callback runs. An error from fire stops
+// the advance and is returned. For processing time it asks the runtime
+// for a wake-up at the next timer left.
+func (ts *TimerService) Advance(d TimeDomain, t int64, fire func(Timer) error) error {
+	if ts.firing {
+		return errors.New("timers: Advance called from a timer callback")
+	}
+	ts.firing = true
+	defer func() { ts.firing = false }()
+	if d == ProcessingTime && ts.wake <= t {
+		ts.wake = math.MaxInt64
+	}
+	for {
+		kg, head, err := ts.min(d, -1)
+		if err != nil {
+			return err
+		}
+		if head > t {
+			break
+		}
+		// Fire kg's timers up to t, and up to the earliest of the other
+		// key groups (ties go to the lower key group, kg), in pages;
+		// a callback that registers or deletes a timer ends the page, as
+		// the rest of it may no longer be what comes next.
+		_, other, err := ts.min(d, kg)
+		if err != nil {
+			return err
+		}
+		limit := t
+		if other <= t {
+			limit = other
+			if o, _ := ts.minKG(d, kg); o < kg {
+				limit = other - 1
+			}
+		}
+		if err := ts.readPage(d, kg, limit); err != nil {
+			return err
+		}
+		i := kg - ts.b.kgs.First
+		ts.heads[d][i] = unknownHead
+		for _, p := range ts.page {
+			if err := ts.b.SetCurrentKeyInGroup(kg, nil); err != nil {
+				return err
+			}
+			if err := ts.st[d].Delete(nil, p.uk); err != nil {
+				return fmt.Errorf("timers: %w", err)
+			}
+			tm, err := decodeTimerKey(p.uk)
+			if err != nil {
+				return err
+			}
+			tm.Domain, tm.KeyGroup = d, kg
+			if err := ts.b.SetCurrentKeyInGroup(kg, tm.Key); err != nil {
+				return err
+			}
+			ts.changed[d] = false
+			if err := fire(tm); err != nil {
+				return err
+			}
+			if ts.changed[d] {
+				break
+			}
+		}
+	}
+	if d == ProcessingTime {
+		if _, next, err := ts.min(d, -1); err != nil {
+			return err
+		} else if next != math.MaxInt64 {
+			ts.askWake(next)
+		}
+	}
+	return nil
+}
+
+func (ts *TimerService) askWake(t int64) {
+	if ts.register != nil && t < ts.wake {
+		ts.wake = t
+		ts.register(t)
+	}
+}
+
+// readPage reads up to 64 of kg's first timers of d at or before limit.
+func (ts *TimerService) readPage(d TimeDomain, kg int, limit int64) error {
+	if err := ts.b.SetCurrentKeyInGroup(kg, nil); err != nil {
+		return err
+	}
+	ts.page, ts.pageBuf = ts.page[:0], ts.pageBuf[:0]
+	var offs []int
+	err := ts.st[d].Ascend(nil, nil, func(uk, _ []byte) bool {
+		if len(uk) < 8 || decodeTime(uk) > limit {
+			return false
+		}
+		ts.pageBuf = append(ts.pageBuf, uk...)
+		offs = append(offs, len(ts.pageBuf))
+		return len(offs) < 64
+	})
+	if err != nil {
+		return fmt.Errorf("timers: %w", err)
+	}
+	start := 0
+	for _, end := range offs {
+		ts.page = append(ts.page, firedTimer{uk: ts.pageBuf[start:end:end]})
+		start = end
+	}
+	return nil
+}
+
+// min returns the owned key group (other than skip) with the earliest
+// timer of d and its time (math.MaxInt64 when none), reading the heads
+// not known.
+func (ts *TimerService) min(d TimeDomain, skip int) (int, int64, error) {
+	heads := ts.heads[d]
+	for i, h := range heads {
+		if h != unknownHead {
+			continue
+		}
+		kg := ts.b.kgs.First + i
+		if err := ts.b.SetCurrentKeyInGroup(kg, nil); err != nil {
+			return 0, 0, err
+		}
+		uk, _, ok, err := ts.st[d].First(nil)
+		if err != nil {
+			return 0, 0, fmt.Errorf("timers: %w", err)
+		}
+		heads[i] = math.MaxInt64
+		if ok {
+			if len(uk) < 8 {
+				return 0, 0, fmt.Errorf("timers: corrupt timer key %x in key group %d", uk, kg)
+			}
+			heads[i] = decodeTime(uk)
+		}
+	}
+	best, t := ts.minKG(d, skip)
+	return best, t, nil
+}
+
+// minKG is min over the known heads.
+func (ts *TimerService) minKG(d TimeDomain, skip int) (int, int64) {
+	best, t := -1, int64(math.MaxInt64)
+	for i, h := range ts.heads[d] {
+		kg := ts.b.kgs.First + i
+		if kg != skip && h < t {
+			best, t = kg, h
+		}
+	}
+	return best, t
+}
+
+// enterGroup switches the backend to the empty key of the current key's
+// key group, saving the current key, and returns the key group.
+func (ts *TimerService) enterGroup() (int, error) {
+	b := ts.b
+	if !b.hasKey {
+		return 0, errNoKey
+	}
+	ts.saved = append(ts.saved[:0], b.cur...)
+	kg := int(binary.BigEndian.Uint16(b.cur))
+	n, w := binary.Uvarint(b.cur[4:])
+	key := b.cur[4+w : 4+w+int(n)]
+	ts.key = append(ts.key[:0], key...)
+	return kg, b.SetCurrentKeyInGroup(kg, nil)
+}
+
+// leaveGroup restores the current key enterGroup saved.
+func (ts *TimerService) leaveGroup() {
+	ts.b.cur = append(ts.b.cur[:0], ts.saved...)
+	ts.b.hasKey = true
+}
+
+// userKey builds [time][uvarint len(ns)][ns][key] of the key enterGroup
+// saved. (The length prefix orders namespaces by length first: an
+// operator's namespaces of one length, as window ends are, fire in their
+// byte order.)
+func (ts *TimerService) userKey(t int64, ns []byte) []byte {
+	uk := binary.BigEndian.AppendUint64(ts.uk[:0], uint64(t)^(1<<63))
+	uk = binary.AppendUvarint(uk, uint64(len(ns)))
+	uk = append(uk, ns...)
+	ts.uk = append(uk, ts.key...)
+	return ts.uk
+}
+
+func decodeTime(uk []byte) int64 { return int64(binary.BigEndian.Uint64(uk) ^ (1 << 63)) }
+
+func decodeTimerKey(uk []byte) (Timer, error) {
+	if len(uk) < 9 {
+		return Timer{}, fmt.Errorf("timers: corrupt timer key %x", uk)
+	}
+	t := Timer{Time: decodeTime(uk)}
+	n, w := binary.Uvarint(uk[8:])
+	if w <= 0 || uint64(len(uk)-8-w) < n {
+		return Timer{}, fmt.Errorf("timers: corrupt timer key %x", uk)
+	}
+	rest := uk[8+w:]
+	t.Namespace, t.Key = rest[:n:n], rest[n:]
+	return t, nil
+}
