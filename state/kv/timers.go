@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -50,8 +51,10 @@ type Timer struct {
 // callback runs (as Flink's onTimer runs with the timer's key), so the
 // callback reads and writes that key's state; timers the callback
 // registers at or before the time fire in the same Advance. Timers of
-// equal time fire in the order of their namespaces' bytes, then keys, in
-// each key group, and key groups in ascending order. Registering a timer
+// equal time fire in the order of their namespaces' bytes (namespaces of
+// one length, as an operator's windows are), then of their keys' bytes,
+// across key groups: a deterministic order an operator can merge with
+// what it keeps in memory (Flink leaves it open). Registering a timer
 // that exists (same domain, time, key, namespace) changes nothing, as in
 // Flink. For processing time the service asks the runtime for a wake-up
 // (the register func given to Start) at the earliest time it holds, so an
@@ -61,9 +64,12 @@ type Timer struct {
 // key group's empty key, user key [time: 8 B order-preserving][namespace]
 // [key], so a key group's timers are one ordered range.
 type TimerService struct {
-	b     *Backend
-	st    [2]*SortedMapState[[]byte, []byte]
-	heads [2][]int64 // per owned key group: earliest time; unknownHead when not read
+	b  *Backend
+	st [2]*SortedMapState[[]byte, []byte]
+	// heads, per domain and owned key group: the user key of its first
+	// timer (nil: none) when known[d][i].
+	heads [2][][]byte
+	known [2][]bool
 	// wake is the earliest processing time the runtime was asked to call
 	// back at (math.MaxInt64: none pending); register asks it.
 	wake     int64
@@ -75,11 +81,10 @@ type TimerService struct {
 	uk       []byte
 	page     []firedTimer
 	pageBuf  []byte
+	offs     []int
 }
 
 type firedTimer struct{ uk []byte }
-
-const unknownHead = math.MinInt64
 
 // NewTimerService declares the timer states of an operator, named name
 // (stable: it is the state's name in every snapshot).
@@ -92,10 +97,7 @@ func NewTimerService(b *Backend, name string) (*TimerService, error) {
 		}
 		ts.st[d] = st
 		n := b.kgs.Last - b.kgs.First + 1
-		ts.heads[d] = make([]int64, n)
-		for i := range ts.heads[d] {
-			ts.heads[d][i] = unknownHead
-		}
+		ts.heads[d], ts.known[d] = make([][]byte, n), make([]bool, n)
 	}
 	return ts, nil
 }
@@ -107,14 +109,11 @@ func NewTimerService(b *Backend, name string) (*TimerService, error) {
 // OnProcessingTime to Advance(ProcessingTime, …).
 func (ts *TimerService) Start(register func(int64)) error {
 	ts.register = register
-	_, t, err := ts.min(ProcessingTime, -1)
-	if err != nil {
-		return err
-	}
-	if t != math.MaxInt64 {
+	t, ok, err := ts.Next(ProcessingTime)
+	if ok {
 		ts.askWake(t)
 	}
-	return nil
+	return err
 }
 
 // Register sets a timer at time t in domain d for the backend's current
@@ -125,12 +124,13 @@ func (ts *TimerService) Register(d TimeDomain, t int64, ns []byte) error {
 		return err
 	}
 	defer ts.leaveGroup()
-	if err := ts.st[d].Put(nil, ts.userKey(t, ns), nil); err != nil {
+	uk := ts.userKey(t, ns)
+	if err := ts.st[d].Put(nil, uk, nil); err != nil {
 		return fmt.Errorf("timers: %w", err)
 	}
 	i := kg - ts.b.kgs.First
-	if h := ts.heads[d][i]; h != unknownHead && t < h {
-		ts.heads[d][i] = t
+	if h := ts.heads[d][i]; ts.known[d][i] && (h == nil || bytes.Compare(uk, h) < 0) {
+		ts.heads[d][i] = append(h[:0], uk...)
 	}
 	ts.changed[d] = true
 	if d == ProcessingTime {
@@ -147,12 +147,13 @@ func (ts *TimerService) Delete(d TimeDomain, t int64, ns []byte) error {
 		return err
 	}
 	defer ts.leaveGroup()
-	if err := ts.st[d].Delete(nil, ts.userKey(t, ns)); err != nil {
+	uk := ts.userKey(t, ns)
+	if err := ts.st[d].Delete(nil, uk); err != nil {
 		return fmt.Errorf("timers: %w", err)
 	}
 	i := kg - ts.b.kgs.First
-	if ts.heads[d][i] == t {
-		ts.heads[d][i] = unknownHead
+	if bytes.Equal(ts.heads[d][i], uk) {
+		ts.known[d][i] = false
 	}
 	ts.changed[d] = true
 	return nil
@@ -160,8 +161,11 @@ func (ts *TimerService) Delete(d TimeDomain, t int64, ns []byte) error {
 
 // Next returns the earliest time of a timer in domain d (ok false: none).
 func (ts *TimerService) Next(d TimeDomain) (t int64, ok bool, err error) {
-	_, t, err = ts.min(d, -1)
-	return t, err == nil && t != math.MaxInt64, err
+	kg, err := ts.min(d, -1)
+	if err != nil || kg < 0 {
+		return 0, false, err
+	}
+	return decodeTime(ts.heads[d][kg-ts.b.kgs.First]), true, nil
 }
 
 // Advance fires every timer of domain d at or before t, in time order,
@@ -179,33 +183,29 @@ func (ts *TimerService) Advance(d TimeDomain, t int64, fire func(Timer) error) e
 		ts.wake = math.MaxInt64
 	}
 	for {
-		kg, head, err := ts.min(d, -1)
+		kg, err := ts.min(d, -1)
 		if err != nil {
 			return err
 		}
-		if head > t {
+		if kg < 0 || decodeTime(ts.heads[d][kg-ts.b.kgs.First]) > t {
 			break
 		}
-		// Fire kg's timers up to t, and up to the earliest of the other
-		// key groups (ties go to the lower key group, kg), in pages;
-		// a callback that registers or deletes a timer ends the page, as
-		// the rest of it may no longer be what comes next.
-		_, other, err := ts.min(d, kg)
+		// Fire kg's timers up to t and before the first timer of every
+		// other key group, in pages; a callback that registers or deletes
+		// a timer ends the page, as the rest of it may no longer be what
+		// comes next.
+		other, err := ts.min(d, kg)
 		if err != nil {
 			return err
 		}
-		limit := t
-		if other <= t {
-			limit = other
-			if o, _ := ts.minKG(d, kg); o < kg {
-				limit = other - 1
-			}
+		var bound []byte
+		if other >= 0 {
+			bound = ts.heads[d][other-ts.b.kgs.First]
 		}
-		if err := ts.readPage(d, kg, limit); err != nil {
+		if err := ts.readPage(d, kg, t, bound); err != nil {
 			return err
 		}
-		i := kg - ts.b.kgs.First
-		ts.heads[d][i] = unknownHead
+		ts.known[d][kg-ts.b.kgs.First] = false
 		for _, p := range ts.page {
 			if err := ts.b.SetCurrentKeyInGroup(kg, nil); err != nil {
 				return err
@@ -231,9 +231,11 @@ func (ts *TimerService) Advance(d TimeDomain, t int64, fire func(Timer) error) e
 		}
 	}
 	if d == ProcessingTime {
-		if _, next, err := ts.min(d, -1); err != nil {
+		next, ok, err := ts.Next(d)
+		if err != nil {
 			return err
-		} else if next != math.MaxInt64 {
+		}
+		if ok {
 			ts.askWake(next)
 		}
 	}
@@ -247,71 +249,63 @@ func (ts *TimerService) askWake(t int64) {
 	}
 }
 
-// readPage reads up to 64 of kg's first timers of d at or before limit.
-func (ts *TimerService) readPage(d TimeDomain, kg int, limit int64) error {
+// readPage reads up to 64 of kg's first timers of d at or before t and
+// before bound (nil: no bound).
+func (ts *TimerService) readPage(d TimeDomain, kg int, t int64, bound []byte) error {
 	if err := ts.b.SetCurrentKeyInGroup(kg, nil); err != nil {
 		return err
 	}
 	ts.page, ts.pageBuf = ts.page[:0], ts.pageBuf[:0]
-	var offs []int
+	ts.offs = ts.offs[:0]
 	err := ts.st[d].Ascend(nil, nil, func(uk, _ []byte) bool {
-		if len(uk) < 8 || decodeTime(uk) > limit {
+		if len(uk) < 8 || decodeTime(uk) > t || bound != nil && bytes.Compare(uk, bound) >= 0 {
 			return false
 		}
 		ts.pageBuf = append(ts.pageBuf, uk...)
-		offs = append(offs, len(ts.pageBuf))
-		return len(offs) < 64
+		ts.offs = append(ts.offs, len(ts.pageBuf))
+		return len(ts.offs) < 64
 	})
 	if err != nil {
 		return fmt.Errorf("timers: %w", err)
 	}
 	start := 0
-	for _, end := range offs {
+	for _, end := range ts.offs {
 		ts.page = append(ts.page, firedTimer{uk: ts.pageBuf[start:end:end]})
 		start = end
 	}
 	return nil
 }
 
-// min returns the owned key group (other than skip) with the earliest
-// timer of d and its time (math.MaxInt64 when none), reading the heads
-// not known.
-func (ts *TimerService) min(d TimeDomain, skip int) (int, int64, error) {
-	heads := ts.heads[d]
-	for i, h := range heads {
-		if h != unknownHead {
-			continue
-		}
+// min returns the owned key group (other than skip) whose first timer of
+// d comes first (-1 when none), reading the heads not known.
+func (ts *TimerService) min(d TimeDomain, skip int) (int, error) {
+	heads, known := ts.heads[d], ts.known[d]
+	best := -1
+	for i := range heads {
 		kg := ts.b.kgs.First + i
-		if err := ts.b.SetCurrentKeyInGroup(kg, nil); err != nil {
-			return 0, 0, err
-		}
-		uk, _, ok, err := ts.st[d].First(nil)
-		if err != nil {
-			return 0, 0, fmt.Errorf("timers: %w", err)
-		}
-		heads[i] = math.MaxInt64
-		if ok {
-			if len(uk) < 8 {
-				return 0, 0, fmt.Errorf("timers: corrupt timer key %x in key group %d", uk, kg)
+		if !known[i] {
+			if err := ts.b.SetCurrentKeyInGroup(kg, nil); err != nil {
+				return 0, err
 			}
-			heads[i] = decodeTime(uk)
+			uk, _, ok, err := ts.st[d].First(nil)
+			if err != nil {
+				return 0, fmt.Errorf("timers: %w", err)
+			}
+			if ok && len(uk) < 9 {
+				return 0, fmt.Errorf("timers: corrupt timer key %x in key group %d", uk, kg)
+			}
+			heads[i], known[i] = heads[i][:0], true
+			if ok {
+				heads[i] = append(heads[i], uk...)
+			} else {
+				heads[i] = nil
+			}
+		}
+		if kg != skip && heads[i] != nil && (best < 0 || bytes.Compare(heads[i], heads[best-ts.b.kgs.First]) < 0) {
+			best = kg
 		}
 	}
-	best, t := ts.minKG(d, skip)
-	return best, t, nil
-}
-
-// minKG is min over the known heads.
-func (ts *TimerService) minKG(d TimeDomain, skip int) (int, int64) {
-	best, t := -1, int64(math.MaxInt64)
-	for i, h := range ts.heads[d] {
-		kg := ts.b.kgs.First + i
-		if kg != skip && h < t {
-			best, t = kg, h
-		}
-	}
-	return best, t
+	return best, nil
 }
 
 // enterGroup switches the backend to the empty key of the current key's

@@ -237,3 +237,37 @@ func TestTimerNeedsKey(t *testing.T) {
 		t.Fatal("Register with no current key succeeded")
 	}
 }
+
+// TestEqualTimesFireByNamespaceThenKey: timers of one time fire in the
+// order of their namespaces, then keys, whatever key groups the keys are
+// in.
+func TestEqualTimesFireByNamespaceThenKey(t *testing.T) {
+	forVariants(t, func(t *testing.T, v variant) {
+		b := openVariant(t, v, &fakeClock{})
+		ts, _ := newTimers(t, b)
+		register(t, b, ts, EventTime, "a", 10, "3")
+		register(t, b, ts, EventTime, "b", 10, "1")
+		register(t, b, ts, EventTime, "c", 10, "2")
+		register(t, b, ts, EventTime, "e", 10, "2")
+		register(t, b, ts, EventTime, "d", 10, "2")
+		register(t, b, ts, EventTime, "z", 9, "9")
+		var got []string
+		if err := ts.Advance(EventTime, 10, func(tm Timer) error {
+			got = append(got, fmt.Sprintf("%d/%s/%s", tm.Time, tm.Namespace, tm.Key))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"9/9/z", "10/1/b", "10/2/c", "10/2/d", "10/2/e", "10/3/a"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("fired %v, want %v", got, want)
+		}
+		kgs := map[int]bool{}
+		for _, k := range []string{"a", "b", "c", "d", "e"} {
+			kgs[KeyGroupOf(hashOf(k), 128)] = true
+		}
+		if len(kgs) < 2 {
+			t.Fatalf("the keys are all in one key group: the test shows nothing")
+		}
+	})
+}
