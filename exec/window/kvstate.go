@@ -27,8 +27,11 @@ import (
 //	                    hold later arrivals)
 //	window-sessions     value, key = grouping key, ns = none: the open
 //	                    sessions of the key (n × start, end, seq, acc)
-//	window-session-due  sorted map, key = none (one per key group):
-//	                    end, start, seq (3 × 8 B) → grouping key
+//	window-sessions/timers/{event,processing}
+//	                    the timer service (kv.TimerService) of the
+//	                    sessions: per stored session a timer at its fire
+//	                    time in the window's time domain, under its key,
+//	                    namespace end, start, seq (3 × 8 B)
 //	window-progress     value, key = none (one per key group): watermark,
 //	                    processing-time progress, the next seq, and (slices)
 //	                    the live slice ends
@@ -43,11 +46,10 @@ import (
 // minimum of the union list state).
 
 const (
-	stateSliceAcc   = "window-slice-acc"
-	stateSliceKeys  = "window-slice-keys"
-	stateSessions   = "window-sessions"
-	stateSessionDue = "window-session-due"
-	stateProgress   = "window-progress"
+	stateSliceAcc  = "window-slice-acc"
+	stateSliceKeys = "window-slice-keys"
+	stateSessions  = "window-sessions"
+	stateProgress  = "window-progress"
 )
 
 // formatCodec is the identity codec under the ID of a format of this
