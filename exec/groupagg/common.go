@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 )
 
 // minSweepInterval and maxSweepInterval bound how often expired state is
@@ -16,47 +17,27 @@ const (
 	maxSweepInterval = int64(time.Minute / time.Millisecond)
 )
 
-// stateTTL is table.exec.state.ttl: a key not written for ms milliseconds of
-// processing time is forgotten. As in Flink (TTL updated on create and
-// write, expired state never returned) a key written at t is expired from
-// t+ms on. The kv states are declared with the TTL, which the backend
-// applies to what it holds; the operators' caches apply the same rule to
-// their entries (cache.go) and sweep them on the timer armed here, so that
-// expired keys do not stay in memory.
+// stateTTL is table.exec.state.ttl: a key not written for TTL milliseconds
+// of processing time is forgotten (Flink's OnCreateAndWrite and
+// NeverReturnExpired; statecache applies the rule to the cached entries).
+// The group operators sweep their cache every interval, about twice per
+// TTL.
 type stateTTL struct {
-	ms       int64
+	statecache.Sweeper
 	interval int64
-	pending  int64 // time of the registered sweep timer; 0 when none
 }
 
 func newStateTTL(d time.Duration) (stateTTL, error) {
 	if d < 0 {
 		return stateTTL{}, fmt.Errorf("table.exec.state.ttl must not be negative, got %s", d)
 	}
-	ms := d.Milliseconds()
-	if d > 0 && ms == 0 {
-		ms = 1
-	}
-	return stateTTL{ms: ms, interval: min(max(ms/2, minSweepInterval), maxSweepInterval)}, nil
+	s := statecache.NewSweeper(d)
+	return stateTTL{Sweeper: s, interval: min(max(s.TTL/2, minSweepInterval), maxSweepInterval)}, nil
 }
-
-func (t *stateTTL) enabled() bool { return t.ms > 0 }
 
 // arm registers the next sweep unless one is pending.
 func (t *stateTTL) arm(ctx *exec.OperatorContext, now int64) {
-	if t.ms > 0 && t.pending == 0 {
-		t.pending = now + t.interval
-		ctx.RegisterProcessingTimer(t.pending)
-	}
-}
-
-// due reports whether the timer at ts is the pending sweep, and clears it.
-func (t *stateTTL) due(ts int64) bool {
-	if t.pending == 0 || ts < t.pending {
-		return false
-	}
-	t.pending = 0
-	return true
+	t.Schedule(ctx.RegisterProcessingTimer, now+t.interval)
 }
 
 // checkClock makes sure the runtime gives the operator a clock and

@@ -126,7 +126,7 @@ func NewGroupAggregate(spec GroupAggSpec) (exec.Operator, error) {
 }
 
 func (g *groupAggregate) Open(ctx *exec.OperatorContext) error {
-	if g.ttl.enabled() {
+	if g.ttl.Enabled() {
 		if err := checkClock(ctx, "group aggregate", "table.exec.state.ttl"); err != nil {
 			return err
 		}
@@ -145,7 +145,7 @@ func (g *groupAggregate) Open(ctx *exec.OperatorContext) error {
 	return g.applyRestored()
 }
 
-func (g *groupAggregate) needsClock() bool { return g.ttl.enabled() || g.mini.Enabled }
+func (g *groupAggregate) needsClock() bool { return g.ttl.Enabled() || g.mini.Enabled }
 
 func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 	if b.Len() == 0 {
@@ -234,7 +234,7 @@ func (g *groupAggregate) emitChange(id int32, first bool, out exec.Output) error
 		copy(prev, g.results)
 		return g.emitResult(types.Insert, id, g.results, out)
 	}
-	if !g.ttl.enabled() && types.RowsEqual(prev, g.results) {
+	if !g.ttl.Enabled() && types.RowsEqual(prev, g.results) {
 		return nil
 	}
 	if g.updateBefore {
@@ -329,7 +329,7 @@ func (g *groupAggregate) OnProcessingTime(t int64, out exec.Output) error {
 			return err
 		}
 	}
-	if g.ttl.due(t) {
+	if g.ttl.Due(t) {
 		g.state.Sweep()
 		if g.state.Len() > 0 || (g.bundle != nil && !g.bundle.empty()) {
 			g.ttl.arm(g.ctx, g.now)

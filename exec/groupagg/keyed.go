@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/statecache"
@@ -40,13 +39,9 @@ func errNoBackend(name string) error {
 	return fmt.Errorf("%s: opened without a keyed-state backend (OpenKeyedState)", name)
 }
 
-func (t *stateTTL) options() kv.Options {
-	return kv.Options{TTL: time.Duration(t.ms) * time.Millisecond}
-}
-
 // OpenKeyedState implements exec.KeyedOperator.
 func (g *groupAggregate) OpenKeyedState(b *kv.Backend) error {
-	st, err := kv.NewValueState[[]types.Value](b, "acc", &valuesCodec{}, g.ttl.options())
+	st, err := kv.NewValueState[[]types.Value](b, "acc", &valuesCodec{}, g.ttl.Options())
 	if err != nil {
 		return fmt.Errorf("group aggregate: %w", err)
 	}
@@ -59,7 +54,7 @@ func (g *groupAggregate) OpenKeyedState(b *kv.Backend) error {
 		return fmt.Errorf("group aggregate: %w", err)
 	}
 	g.b = b
-	g.state = newValueCache(b, st, g.keyCols, g.accWidth+g.numAggs, g.ttl.ms, fresh, g.cacheLimit)
+	g.state = newValueCache(b, st, g.keyCols, g.accWidth+g.numAggs, g.ttl.TTL, fresh, g.cacheLimit)
 	if !fresh {
 		if err := g.state.preload("acc"); err != nil {
 			return fmt.Errorf("group aggregate: %w", err)
@@ -236,7 +231,7 @@ func (g *groupAggregate) applyRestored() error {
 // OpenKeyedState implements exec.KeyedOperator.
 func (n *changelogNormalize) OpenKeyedState(b *kv.Backend) error {
 	var err error
-	if n.st, err = kv.NewValueState[[]types.Value](b, "row", &valuesCodec{}, n.ttl.options()); err != nil {
+	if n.st, err = kv.NewValueState[[]types.Value](b, "row", &valuesCodec{}, n.ttl.Options()); err != nil {
 		return fmt.Errorf("changelog normalize: %w", err)
 	}
 	if n.fresh, err = statecache.Empty(b); err != nil {
@@ -251,7 +246,7 @@ func (n *changelogNormalize) PrepareSnapshot(exec.CheckpointID) error {
 	if n.state == nil {
 		return nil
 	}
-	if n.ttl.enabled() && n.ctx != nil {
+	if n.ttl.Enabled() && n.ctx != nil {
 		n.state.SetNow(n.ctx.Now())
 	}
 	if err := n.state.Flush(); err != nil {
@@ -263,7 +258,7 @@ func (n *changelogNormalize) PrepareSnapshot(exec.CheckpointID) error {
 // OpenKeyedState implements exec.KeyedOperator.
 func (m *sinkUpsertMaterializer) OpenKeyedState(b *kv.Backend) error {
 	var err error
-	if m.st, err = kv.NewValueState[[]types.Row](b, "rows", &rowsCodec{}, m.ttl.options()); err != nil {
+	if m.st, err = kv.NewValueState[[]types.Row](b, "rows", &rowsCodec{}, m.ttl.Options()); err != nil {
 		return fmt.Errorf("sink upsert materializer: %w", err)
 	}
 	if m.fresh, err = statecache.Empty(b); err != nil {
@@ -278,7 +273,7 @@ func (m *sinkUpsertMaterializer) PrepareSnapshot(exec.CheckpointID) error {
 	if m.state == nil {
 		return nil
 	}
-	if m.ttl.enabled() && m.ctx != nil {
+	if m.ttl.Enabled() && m.ctx != nil {
 		m.state.SetNow(m.ctx.Now())
 	}
 	if err := m.state.Flush(); err != nil {

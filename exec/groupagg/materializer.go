@@ -68,7 +68,7 @@ func NewSinkUpsertMaterializer(spec MaterializerSpec) (exec.Operator, error) {
 }
 
 func (m *sinkUpsertMaterializer) Open(ctx *exec.OperatorContext) error {
-	if m.ttl.enabled() {
+	if m.ttl.Enabled() {
 		if err := checkClock(ctx, "sink upsert materializer", "table.exec.state.ttl"); err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func (m *sinkUpsertMaterializer) init(w int) error {
 		return err
 	}
 	m.width = w
-	m.state = newListCache(m.b, m.st, m.keyCols, w, m.ttl.ms, m.fresh, m.cacheLimit)
+	m.state = newListCache(m.b, m.st, m.keyCols, w, m.ttl.TTL, m.fresh, m.cacheLimit)
 	if err := m.state.preload("rows"); err != nil {
 		return fmt.Errorf("sink upsert materializer: %w", err)
 	}
@@ -142,7 +142,7 @@ func (m *sinkUpsertMaterializer) ProcessBatch(_ int, b *types.Batch, out exec.Ou
 	if err := m.init(b.Width()); err != nil {
 		return err
 	}
-	if m.ttl.enabled() {
+	if m.ttl.Enabled() {
 		m.state.SetNow(m.ctx.Now())
 		m.ttl.arm(m.ctx, m.state.Now())
 	}
@@ -215,7 +215,7 @@ func (m *sinkUpsertMaterializer) retract(id int32, row types.Row, out exec.Outpu
 }
 
 func (m *sinkUpsertMaterializer) OnProcessingTime(t int64, _ exec.Output) error {
-	if !m.ttl.due(t) || m.state == nil {
+	if !m.ttl.Due(t) || m.state == nil {
 		return nil
 	}
 	m.state.SetNow(m.ctx.Now())

@@ -58,7 +58,7 @@ func NewChangelogNormalize(spec NormalizeSpec) (exec.Operator, error) {
 }
 
 func (n *changelogNormalize) Open(ctx *exec.OperatorContext) error {
-	if n.ttl.enabled() {
+	if n.ttl.Enabled() {
 		if err := checkClock(ctx, "changelog normalize", "table.exec.state.ttl"); err != nil {
 			return err
 		}
@@ -83,7 +83,7 @@ func (n *changelogNormalize) init(w int) error {
 		return err
 	}
 	n.width = w
-	n.state = newValueCache(n.b, n.st, n.keyCols, w, n.ttl.ms, n.fresh, n.cacheLimit)
+	n.state = newValueCache(n.b, n.st, n.keyCols, w, n.ttl.TTL, n.fresh, n.cacheLimit)
 	if err := n.state.preload("row"); err != nil {
 		return fmt.Errorf("changelog normalize: %w", err)
 	}
@@ -98,7 +98,7 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 	if err := n.init(b.Width()); err != nil {
 		return err
 	}
-	if n.ttl.enabled() {
+	if n.ttl.Enabled() {
 		n.state.SetNow(n.ctx.Now())
 		n.ttl.arm(n.ctx, n.state.Now())
 	}
@@ -133,7 +133,7 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 			continue
 		}
 		prev := n.state.values(id)
-		if !n.ttl.enabled() && types.RowsEqual(prev, row) {
+		if !n.ttl.Enabled() && types.RowsEqual(prev, row) {
 			continue
 		}
 		if n.updateBefore {
@@ -155,7 +155,7 @@ func (n *changelogNormalize) stateErr(err error) error {
 }
 
 func (n *changelogNormalize) OnProcessingTime(t int64, _ exec.Output) error {
-	if !n.ttl.due(t) || n.state == nil {
+	if !n.ttl.Due(t) || n.state == nil {
 		return nil
 	}
 	n.state.SetNow(n.ctx.Now())

@@ -51,7 +51,7 @@ func NewDeduplicate(spec DedupSpec) (exec.Operator, error) {
 	if spec.StateTTL < 0 {
 		return nil, fmt.Errorf("deduplicate: negative state TTL %s", spec.StateTTL)
 	}
-	return &dedup{spec: spec, ttl: ttlTimer{ttl: spec.StateTTL.Milliseconds()}}, nil
+	return &dedup{spec: spec, ttl: ttlTimer{Sweeper: statecache.Sweeper{TTL: spec.StateTTL.Milliseconds()}}}, nil
 }
 
 // Deduplication state: one value per key, [varint rowtime][kept row
@@ -177,14 +177,14 @@ func (d *dedup) OpenKeyedState(b *kv.Backend) error {
 	// The kept row's width is known at the first batch: its bytes are
 	// counted per entry as it is created or loaded (Grew).
 	d.c = statecache.New(b, st, &d.slots, statecache.Config{
-		KeyCols: d.spec.KeyCols, TTL: d.ttl.ttl, ValueBytes: valueBytes, Limit: d.maxCached,
+		KeyCols: d.spec.KeyCols, TTL: d.ttl.TTL, ValueBytes: valueBytes, Limit: d.maxCached,
 	}, fresh)
 	d.slots.c = d.c
 	return nil
 }
 
 func (d *dedup) PrepareSnapshot(exec.CheckpointID) error {
-	if d.ttl.enabled() && d.ttl.ctx != nil {
+	if d.ttl.Enabled() && d.ttl.ctx != nil {
 		d.c.SetNow(d.ttl.now())
 	}
 	if err := d.c.Flush(); err != nil {
@@ -278,7 +278,7 @@ func (d *dedup) process(row types.Row) error {
 			if rowtime >= d.slots.rowtimes[id] {
 				return nil
 			}
-		case !d.ttl.enabled() && types.RowsEqual(kept, row):
+		case !d.ttl.Enabled() && types.RowsEqual(kept, row):
 			// Flink emits nothing for an unchanged last row unless state TTL
 			// is on (then downstream state must be refreshed too).
 			return nil
@@ -304,7 +304,7 @@ func (d *dedup) process(row types.Row) error {
 // backend's TTL hides the stored ones), so idle keys do not stay in
 // memory.
 func (d *dedup) OnProcessingTime(t int64, out exec.Output) error {
-	if !d.ttl.due(t) || d.c == nil {
+	if !d.ttl.Due(t) || d.c == nil {
 		return nil
 	}
 	d.c.SetNow(t)

@@ -16,6 +16,7 @@ import (
 	"fmt"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -85,32 +86,28 @@ func metricsOf(ctx *exec.OperatorContext) *exec.OperatorMetrics {
 	return &exec.OperatorMetrics{}
 }
 
-// ttlTimer applies state time-to-live to the operators' caches the way
-// the kv backend applies it to the stored entries (Flink's semantics:
-// processing time, refreshed when a key's state is written,
-// OnCreateAndWrite, expired state never returned). Expired cached entries
-// are ignored when touched and, so that idle keys do not stay in memory,
-// dropped by a sweep on a processing-time timer set for the moment the
-// oldest cached entry expires.
+// ttlTimer is state time-to-live for the operators' caches: statecache's
+// Sweeper (the rule, the kv.Options, the sweep timer), with the clock of
+// the operator context. Expired cached entries are ignored when touched
+// and, so that idle keys do not stay in memory, dropped by a sweep on a
+// processing-time timer set for the moment the oldest cached entry
+// expires.
 type ttlTimer struct {
-	ttl       int64 // ms; 0 disables TTL
-	ctx       *exec.OperatorContext
-	nextSweep int64 // the registered sweep timer; 0 when none
+	statecache.Sweeper
+	ctx *exec.OperatorContext
 }
 
 func (t *ttlTimer) open(ctx *exec.OperatorContext, what string) error {
 	t.ctx = ctx
-	if t.ttl > 0 && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
+	if t.TTL > 0 && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
 		return fmt.Errorf("%s: state TTL needs a clock and processing timers", what)
 	}
 	return nil
 }
 
-func (t *ttlTimer) enabled() bool { return t.ttl > 0 }
-
 // now returns the processing time, or 0 when TTL is off (nothing reads it).
 func (t *ttlTimer) now() int64 {
-	if t.ttl <= 0 {
+	if t.TTL <= 0 {
 		return 0
 	}
 	return t.ctx.Now()
@@ -119,20 +116,9 @@ func (t *ttlTimer) now() int64 {
 // schedule makes sure a sweep runs when state last written at oldest
 // expires.
 func (t *ttlTimer) schedule(oldest int64) {
-	if t.ttl <= 0 || t.nextSweep != 0 {
-		return
+	if t.TTL > 0 {
+		t.Schedule(t.ctx.RegisterProcessingTimer, oldest+t.TTL)
 	}
-	t.nextSweep = oldest + t.ttl
-	t.ctx.RegisterProcessingTimer(t.nextSweep)
-}
-
-// due reports whether a timer at ts is the sweep, and clears it if so.
-func (t *ttlTimer) due(ts int64) bool {
-	if t.nextSweep == 0 || ts < t.nextSweep {
-		return false
-	}
-	t.nextSweep = 0
-	return true
 }
 
 var (

@@ -63,7 +63,7 @@ func NewRank(spec RankSpec) (exec.Operator, error) {
 	return &topN{
 		spec:       spec,
 		withNumber: spec.OutputRankNumber || spec.RankStart > 1,
-		ttl:        ttlTimer{ttl: spec.StateTTL.Milliseconds()},
+		ttl:        ttlTimer{Sweeper: statecache.Sweeper{TTL: spec.StateTTL.Milliseconds()}},
 		em:         emitter{withRank: spec.OutputRankNumber},
 	}, nil
 }
@@ -167,14 +167,14 @@ func (t *topN) OpenKeyedState(b *kv.Backend) error {
 	// A partition's rows are counted as they come and go (Grew); the
 	// fixed part is its bookkeeping.
 	t.c = statecache.New(b, st, &t.parts, statecache.Config{
-		KeyCols: t.spec.PartitionCols, TTL: t.ttl.ttl, ValueBytes: 2 * valueBytes, Limit: t.maxCached,
+		KeyCols: t.spec.PartitionCols, TTL: t.ttl.TTL, ValueBytes: 2 * valueBytes, Limit: t.maxCached,
 	}, fresh)
 	t.parts.c = t.c
 	return nil
 }
 
 func (t *topN) PrepareSnapshot(exec.CheckpointID) error {
-	if t.ttl.enabled() && t.ttl.ctx != nil {
+	if t.ttl.Enabled() && t.ttl.ctx != nil {
 		t.c.SetNow(t.ttl.now())
 	}
 	if err := t.c.Flush(); err != nil {
@@ -358,7 +358,7 @@ func (t *topN) update(old, cur types.Row, r int64) error {
 // OnProcessingTime forgets the cached partitions whose TTL ran out (the
 // backend's TTL hides the stored ones).
 func (t *topN) OnProcessingTime(ts int64, out exec.Output) error {
-	if !t.ttl.due(ts) || t.c == nil {
+	if !t.ttl.Due(ts) || t.c == nil {
 		return nil
 	}
 	t.c.SetNow(ts)
