@@ -7,6 +7,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
@@ -144,33 +145,28 @@ func stateSize(t *testing.T, op exec.Operator) int {
 			t.Fatalf("%d keys cached, %d stored", n, stored)
 		}
 	case *topN:
-		if n := o.c.Len(); o.c.Evictions() == 0 && n != stored {
-			t.Fatalf("%d keys cached, %d stored", n, stored)
-		}
-		// The cache's estimate of what it holds, counted afresh.
-		held := int64(0)
-		for id, p := range o.parts.p {
-			if o.c.Live(int32(id)) {
-				held += o.c.EntryBytes() + int64(p.len()*o.width*valueBytes)
-			}
-		}
-		if held != o.c.Held() {
-			t.Fatalf("the cache counts %d bytes held, it holds %d", o.c.Held(), held)
-		}
+		checkHeld(t, o.c, o.parts.p, o.width, stored)
 	case *windowRank:
-		c := o.c
-		if n := c.keys.Size(); n != stored {
-			t.Fatalf("%d keys cached, %d stored", n, stored)
-		}
-		held := 0
-		for id := int32(0); int(id) < c.keys.Span(); id++ {
-			if c.keys.InUse(id) {
-				held += 2 + o.parts[id].len()*o.width
-			}
-		}
-		if held != c.held {
-			t.Fatalf("the cache counts %d values held, it holds %d", c.held, held)
-		}
+		checkHeld(t, o.c, o.parts.p, o.width, stored)
 	}
 	return stored
+}
+
+// checkHeld checks a cache of partitions: as many entries as stored while
+// it evicted nothing, and its estimate of the bytes it holds counted
+// afresh.
+func checkHeld(t *testing.T, c *statecache.Cache[*sortedRows], parts []*sortedRows, width, stored int) {
+	t.Helper()
+	if n := c.Len(); c.Evictions() == 0 && n != stored {
+		t.Fatalf("%d keys cached, %d stored", n, stored)
+	}
+	held := int64(0)
+	for id, p := range parts {
+		if c.Live(int32(id)) {
+			held += c.EntryBytes() + int64(p.len()*width*valueBytes)
+		}
+	}
+	if held != c.Held() {
+		t.Fatalf("the cache counts %d bytes held, it holds %d", c.Held(), held)
+	}
 }

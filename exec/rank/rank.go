@@ -8,8 +8,10 @@
 // Every operator here is an exec.KeyedOperator: its state is the kv
 // backend the runtime owns for its instance (snapshots, restores, state
 // TTL and rescaling are the backend's), with a write-back cache of decoded
-// entries in front of it (cache.go) so that a hot key costs no backend
-// access per row. Each operator's state layout is documented beside it.
+// entries in front of it so that a hot key costs no backend access per
+// row (exec/internal/statecache; the window Top-N addresses its entries by
+// partition and window, the window as namespace). Each operator's state
+// layout is documented beside it.
 package rank
 
 import (

@@ -133,28 +133,40 @@ func (s *topNParts) Value(id int32) *sortedRows { return s.p[id] }
 
 func (s *topNParts) Clear(id int32) { s.p[id].reset() }
 
-// partCodec encodes a partition's rows (appendRows); decoding fills one
-// scratch partition, valid until the next decode.
-type partCodec struct{ scratch sortedRows }
+// partCodec encodes a partition's rows (appendRows) under the format id;
+// decoding fills one scratch partition, valid until the next decode.
+type partCodec struct {
+	id, what string // the format; the operator, for errors
+	scratch  sortedRows
+}
 
-func (*partCodec) ID() string { return "rank.topn.rows/2" }
+func (c *partCodec) ID() string { return c.id }
 
 func (*partCodec) Append(dst []byte, p *sortedRows) []byte { return appendRows(dst, p) }
 
 func (c *partCodec) Decode(src []byte) (*sortedRows, error) {
 	c.scratch.reset()
+	if c.scratch.width == 0 {
+		// Rows read before the first input batch (a window Top-N firing
+		// restored rows): their width is the stored one.
+		n, err := storedWidth(src)
+		if err != nil {
+			return nil, corrupt(c.what, err)
+		}
+		c.scratch.width = n
+	}
 	rest, err := decodeRowsInto(src, &c.scratch)
 	if err != nil {
-		return nil, corrupt("rank", err)
+		return nil, corrupt(c.what, err)
 	}
 	if len(rest) != 0 {
-		return nil, fmt.Errorf("rank: corrupt state: %d trailing bytes", len(rest))
+		return nil, fmt.Errorf("%s: corrupt state: %d trailing bytes", c.what, len(rest))
 	}
 	return &c.scratch, nil
 }
 
 func (t *topN) OpenKeyedState(b *kv.Backend) error {
-	t.codec = &partCodec{}
+	t.codec = &partCodec{id: "rank.topn.rows/2", what: "rank"}
 	st, err := kv.NewValueState[*sortedRows](b, topNState, t.codec, kv.Options{TTL: t.spec.StateTTL})
 	if err != nil {
 		return fmt.Errorf("rank: %w", err)

@@ -89,6 +89,12 @@ type Config struct {
 	// Limit, when > 0, bounds the cache to Limit entries on either backend
 	// (tests forcing evictions); otherwise Bound applies.
 	Limit int
+	// KeyLen, when > 0, is how many leading key values form the kv key;
+	// the rest address the namespace, which Namespace appends to dst
+	// (the window of a window operator). 0: every key value is the key,
+	// and the namespace is nil.
+	KeyLen    int
+	Namespace func(dst []byte, rest []types.Value) []byte
 }
 
 const (
@@ -125,13 +131,21 @@ type Cache[V any] struct {
 	now      int64
 	kbuf     []byte
 	evicted  int
+	keyLen   int // leading key values of the kv key
+	nsOf     func(dst []byte, rest []types.Value) []byte
+	ns       []byte        // the namespace of the entry last addressed (nil: none)
+	rest     []types.Value // scratch: a row's key values after keyLen
 }
 
 // New returns the cache of state st of b. complete says the backend holds
 // nothing yet (a fresh start: see Empty), so a miss is a new key without a
 // backend read.
 func New[V any](b *kv.Backend, st *kv.ValueState[V], slots Slots[V], cfg Config, complete bool) *Cache[V] {
-	c := &Cache[V]{keys: keyed.NewOpenTable(cfg.KeyCols), cols: cfg.KeyCols, b: b, st: st, slots: slots, ttl: cfg.TTL, complete: complete}
+	c := &Cache[V]{keys: keyed.NewOpenTable(cfg.KeyCols), cols: cfg.KeyCols, b: b, st: st, slots: slots, ttl: cfg.TTL, complete: complete,
+		keyLen: len(cfg.KeyCols), nsOf: cfg.Namespace}
+	if cfg.KeyLen > 0 && cfg.KeyLen < len(cfg.KeyCols) && cfg.Namespace != nil {
+		c.keyLen = cfg.KeyLen
+	}
 	// key values, slot share, hash, stamp, flags
 	c.perEntry = int64(cfg.ValueBytes + len(cfg.KeyCols)*int(unsafe.Sizeof(types.Value{})) + 48)
 	if cfg.Limit > 0 {
@@ -220,7 +234,7 @@ func (c *Cache[V]) Get(row types.Row, h uint64) (id int32, ok bool, err error) {
 	if err := c.setRowKey(row, h); err != nil {
 		return -1, false, err
 	}
-	v, stamp, found, err := c.st.GetStamped(nil)
+	v, stamp, found, err := c.st.GetStamped(c.ns)
 	if err != nil || !found {
 		return -1, false, err
 	}
@@ -274,7 +288,7 @@ func (c *Cache[V]) Remove(id int32) error {
 	var err error
 	if c.flags[id]&fStored != 0 {
 		if err = c.setKey(id); err == nil {
-			err = c.st.Clear(nil)
+			err = c.st.Clear(c.ns)
 		}
 	}
 	c.Drop(id)
@@ -289,6 +303,17 @@ func (c *Cache[V]) Drop(id int32) {
 	c.held -= c.perEntry + int64(c.extra[id])
 	c.extra[id] = 0
 	c.keys.Release(id)
+}
+
+// DropIf drops from the cache only every entry for which drop says so
+// (a window operator forgetting the entries of fired windows, whose
+// stored copies it then reads and clears itself).
+func (c *Cache[V]) DropIf(drop func(id int32) bool) {
+	for id, f := range c.flags {
+		if f&fAlive != 0 && drop(int32(id)) {
+			c.Drop(int32(id))
+		}
+	}
 }
 
 // Flush writes every dirty entry back (PrepareSnapshot).
@@ -331,6 +356,9 @@ func (c *Cache[V]) Sweep() (oldest int64) {
 func (c *Cache[V]) Preload(name string, codec kv.Codec[V]) error {
 	if c.complete || c.limit > 0 || c.b.Kind() != image.Hashmap {
 		return nil
+	}
+	if c.keyLen < len(c.cols) {
+		return errors.New("statecache: Preload of a cache with namespaces")
 	}
 	err := c.b.Entries(c.b.KeyGroups(), func(e kv.Entry) error {
 		if e.State != name {
@@ -432,7 +460,7 @@ func (c *Cache[V]) writeBack(id int32) error {
 	if err := c.setKey(id); err != nil {
 		return err
 	}
-	return c.st.PutStamped(nil, c.slots.Value(id), c.stamp[id])
+	return c.st.PutStamped(c.ns, c.slots.Value(id), c.stamp[id])
 }
 
 func (c *Cache[V]) markDirty(id int32) {
@@ -459,25 +487,39 @@ func (c *Cache[V]) compactDirty() {
 	c.dirty = out
 }
 
-// setKey makes id's key the backend's current key.
+// setKey makes id's key the backend's current key, and c.ns its
+// namespace.
 func (c *Cache[V]) setKey(id int32) error {
+	key := c.keys.Key(id)
 	buf := c.kbuf[:0]
-	for _, v := range c.keys.Key(id) {
+	for _, v := range key[:c.keyLen] {
 		buf = types.AppendValue(buf, v)
+	}
+	if c.keyLen < len(key) {
+		c.ns = c.nsOf(c.ns[:0], key[c.keyLen:])
 	}
 	c.kbuf = buf
 	return c.b.SetCurrentKey(c.keys.Hash(id), buf)
 }
 
-// setRowKey makes the key of row (hash h) the backend's current key.
+// setRowKey makes the key of row (hash h) the backend's current key, and
+// c.ns its namespace.
 func (c *Cache[V]) setRowKey(row types.Row, h uint64) error {
 	buf := c.kbuf[:0]
-	for _, col := range c.cols {
+	for _, col := range c.cols[:c.keyLen] {
 		buf = types.AppendValue(buf, row[col])
+	}
+	if c.keyLen < len(c.cols) {
+		c.rest = c.rest[:0]
+		for _, col := range c.cols[c.keyLen:] {
+			c.rest = append(c.rest, row[col])
+		}
+		c.ns = c.nsOf(c.ns[:0], c.rest)
 	}
 	c.kbuf = buf
 	return c.b.SetCurrentKey(h, buf)
 }
+
 
 // keyRow decodes stored key bytes into a row holding the key values at
 // the key columns, and its hash.
