@@ -307,3 +307,81 @@ func TestBound(t *testing.T) {
 		}
 	}
 }
+
+// windowed is counts with a namespace: the key is (k, window end) with
+// the end as the namespace, as a window operator keys its state.
+func windowed(now *int64, limit int) *counts {
+	return &counts{cfg: Config{KeyCols: []int{0, 1}, KeyLen: 1, Limit: limit,
+		Namespace: func(dst []byte, rest []types.Value) []byte {
+			return append(dst, byte(rest[0].N>>8), byte(rest[0].N))
+		}}, clock: now}
+}
+
+func (s *counts) addIn(t *testing.T, k string, end, d int64) {
+	t.Helper()
+	row := types.Row{types.String(k), types.Int(end)}
+	h := types.HashColumns(row, []int{0, 1})
+	id, ok, err := s.c.Get(row, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		if id, err = s.c.Create(row, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.sums[id] += d
+	s.c.Written(id)
+}
+
+// TestNamespaces: entries of one key in two windows are two entries of
+// the backend under the key's kv key and the windows' namespaces, they
+// survive evictions apart, and DropIf forgets a window's entries in the
+// cache only.
+func TestNamespaces(t *testing.T) {
+	for _, kind := range optest.Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			var now int64
+			k := optest.NewKeyed(t, kind)
+			op := windowed(&now, 2)
+			b := k.Open(t, op)
+			for range 2 {
+				op.addIn(t, "a", 10, 1)
+				op.addIn(t, "a", 20, 2)
+				op.addIn(t, "b", 10, 4)
+			}
+			if op.c.Evictions() == 0 {
+				t.Fatal("no evictions with a cache of 2 entries over 3")
+			}
+			if err := op.PrepareSnapshot(1); err != nil {
+				t.Fatal(err)
+			}
+			// kv key "a" (types.AppendValue) appears under two namespaces.
+			got := optest.Dump(t, b)
+			if len(got) != 3 {
+				t.Fatalf("backend holds %v, want 3 entries", got)
+			}
+			op.addIn(t, "a", 20, 0) // loads (a, 20) if evicted
+			op.c.DropIf(func(id int32) bool { return op.c.Key(id)[1].N == 20 })
+			for id := range op.sums {
+				if op.c.Live(int32(id)) && op.c.Key(int32(id))[1].N == 20 {
+					t.Fatal("DropIf left an entry of window 20")
+				}
+			}
+			restored := windowed(&now, 2)
+			k.Restore(t, restored, k.Snapshot(t, op, b, 2))
+			for _, c := range []struct {
+				k    string
+				end  int64
+				want int64
+			}{{"a", 10, 2}, {"a", 20, 4}, {"b", 10, 8}} {
+				restored.addIn(t, c.k, c.end, 0)
+				row := types.Row{types.String(c.k), types.Int(c.end)}
+				id, ok := restored.c.Find(row, types.HashColumns(row, []int{0, 1}))
+				if !ok || restored.sums[id] != c.want {
+					t.Errorf("(%s, %d) = %d (%v), want %d", c.k, c.end, restored.sums[id], ok, c.want)
+				}
+			}
+		})
+	}
+}
