@@ -520,7 +520,6 @@ func (c *Cache[V]) setRowKey(row types.Row, h uint64) error {
 	return c.b.SetCurrentKey(h, buf)
 }
 
-
 // keyRow decodes stored key bytes into a row holding the key values at
 // the key columns, and its hash.
 func (c *Cache[V]) keyRow(key []byte) (types.Row, uint64, error) {
