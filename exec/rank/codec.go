@@ -13,14 +13,6 @@ import (
 // cache (statecache: the Top-N partitions' rows count it per value).
 const valueBytes = int(unsafe.Sizeof(types.Value{})) + 16
 
-// encoded is the codec of a state whose values the operator encodes
-// itself; id names the format.
-type encoded struct{ id string }
-
-func (e encoded) ID() string                       { return e.id }
-func (encoded) Append(dst []byte, v []byte) []byte { return append(dst, v...) }
-func (encoded) Decode(src []byte) ([]byte, error)  { return src, nil }
-
 // varint reads a varint from src.
 func varint(src []byte) (int64, []byte, error) {
 	x, n := binary.Varint(src)

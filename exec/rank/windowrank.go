@@ -1,10 +1,8 @@
 package rank
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
@@ -76,10 +74,12 @@ func NewWindowRank(spec WindowRankSpec) (exec.Operator, error) {
 //
 //	"rows"     key (partition values, window_start), ns end → [uvarint n][n
 //	           rows in rank order]: the best RankEnd rows so far
-//	"index"    key "i"+key group in each key group → sorted map end|start|arrival →
-//	           the rows' key: which partitions a window has in this key
-//	           group, in order of first arrival, so firing finds them
-//	           without a scan of the state
+//	timers     the event-time timer service (kv.TimerService, states
+//	           "rank/timers/…"): one timer per (window, partition) under
+//	           the rows' key, at the window's fire time, namespace
+//	           end|start|arrival, so firing finds the partitions of the
+//	           fired windows in order of window and first arrival without
+//	           a scan of the state
 //	"windows"  key "w"+key group in each key group → sorted map end|start → the
 //	           latest arrival number: the live windows, read back on a
 //	           restore (a handful of entries per key group)
@@ -94,7 +94,6 @@ func NewWindowRank(spec WindowRankSpec) (exec.Operator, error) {
 // them with the rows.
 const (
 	rowsState     = "rows"
-	indexState    = "index"
 	windowsState  = "windows"
 	progressState = "progress"
 )
@@ -102,7 +101,6 @@ const (
 // The keys of the per-key-group states: a tag and the key group, so that
 // each key lives in one key group, as every key does.
 const (
-	indexTag    = 'i'
 	windowsTag  = 'w'
 	progressTag = 'p'
 )
@@ -138,7 +136,7 @@ type windowRank struct {
 
 	b        *kv.Backend
 	rows     *kv.ValueState[*sortedRows]
-	index    *kv.SortedMapState[[]byte, []byte]
+	timers   *kv.TimerService
 	wins     *kv.SortedMapState[[]byte, int64]
 	progress *kv.ValueState[int64]
 	c        *statecache.Cache[*sortedRows]
@@ -149,17 +147,8 @@ type windowRank struct {
 	uk       [24]byte
 	gkey     []byte
 	pkey     []byte // a new partition's kv key, for its index entry
-	fired    []firedPart
 
 	maxCached int // entries the cache may hold, overriding the backend's bound (tests)
-}
-
-// firedPart is a (window, partition) found in the index when its window
-// fires.
-type firedPart struct {
-	end, start, seq int64
-	kg              int
-	key             []byte
 }
 
 var _ exec.KeyedOperator = (*windowRank)(nil)
@@ -175,7 +164,7 @@ func (w *windowRank) OpenKeyedState(b *kv.Backend) (err error) {
 	if w.rows, err = kv.NewValueState[*sortedRows](b, rowsState, w.codec, kv.Options{}); err != nil {
 		return err
 	}
-	if w.index, err = kv.NewSortedMapState[[]byte, []byte](b, indexState, kv.Bytes{}, encoded{"rank.window.key/1"}, kv.Options{}); err != nil {
+	if w.timers, err = kv.NewTimerService(b, "rank"); err != nil {
 		return err
 	}
 	if w.wins, err = kv.NewSortedMapState[[]byte, int64](b, windowsState, kv.Bytes{}, kv.Int64{}, kv.Options{}); err != nil {
@@ -327,19 +316,19 @@ func (w *windowRank) partition(row types.Row, win *rankWindow) (int32, *sortedRo
 	if id, err = w.c.Create(row, h); err != nil {
 		return -1, nil, err
 	}
-	// New in its window: index it in its key group, under its kv key.
+	// New in its window: a timer for its window under its kv key.
 	w.pkey = w.pkey[:0]
 	for _, c := range w.hashCols[:len(w.spec.PartitionCols)+1] {
 		w.pkey = types.AppendValue(w.pkey, row[c])
 	}
 	w.seq++
+	if err := w.b.SetCurrentKey(h, w.pkey); err != nil {
+		return id, nil, err
+	}
+	if err := w.timers.Register(kv.EventTime, win.fire, w.indexKey(win.end, win.start, w.seq)); err != nil {
+		return id, nil, err
+	}
 	kg := kv.KeyGroupOf(h, w.b.MaxParallelism())
-	if err := w.setGroupKey(kg, indexTag); err != nil {
-		return id, nil, err
-	}
-	if err := w.index.Put(nil, w.indexKey(win.end, win.start, w.seq), w.pkey); err != nil {
-		return id, nil, err
-	}
 	if err := w.setGroupKey(kg, windowsTag); err != nil {
 		return id, nil, err
 	}
@@ -434,8 +423,8 @@ func (w *windowRank) ProcessWatermark(wm int64, out exec.Output) error {
 
 // fire emits and clears every window due at the current watermark: the
 // cached partitions are written back and those of fired windows dropped
-// from the cache, then each key group's index names the partitions of the
-// fired windows, emitted in order of window and first arrival.
+// from the cache, then the timers of the fired windows name their
+// partitions, emitted in order of window and first arrival.
 func (w *windowRank) fire() error {
 	n := 0
 	for n < len(w.windows) && w.windows[n].fire <= w.wm {
@@ -449,52 +438,18 @@ func (w *windowRank) fire() error {
 	}
 	endCol := len(w.spec.PartitionCols) + 1
 	w.c.DropIf(func(id int32) bool { return w.zone.FireTime(w.c.Key(id)[endCol].N-1) <= w.wm })
-	fired := w.fired[:0]
-	kgs := w.b.KeyGroups()
-	for kg := kgs.First; kg <= kgs.Last; kg++ {
-		if err := w.setGroupKey(kg, indexTag); err != nil {
-			return err
+	err := w.timers.Advance(kv.EventTime, w.wm, func(tm kv.Timer) error {
+		if len(tm.Namespace) != 24 {
+			return fmt.Errorf("corrupt state: a window timer of the wrong length")
 		}
-		var bad bool
-		if err := w.index.Ascend(nil, nil, func(uk, key []byte) bool {
-			if len(uk) != 24 {
-				bad = true
-				return false
-			}
-			end := decodeInt64(uk)
-			if w.zone.FireTime(end-1) > w.wm {
-				return false
-			}
-			fired = append(fired, firedPart{end: end, start: decodeInt64(uk[8:]), seq: int64(binary.BigEndian.Uint64(uk[16:])),
-				kg: kg, key: append([]byte(nil), key...)})
-			return true
-		}); err != nil {
-			return err
-		}
-		if bad {
-			return fmt.Errorf("corrupt state: an index entry of the wrong length")
-		}
-	}
-	slices.SortFunc(fired, func(a, b firedPart) int {
-		if c := cmp.Compare(a.end, b.end); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.start, b.start); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.seq, b.seq)
-	})
-	for _, f := range fired {
-		if err := w.b.SetCurrentKeyInGroup(f.kg, f.key); err != nil {
-			return err
-		}
-		ns := w.namespace(f.end)
+		end, start := decodeInt64(tm.Namespace), decodeInt64(tm.Namespace[8:])
+		ns := w.namespace(end)
 		p, ok, err := w.rows.Get(ns)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("corrupt state: window [%d, %d) indexes a partition without rows", f.start, f.end)
+			return fmt.Errorf("corrupt state: window [%d, %d) has a timer of a partition without rows", start, end)
 		}
 		if w.width == 0 {
 			// Restored rows fire before any input arrived.
@@ -515,21 +470,14 @@ func (w *windowRank) fire() error {
 		if err := w.rows.Clear(ns); err != nil {
 			return err
 		}
-		if err := w.setGroupKey(f.kg, indexTag); err != nil {
+		if err := w.setGroupKey(tm.KeyGroup, windowsTag); err != nil {
 			return err
 		}
-		if err := w.index.Delete(nil, w.indexKey(f.end, f.start, f.seq)); err != nil {
-			return err
-		}
-		if err := w.setGroupKey(f.kg, windowsTag); err != nil {
-			return err
-		}
-		if err := w.wins.Delete(nil, w.indexKey(f.end, f.start, 0)[:16]); err != nil {
-			return err
-		}
+		return w.wins.Delete(nil, w.indexKey(end, start, 0)[:16])
+	})
+	if err != nil {
+		return err
 	}
-	clear(fired)
-	w.fired = fired[:0]
 	clear(w.windows[:n])
 	w.windows = append(w.windows[:0], w.windows[n:]...)
 	w.last = nil
