@@ -159,6 +159,9 @@ func (w *windowRank) OpenKeyedState(b *kv.Backend) (err error) {
 			err = fmt.Errorf("window rank: %w", err)
 		}
 	}()
+	if b.Declared("index") {
+		return fmt.Errorf("the checkpoint keeps the window Top-N in an older layout (state %q, before the timer service); this version cannot restore it: start the job without it", "index")
+	}
 	w.hashCols = append(append([]int(nil), w.spec.PartitionCols...), w.spec.WindowStartCol, w.spec.WindowEndCol)
 	w.codec = &partCodec{id: "rank.window.rows/1", what: "window rank"}
 	if w.rows, err = kv.NewValueState[*sortedRows](b, rowsState, w.codec, kv.Options{}); err != nil {

@@ -50,6 +50,9 @@ const (
 	stateSliceKeys = "window-slice-keys"
 	stateSessions  = "window-sessions"
 	stateProgress  = "window-progress"
+	// oldSessionDue is the session index of the layout before the timer
+	// service, refused on restore.
+	oldSessionDue = "window-session-due"
 )
 
 // formatCodec is the identity codec under the ID of a format of this

@@ -150,6 +150,9 @@ var _ exec.KeyedOperator = (*sessionAggregate)(nil)
 // sessions, which stay in the backend until rows or firings need them).
 func (a *sessionAggregate) OpenKeyedState(b *kv.Backend) error {
 	a.b = b
+	if b.Declared(oldSessionDue) {
+		return fmt.Errorf("window aggregate: the checkpoint keeps session windows in an older layout (state %q, before the timer service); this version cannot restore it: start the job without it", oldSessionDue)
+	}
 	var err error
 	if a.sessSt, err = kv.NewValueState(b, stateSessions, formatCodec("flinksql.window.sessions/1"), kv.Options{}); err != nil {
 		return fmt.Errorf("window aggregate: %w", err)

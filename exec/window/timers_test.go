@@ -3,10 +3,12 @@ package window
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // TestSessionTimersOutgrowTheCache: processing-time sessions of 300 keys
@@ -92,3 +94,30 @@ func fieldAt(e string, i int) string {
 }
 
 func head(s []string) []string { return s[:min(len(s), 5)] }
+
+// TestSessionRefusesOldLayout: a checkpoint with the old session index
+// (window-session-due) is refused with an error naming it, rather than
+// restored with its sessions never firing.
+func TestSessionRefusesOldLayout(t *testing.T) {
+	for _, kind := range optest.Kinds {
+		k := optest.NewKeyed(t, kind)
+		old, _ := NewAggregate(AggregateSpec{Window: exec.WindowSpec{Kind: exec.Session, Gap: 5_000}, KeyCols: []int{0}, Aggs: countSumMax{col: 1}})
+		b := k.Open(t, old.(exec.KeyedOperator))
+		st, err := kv.NewSortedMapState(b, oldSessionDue, formatCodec("flinksql.window.session-due/1"), formatCodec("flinksql.window.key/1"), kv.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SetCurrentKeyInGroup(3, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(nil, make([]byte, 24), []byte("k")); err != nil {
+			t.Fatal(err)
+		}
+		snap := k.Snapshot(t, old.(exec.KeyedOperator), b, 1)
+		op, _ := NewAggregate(AggregateSpec{Window: exec.WindowSpec{Kind: exec.Session, Gap: 5_000}, KeyCols: []int{0}, Aggs: countSumMax{col: 1}})
+		err = op.(exec.KeyedOperator).OpenKeyedState(k.RestoreBackend(t, snap))
+		if err == nil || !strings.Contains(err.Error(), `"window-session-due"`) {
+			t.Errorf("%s: restoring the old session layout: %v, want an error naming window-session-due", kind, err)
+		}
+	}
+}

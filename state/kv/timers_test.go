@@ -271,3 +271,24 @@ func TestEqualTimesFireByNamespaceThenKey(t *testing.T) {
 		}
 	})
 }
+
+// TestDeclared: a state counts as declared once declared, and in a backend
+// restored from a snapshot of one that declared it; an unknown name does
+// not.
+func TestDeclared(t *testing.T) {
+	forVariants(t, func(t *testing.T, v variant) {
+		clk := &fakeClock{}
+		b := openVariant(t, v, clk)
+		if b.Declared("v") {
+			t.Fatal(`"v" declared before NewValueState`)
+		}
+		newTimers(t, b)
+		if !b.Declared("v") || !b.Declared("op/timers/event") || b.Declared("other") {
+			t.Fatal("Declared does not follow the declarations")
+		}
+		r, _ := snapshotAndRestore(t, b, v, clk, 1)
+		if !r.Declared("op/timers/processing") || r.Declared("other") {
+			t.Error("a restored backend does not know its restored declarations")
+		}
+	})
+}
