@@ -315,31 +315,6 @@ func (s *sortOp) row(i int) types.Row {
 	return types.Row(s.values[i*s.width : (i+1)*s.width : (i+1)*s.width])
 }
 
-func (s *sortOp) compare(a, b types.Row) int {
-	for _, k := range s.keys {
-		va, vb := a[k.Col], b[k.Col]
-		an, bn := va.IsNull(), vb.IsNull()
-		switch {
-		case an && bn:
-			continue
-		case an || bn:
-			// NULL placement does not flip with DESC.
-			if an == k.NullsFirst {
-				return -1
-			}
-			return 1
-		}
-		c := types.Compare(va, vb)
-		if k.Desc {
-			c = -c
-		}
-		if c != 0 {
-			return c
-		}
-	}
-	return 0
-}
-
 // loadStored puts the rows of a rocksdb backend, in arrival order, before
 // the buffered ones (on hashmap they are in memory already).
 func (s *sortOp) loadStored() error {
@@ -429,7 +404,7 @@ func (s *sortOp) Finish(out Output) error {
 		s.order[i] = i
 	}
 	sort.SliceStable(s.order, func(i, j int) bool {
-		return s.compare(s.row(s.order[i]), s.row(s.order[j])) < 0
+		return CompareRows(s.keys, s.row(s.order[i]), s.row(s.order[j])) < 0
 	})
 	from := min(max(s.offset, 0), n)
 	to := n
@@ -437,17 +412,14 @@ func (s *sortOp) Finish(out Output) error {
 		to = from + s.limit
 	}
 	if from < to {
-		ob := types.NewBatch(s.width, min(to-from, types.DefaultBatchSize))
+		var em Emitter
+		em.Init(s.width, min(to-from, types.DefaultBatchSize))
 		for _, idx := range s.order[from:to] {
-			if ob.Full() {
-				if err := out.Push(ob); err != nil {
-					return err
-				}
-				ob.Reset()
+			if err := em.Copy(s.kinds[idx], s.row(idx), out); err != nil {
+				return err
 			}
-			ob.AppendRow(s.kinds[idx], s.row(idx))
 		}
-		if err := out.Push(ob); err != nil {
+		if err := em.Flush(out); err != nil {
 			return err
 		}
 	}

@@ -307,13 +307,13 @@ func TestCacheBoundOnRocksDB(t *testing.T) {
 			feedAll(t, op, &collector{}, 2, recs)
 			switch kind {
 			case image.Hashmap:
-				if g.state.limit != 0 || g.state.size() != keys {
-					t.Errorf("hashmap: cache limit %d holding %d keys, want no limit and %d", g.state.limit, g.state.size(), keys)
+				if g.state.Limit() != 0 || g.state.Len() != keys {
+					t.Errorf("hashmap: cache limit %d holding %d keys, want no limit and %d", g.state.Limit(), g.state.Len(), keys)
 				}
 			case image.RocksDB:
 				// A quarter of the 4 MiB budget, at well over 100 bytes an entry.
-				if g.state.limit <= 0 || g.state.limit > (4<<20)/4/100 || g.state.size() > g.state.limit {
-					t.Errorf("rocksdb: cache limit %d holding %d keys, want a limit below %d", g.state.limit, g.state.size(), (4<<20)/4/100)
+				if g.state.Limit() <= 0 || g.state.Limit() > (4<<20)/4/100 || g.state.Len() > g.state.Limit() {
+					t.Errorf("rocksdb: cache limit %d holding %d keys, want a limit below %d", g.state.Limit(), g.state.Len(), (4<<20)/4/100)
 				}
 			}
 			if err := g.PrepareSnapshot(1); err != nil {
@@ -346,7 +346,7 @@ func TestDirtyListStaysBounded(t *testing.T) {
 		feedAll(t, op, &collector{}, 2, recs)
 	}
 	// 100 ids at most: the list is compacted once it exceeds 2×100+64.
-	if n := len(g.state.dirty); n > 2*100+64 {
+	if n := g.state.Pending(); n > 2*100+64 {
 		t.Errorf("dirty list of %d ids after 20 000 creations of 100 keys", n)
 	}
 }
@@ -429,8 +429,8 @@ func TestRestoreLoadsLazilyOnRocksDB(t *testing.T) {
 			if kind == image.RocksDB {
 				wantCached, wantComplete = 0, false
 			}
-			if g.state.size() != wantCached || g.state.complete != wantComplete {
-				t.Errorf("after the restore: %d keys cached (complete %v), want %d (%v)", g.state.size(), g.state.complete, wantCached, wantComplete)
+			if g.state.Len() != wantCached || g.state.Complete() != wantComplete {
+				t.Errorf("after the restore: %d keys cached (complete %v), want %d (%v)", g.state.Len(), g.state.Complete(), wantCached, wantComplete)
 			}
 			feed(t, restored, &c, 2, ins("d", 4), ins("b", 5))
 			expect(t, "after the restore", c.Take(), "+I(d, 4)", "-U(b, 2)", "+U(b, 7)")

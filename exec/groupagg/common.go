@@ -5,44 +5,8 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/types"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 )
-
-// emitter collects output rows in one reused batch, handing it on when it is
-// full and when the caller flushes.
-type emitter struct {
-	b *types.Batch
-}
-
-// row appends a row of the given kind and returns it for the caller to fill;
-// a full batch is pushed to out first.
-func (e *emitter) row(kind types.RowKind, out exec.Output) (types.Row, error) {
-	if e.b.Full() {
-		if err := e.flush(out); err != nil {
-			return nil, err
-		}
-	}
-	return e.b.Append(kind), nil
-}
-
-// copyRow appends a copy of r with the given kind.
-func (e *emitter) copyRow(kind types.RowKind, r types.Row, out exec.Output) error {
-	dst, err := e.row(kind, out)
-	if err != nil {
-		return err
-	}
-	copy(dst, r)
-	return nil
-}
-
-func (e *emitter) flush(out exec.Output) error {
-	if e.b == nil || e.b.Len() == 0 {
-		return nil
-	}
-	err := out.Push(e.b)
-	e.b.Reset()
-	return err
-}
 
 // minSweepInterval and maxSweepInterval bound how often expired state is
 // swept: about twice per TTL, but not more often than every second (the scan
@@ -53,47 +17,27 @@ const (
 	maxSweepInterval = int64(time.Minute / time.Millisecond)
 )
 
-// stateTTL is table.exec.state.ttl: a key not written for ms milliseconds of
-// processing time is forgotten. As in Flink (TTL updated on create and
-// write, expired state never returned) a key written at t is expired from
-// t+ms on. The kv states are declared with the TTL, which the backend
-// applies to what it holds; the operators' caches apply the same rule to
-// their entries (cache.go) and sweep them on the timer armed here, so that
-// expired keys do not stay in memory.
+// stateTTL is table.exec.state.ttl: a key not written for TTL milliseconds
+// of processing time is forgotten (Flink's OnCreateAndWrite and
+// NeverReturnExpired; statecache applies the rule to the cached entries).
+// The group operators sweep their cache every interval, about twice per
+// TTL.
 type stateTTL struct {
-	ms       int64
+	statecache.Sweeper
 	interval int64
-	pending  int64 // time of the registered sweep timer; 0 when none
 }
 
 func newStateTTL(d time.Duration) (stateTTL, error) {
 	if d < 0 {
 		return stateTTL{}, fmt.Errorf("table.exec.state.ttl must not be negative, got %s", d)
 	}
-	ms := d.Milliseconds()
-	if d > 0 && ms == 0 {
-		ms = 1
-	}
-	return stateTTL{ms: ms, interval: min(max(ms/2, minSweepInterval), maxSweepInterval)}, nil
+	s := statecache.NewSweeper(d)
+	return stateTTL{Sweeper: s, interval: min(max(s.TTL/2, minSweepInterval), maxSweepInterval)}, nil
 }
-
-func (t *stateTTL) enabled() bool { return t.ms > 0 }
 
 // arm registers the next sweep unless one is pending.
 func (t *stateTTL) arm(ctx *exec.OperatorContext, now int64) {
-	if t.ms > 0 && t.pending == 0 {
-		t.pending = now + t.interval
-		ctx.RegisterProcessingTimer(t.pending)
-	}
-}
-
-// due reports whether the timer at ts is the pending sweep, and clears it.
-func (t *stateTTL) due(ts int64) bool {
-	if t.pending == 0 || ts < t.pending {
-		return false
-	}
-	t.pending = 0
-	return true
+	t.Schedule(ctx.RegisterProcessingTimer, now+t.interval)
 }
 
 // checkClock makes sure the runtime gives the operator a clock and

@@ -10,7 +10,8 @@
 // same sequence of +I/-U/+U/-D rows as on Flink.
 //
 // Per-key state lives in the runtime's keyed-state backend (state/kv: the
-// operators are exec.KeyedOperators), behind a write-back cache of decoded
-// entries kept in flat arrays indexed by a key table, so processing rows of
-// cached keys allocates nothing and decodes nothing (cache.go, keyed.go).
+// operators are exec.KeyedOperators), behind the decoded write-back cache
+// of exec/internal/statecache, whose entries' values this package keeps in
+// flat arrays indexed by the cache's ids, so processing rows of cached
+// keys allocates nothing and decodes nothing (cache.go, keyed.go).
 package groupagg

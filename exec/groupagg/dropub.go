@@ -7,7 +7,7 @@ import (
 
 // dropUpdateBefore removes -U rows from a changelog.
 type dropUpdateBefore struct {
-	emit emitter
+	emit exec.Emitter
 }
 
 // NewDropUpdateBefore returns the operator Flink places where a retract
@@ -31,18 +31,18 @@ func (d *dropUpdateBefore) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 		}
 		return out.Push(b)
 	}
-	if d.emit.b == nil || d.emit.b.Width() != b.Width() {
-		d.emit.b = types.NewBatch(b.Width(), max(b.Cap(), 1))
+	if !d.emit.Ready() || d.emit.Width() != b.Width() {
+		d.emit.Init(b.Width(), max(b.Cap(), 1))
 	}
 	for i, r := range b.Rows {
 		if b.Kinds[i] == types.UpdateBefore {
 			continue
 		}
-		if err := d.emit.copyRow(b.Kinds[i], r, out); err != nil {
+		if err := d.emit.Copy(b.Kinds[i], r, out); err != nil {
 			return err
 		}
 	}
-	return d.emit.flush(out)
+	return d.emit.Flush(out)
 }
 
 func (d *dropUpdateBefore) ProcessWatermark(wm int64, out exec.Output) error {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -58,7 +59,7 @@ type groupAggregate struct {
 	ctx     *exec.OperatorContext
 	state   *valueCache
 	results []types.Value
-	emit    emitter
+	emit    exec.Emitter
 	now     int64 // processing time of the current batch, when a clock is needed
 
 	bundle  *bundle
@@ -125,7 +126,7 @@ func NewGroupAggregate(spec GroupAggSpec) (exec.Operator, error) {
 }
 
 func (g *groupAggregate) Open(ctx *exec.OperatorContext) error {
-	if g.ttl.enabled() {
+	if g.ttl.Enabled() {
 		if err := checkClock(ctx, "group aggregate", "table.exec.state.ttl"); err != nil {
 			return err
 		}
@@ -140,11 +141,11 @@ func (g *groupAggregate) Open(ctx *exec.OperatorContext) error {
 	}
 	g.ctx = ctx
 	g.results = make([]types.Value, g.numAggs)
-	g.emit.b = types.NewBatch(len(g.keyCols)+g.numAggs, types.DefaultBatchSize)
+	g.emit.Init(len(g.keyCols)+g.numAggs, 0)
 	return g.applyRestored()
 }
 
-func (g *groupAggregate) needsClock() bool { return g.ttl.enabled() || g.mini.Enabled }
+func (g *groupAggregate) needsClock() bool { return g.ttl.Enabled() || g.mini.Enabled }
 
 func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 	if b.Len() == 0 {
@@ -163,7 +164,7 @@ func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) er
 	for i, row := range b.Rows {
 		kind := b.Kinds[i]
 		h := types.HashColumns(row, g.keyCols)
-		id, ok, err := g.state.get(row, h)
+		id, ok, err := g.state.Get(row, h)
 		if err != nil {
 			return g.stateErr(err)
 		}
@@ -171,7 +172,7 @@ func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) er
 			if kind.IsRetract() {
 				continue // a retraction of a key without state: nothing to retract
 			}
-			if id, err = g.state.create(row, h); err != nil {
+			if id, err = g.state.Create(row, h); err != nil {
 				return g.stateErr(err)
 			}
 			g.aggs.Init(g.state.values(id)[:g.accWidth])
@@ -183,12 +184,12 @@ func (g *groupAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) er
 			return err
 		}
 	}
-	return g.emit.flush(out)
+	return g.emit.Flush(out)
 }
 
 func (g *groupAggregate) setNow(now int64) {
 	g.now = now
-	g.state.now = now
+	g.state.SetNow(now)
 }
 
 func (g *groupAggregate) stateErr(err error) error {
@@ -220,12 +221,12 @@ func (g *groupAggregate) emitChange(id int32, first bool, out exec.Output) error
 				return err
 			}
 		}
-		if err := g.state.remove(id); err != nil {
+		if err := g.state.Remove(id); err != nil {
 			return g.stateErr(err)
 		}
 		return nil
 	}
-	g.state.written(id)
+	g.state.Written(id)
 	if err := g.aggs.Result(acc, g.results); err != nil {
 		return fmt.Errorf("group aggregate: %w", err)
 	}
@@ -233,7 +234,7 @@ func (g *groupAggregate) emitChange(id int32, first bool, out exec.Output) error
 		copy(prev, g.results)
 		return g.emitResult(types.Insert, id, g.results, out)
 	}
-	if !g.ttl.enabled() && types.RowsEqual(prev, g.results) {
+	if !g.ttl.Enabled() && types.RowsEqual(prev, g.results) {
 		return nil
 	}
 	if g.updateBefore {
@@ -246,11 +247,11 @@ func (g *groupAggregate) emitChange(id int32, first bool, out exec.Output) error
 }
 
 func (g *groupAggregate) emitResult(kind types.RowKind, id int32, results []types.Value, out exec.Output) error {
-	row, err := g.emit.row(kind, out)
+	row, err := g.emit.Row(kind, out)
 	if err != nil {
 		return err
 	}
-	n := copy(row, g.state.key(id))
+	n := copy(row, g.state.Key(id))
 	copy(row[n:], results)
 	return nil
 }
@@ -275,7 +276,7 @@ func (g *groupAggregate) buffer(b *types.Batch, out exec.Output) error {
 			}
 		}
 	}
-	return g.emit.flush(out)
+	return g.emit.Flush(out)
 }
 
 // flushBundle applies the buffered rows key by key, in first-arrival order
@@ -288,11 +289,11 @@ func (g *groupAggregate) flushBundle(out exec.Output) error {
 	if bd == nil || bd.empty() {
 		return nil
 	}
-	for k := range bd.keys.capacity() {
+	for k := range bd.keys.Capacity() {
 		kid := int32(k)
 		r := bd.head[kid]
-		h := bd.keys.hash(kid)
-		id, ok, err := g.state.get(bd.rows.Rows[r], h)
+		h := bd.keys.Hash(kid)
+		id, ok, err := g.state.Get(bd.rows.Rows[r], h)
 		if err != nil {
 			return g.stateErr(err)
 		}
@@ -303,7 +304,7 @@ func (g *groupAggregate) flushBundle(out exec.Output) error {
 			if r < 0 {
 				continue
 			}
-			if id, err = g.state.create(bd.rows.Rows[r], h); err != nil {
+			if id, err = g.state.Create(bd.rows.Rows[r], h); err != nil {
 				return g.stateErr(err)
 			}
 			g.aggs.Init(g.state.values(id)[:g.accWidth])
@@ -328,13 +329,13 @@ func (g *groupAggregate) OnProcessingTime(t int64, out exec.Output) error {
 			return err
 		}
 	}
-	if g.ttl.due(t) {
-		g.state.sweep()
-		if g.state.size() > 0 || (g.bundle != nil && !g.bundle.empty()) {
+	if g.ttl.Due(t) {
+		g.state.Sweep()
+		if g.state.Len() > 0 || (g.bundle != nil && !g.bundle.empty()) {
 			g.ttl.arm(g.ctx, g.now)
 		}
 	}
-	return g.emit.flush(out)
+	return g.emit.Flush(out)
 }
 
 func (g *groupAggregate) ProcessWatermark(wm int64, out exec.Output) error {
@@ -345,7 +346,7 @@ func (g *groupAggregate) ProcessWatermark(wm int64, out exec.Output) error {
 		if err := g.flushBundle(out); err != nil {
 			return err
 		}
-		if err := g.emit.flush(out); err != nil {
+		if err := g.emit.Flush(out); err != nil {
 			return err
 		}
 	}
@@ -359,7 +360,7 @@ func (g *groupAggregate) Finish(out exec.Output) error {
 			return err
 		}
 	}
-	return g.emit.flush(out)
+	return g.emit.Flush(out)
 }
 
 func (g *groupAggregate) Close() error {
@@ -372,7 +373,7 @@ func (g *groupAggregate) Close() error {
 // chained per key. Its key table is reset at every flush, so key ids follow
 // first-arrival order.
 type bundle struct {
-	keys       *keyTable
+	keys       *keyed.OpenTable
 	head, tail []int32  // per bundle key: first and last buffered row
 	next       []int32  // per buffered row: the next row of the same key, -1 at the end
 	seqs       []uint64 // per buffered row: its sequence number, its order after a restore
@@ -380,7 +381,7 @@ type bundle struct {
 }
 
 func newBundle(keyCols []int, width, size int) *bundle {
-	return &bundle{keys: newKeyTable(keyCols), rows: types.NewBatch(width, min(size, 1<<16))}
+	return &bundle{keys: keyed.NewOpenTable(keyCols), rows: types.NewBatch(width, min(size, 1<<16))}
 }
 
 func (bd *bundle) empty() bool { return bd.rows.Len() == 0 }
@@ -388,13 +389,13 @@ func (bd *bundle) empty() bool { return bd.rows.Len() == 0 }
 func (bd *bundle) len() int { return bd.rows.Len() }
 
 func (bd *bundle) add(kind types.RowKind, row types.Row, h uint64, seq uint64) {
-	kid := bd.keys.find(row, h)
+	kid := bd.keys.Find(row, h)
 	idx := int32(bd.rows.Len())
 	bd.rows.AppendRow(kind, row)
 	bd.next = append(bd.next, -1)
 	bd.seqs = append(bd.seqs, seq)
 	if kid < 0 {
-		kid = bd.keys.add(row, h)
+		kid = bd.keys.Add(row, h)
 		bd.head = append(bd.head, idx)
 		bd.tail = append(bd.tail, idx)
 		return
@@ -404,7 +405,7 @@ func (bd *bundle) add(kind types.RowKind, row types.Row, h uint64, seq uint64) {
 }
 
 func (bd *bundle) reset() {
-	bd.keys.reset()
+	bd.keys.Reset()
 	bd.head = bd.head[:0]
 	bd.tail = bd.tail[:0]
 	bd.next = bd.next[:0]

@@ -225,7 +225,7 @@ func TestMiniBatchFlushes(t *testing.T) {
 			t.Fatal(err)
 		}
 		expect(t, "flushed at finish", c.Take(), "+I(z, 1, 6)", "-U(a, 2, 31)", "+U(a, 3, 32)")
-		if n := op.state.size(); n != 2 {
+		if n := op.state.Len(); n != 2 {
 			t.Errorf("keys in state: %d, want 2 (a, z)", n)
 		}
 	})
@@ -288,7 +288,7 @@ func TestGroupAggregateStateTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := g.state.size(); n != 0 {
+	if n := g.state.Len(); n != 0 {
 		t.Errorf("keys after the sweep: %d, want 0", n)
 	}
 	expect(t, "sweep emits nothing", c.Take())

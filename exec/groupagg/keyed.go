@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -39,13 +39,9 @@ func errNoBackend(name string) error {
 	return fmt.Errorf("%s: opened without a keyed-state backend (OpenKeyedState)", name)
 }
 
-func (t *stateTTL) options() kv.Options {
-	return kv.Options{TTL: time.Duration(t.ms) * time.Millisecond}
-}
-
 // OpenKeyedState implements exec.KeyedOperator.
 func (g *groupAggregate) OpenKeyedState(b *kv.Backend) error {
-	st, err := kv.NewValueState[[]types.Value](b, "acc", &valuesCodec{}, g.ttl.options())
+	st, err := kv.NewValueState[[]types.Value](b, "acc", &valuesCodec{}, g.ttl.Options())
 	if err != nil {
 		return fmt.Errorf("group aggregate: %w", err)
 	}
@@ -53,12 +49,12 @@ func (g *groupAggregate) OpenKeyedState(b *kv.Backend) error {
 	if g.bundleSt, err = kv.NewValueState[[]byte](b, "mini-batch", kv.Bytes{}, kv.Options{}); err != nil {
 		return fmt.Errorf("group aggregate: %w", err)
 	}
-	fresh, err := backendEmpty(b)
+	fresh, err := statecache.Empty(b)
 	if err != nil {
 		return fmt.Errorf("group aggregate: %w", err)
 	}
 	g.b = b
-	g.state = newValueCache(b, st, g.keyCols, g.accWidth+g.numAggs, g.ttl.ms, fresh, g.cacheLimit)
+	g.state = newValueCache(b, st, g.keyCols, g.accWidth+g.numAggs, g.ttl.TTL, fresh, g.cacheLimit)
 	if !fresh {
 		if err := g.state.preload("acc"); err != nil {
 			return fmt.Errorf("group aggregate: %w", err)
@@ -84,7 +80,7 @@ func (g *groupAggregate) PrepareSnapshot(exec.CheckpointID) error {
 	if g.needsClock() && g.ctx != nil {
 		g.setNow(g.ctx.Now())
 	}
-	if err := g.state.flush(); err != nil {
+	if err := g.state.Flush(); err != nil {
 		return g.stateErr(err)
 	}
 	if err := g.storeBundle(); err != nil {
@@ -119,8 +115,8 @@ func (g *groupAggregate) storeBundle() error {
 	}
 	refs := make([]ref, 0, bd.len())
 	maxPar := g.b.MaxParallelism()
-	for k := range bd.keys.capacity() {
-		kg := kv.KeyGroupOf(bd.keys.hash(int32(k)), maxPar)
+	for k := range bd.keys.Capacity() {
+		kg := kv.KeyGroupOf(bd.keys.Hash(int32(k)), maxPar)
 		for r := bd.head[k]; r >= 0; r = bd.next[r] {
 			refs = append(refs, ref{kg, r})
 		}
@@ -235,10 +231,10 @@ func (g *groupAggregate) applyRestored() error {
 // OpenKeyedState implements exec.KeyedOperator.
 func (n *changelogNormalize) OpenKeyedState(b *kv.Backend) error {
 	var err error
-	if n.st, err = kv.NewValueState[[]types.Value](b, "row", &valuesCodec{}, n.ttl.options()); err != nil {
+	if n.st, err = kv.NewValueState[[]types.Value](b, "row", &valuesCodec{}, n.ttl.Options()); err != nil {
 		return fmt.Errorf("changelog normalize: %w", err)
 	}
-	if n.fresh, err = backendEmpty(b); err != nil {
+	if n.fresh, err = statecache.Empty(b); err != nil {
 		return fmt.Errorf("changelog normalize: %w", err)
 	}
 	n.b = b
@@ -250,10 +246,10 @@ func (n *changelogNormalize) PrepareSnapshot(exec.CheckpointID) error {
 	if n.state == nil {
 		return nil
 	}
-	if n.ttl.enabled() && n.ctx != nil {
-		n.state.now = n.ctx.Now()
+	if n.ttl.Enabled() && n.ctx != nil {
+		n.state.SetNow(n.ctx.Now())
 	}
-	if err := n.state.flush(); err != nil {
+	if err := n.state.Flush(); err != nil {
 		return fmt.Errorf("changelog normalize: state: %w", err)
 	}
 	return nil
@@ -262,10 +258,10 @@ func (n *changelogNormalize) PrepareSnapshot(exec.CheckpointID) error {
 // OpenKeyedState implements exec.KeyedOperator.
 func (m *sinkUpsertMaterializer) OpenKeyedState(b *kv.Backend) error {
 	var err error
-	if m.st, err = kv.NewValueState[[]types.Row](b, "rows", &rowsCodec{}, m.ttl.options()); err != nil {
+	if m.st, err = kv.NewValueState[[]types.Row](b, "rows", &rowsCodec{}, m.ttl.Options()); err != nil {
 		return fmt.Errorf("sink upsert materializer: %w", err)
 	}
-	if m.fresh, err = backendEmpty(b); err != nil {
+	if m.fresh, err = statecache.Empty(b); err != nil {
 		return fmt.Errorf("sink upsert materializer: %w", err)
 	}
 	m.b = b
@@ -277,10 +273,10 @@ func (m *sinkUpsertMaterializer) PrepareSnapshot(exec.CheckpointID) error {
 	if m.state == nil {
 		return nil
 	}
-	if m.ttl.enabled() && m.ctx != nil {
-		m.state.now = m.ctx.Now()
+	if m.ttl.Enabled() && m.ctx != nil {
+		m.state.SetNow(m.ctx.Now())
 	}
-	if err := m.state.flush(); err != nil {
+	if err := m.state.Flush(); err != nil {
 		return fmt.Errorf("sink upsert materializer: state: %w", err)
 	}
 	return nil

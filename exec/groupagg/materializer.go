@@ -30,7 +30,7 @@ type sinkUpsertMaterializer struct {
 	ctx   *exec.OperatorContext
 	state *listCache // created for the first batch's width
 	width int
-	emit  emitter
+	emit  exec.Emitter
 
 	b     *kv.Backend
 	st    *kv.ValueState[[]types.Row]
@@ -68,7 +68,7 @@ func NewSinkUpsertMaterializer(spec MaterializerSpec) (exec.Operator, error) {
 }
 
 func (m *sinkUpsertMaterializer) Open(ctx *exec.OperatorContext) error {
-	if m.ttl.enabled() {
+	if m.ttl.Enabled() {
 		if err := checkClock(ctx, "sink upsert materializer", "table.exec.state.ttl"); err != nil {
 			return err
 		}
@@ -95,11 +95,11 @@ func (m *sinkUpsertMaterializer) init(w int) error {
 		return err
 	}
 	m.width = w
-	m.state = newListCache(m.b, m.st, m.keyCols, w, m.ttl.ms, m.fresh, m.cacheLimit)
+	m.state = newListCache(m.b, m.st, m.keyCols, w, m.ttl.TTL, m.fresh, m.cacheLimit)
 	if err := m.state.preload("rows"); err != nil {
 		return fmt.Errorf("sink upsert materializer: %w", err)
 	}
-	m.emit.b = types.NewBatch(w, types.DefaultBatchSize)
+	m.emit.Init(w, 0)
 	return nil
 }
 
@@ -142,13 +142,13 @@ func (m *sinkUpsertMaterializer) ProcessBatch(_ int, b *types.Batch, out exec.Ou
 	if err := m.init(b.Width()); err != nil {
 		return err
 	}
-	if m.ttl.enabled() {
-		m.state.now = m.ctx.Now()
-		m.ttl.arm(m.ctx, m.state.now)
+	if m.ttl.Enabled() {
+		m.state.SetNow(m.ctx.Now())
+		m.ttl.arm(m.ctx, m.state.Now())
 	}
 	for i, row := range b.Rows {
 		h := types.HashColumns(row, m.keyCols)
-		id, ok, err := m.state.get(row, h)
+		id, ok, err := m.state.Get(row, h)
 		if err != nil {
 			return m.stateErr(err)
 		}
@@ -158,7 +158,7 @@ func (m *sinkUpsertMaterializer) ProcessBatch(_ int, b *types.Batch, out exec.Ou
 			}
 		} else {
 			if !ok {
-				if id, err = m.state.create(row, h); err != nil {
+				if id, err = m.state.Create(row, h); err != nil {
 					return m.stateErr(err)
 				}
 			}
@@ -168,7 +168,7 @@ func (m *sinkUpsertMaterializer) ProcessBatch(_ int, b *types.Batch, out exec.Ou
 			return err
 		}
 	}
-	return m.emit.flush(out)
+	return m.emit.Flush(out)
 }
 
 func (m *sinkUpsertMaterializer) add(id int32, row types.Row, out exec.Output) error {
@@ -182,8 +182,8 @@ func (m *sinkUpsertMaterializer) add(id int32, row types.Row, out exec.Output) e
 	} else {
 		m.state.appendRow(id, row)
 	}
-	m.state.written(id)
-	return m.emit.copyRow(kind, row, out)
+	m.state.Written(id)
+	return m.emit.Copy(kind, row, out)
 }
 
 func (m *sinkUpsertMaterializer) stateErr(err error) error {
@@ -201,27 +201,27 @@ func (m *sinkUpsertMaterializer) retract(id int32, row types.Row, out exec.Outpu
 	rows = m.state.rows(id)
 	switch {
 	case len(rows) == 0:
-		if err := m.state.remove(id); err != nil {
+		if err := m.state.Remove(id); err != nil {
 			return m.stateErr(err)
 		}
-		return m.emit.copyRow(types.Delete, row, out)
+		return m.emit.Copy(types.Delete, row, out)
 	case i == last:
-		m.state.written(id)
-		return m.emit.copyRow(types.UpdateAfter, rows[len(rows)-1], out)
+		m.state.Written(id)
+		return m.emit.Copy(types.UpdateAfter, rows[len(rows)-1], out)
 	default:
-		m.state.written(id)
+		m.state.Written(id)
 		return nil
 	}
 }
 
 func (m *sinkUpsertMaterializer) OnProcessingTime(t int64, _ exec.Output) error {
-	if !m.ttl.due(t) || m.state == nil {
+	if !m.ttl.Due(t) || m.state == nil {
 		return nil
 	}
-	m.state.now = m.ctx.Now()
-	m.state.sweep()
-	if m.state.size() > 0 {
-		m.ttl.arm(m.ctx, m.state.now)
+	m.state.SetNow(m.ctx.Now())
+	m.state.Sweep()
+	if m.state.Len() > 0 {
+		m.ttl.arm(m.ctx, m.state.Now())
 	}
 	return nil
 }
@@ -230,7 +230,7 @@ func (m *sinkUpsertMaterializer) ProcessWatermark(wm int64, out exec.Output) err
 	return out.PushWatermark(wm)
 }
 
-func (m *sinkUpsertMaterializer) Finish(out exec.Output) error { return m.emit.flush(out) }
+func (m *sinkUpsertMaterializer) Finish(out exec.Output) error { return m.emit.Flush(out) }
 
 func (m *sinkUpsertMaterializer) Close() error {
 	m.state = nil

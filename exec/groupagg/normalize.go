@@ -26,7 +26,7 @@ type changelogNormalize struct {
 	ctx   *exec.OperatorContext
 	state *valueCache // the key's current row; created for the first batch's width
 	width int
-	emit  emitter
+	emit  exec.Emitter
 
 	b     *kv.Backend
 	st    *kv.ValueState[[]types.Value]
@@ -58,7 +58,7 @@ func NewChangelogNormalize(spec NormalizeSpec) (exec.Operator, error) {
 }
 
 func (n *changelogNormalize) Open(ctx *exec.OperatorContext) error {
-	if n.ttl.enabled() {
+	if n.ttl.Enabled() {
 		if err := checkClock(ctx, "changelog normalize", "table.exec.state.ttl"); err != nil {
 			return err
 		}
@@ -83,11 +83,11 @@ func (n *changelogNormalize) init(w int) error {
 		return err
 	}
 	n.width = w
-	n.state = newValueCache(n.b, n.st, n.keyCols, w, n.ttl.ms, n.fresh, n.cacheLimit)
+	n.state = newValueCache(n.b, n.st, n.keyCols, w, n.ttl.TTL, n.fresh, n.cacheLimit)
 	if err := n.state.preload("row"); err != nil {
 		return fmt.Errorf("changelog normalize: %w", err)
 	}
-	n.emit.b = types.NewBatch(w, types.DefaultBatchSize)
+	n.emit.Init(w, 0)
 	return nil
 }
 
@@ -98,13 +98,13 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 	if err := n.init(b.Width()); err != nil {
 		return err
 	}
-	if n.ttl.enabled() {
-		n.state.now = n.ctx.Now()
-		n.ttl.arm(n.ctx, n.state.now)
+	if n.ttl.Enabled() {
+		n.state.SetNow(n.ctx.Now())
+		n.ttl.arm(n.ctx, n.state.Now())
 	}
 	for i, row := range b.Rows {
 		h := types.HashColumns(row, n.keyCols)
-		id, ok, err := n.state.get(row, h)
+		id, ok, err := n.state.Get(row, h)
 		if err != nil {
 			return n.stateErr(err)
 		}
@@ -113,41 +113,41 @@ func (n *changelogNormalize) ProcessBatch(_ int, b *types.Batch, out exec.Output
 				continue
 			}
 			// The stored row, not the input: a tombstone may carry only the key.
-			if err := n.emit.copyRow(types.Delete, n.state.values(id), out); err != nil {
+			if err := n.emit.Copy(types.Delete, n.state.values(id), out); err != nil {
 				return err
 			}
-			if err := n.state.remove(id); err != nil {
+			if err := n.state.Remove(id); err != nil {
 				return n.stateErr(err)
 			}
 			continue
 		}
 		if !ok {
-			if id, err = n.state.create(row, h); err != nil {
+			if id, err = n.state.Create(row, h); err != nil {
 				return n.stateErr(err)
 			}
 			copy(n.state.values(id), row)
-			n.state.written(id)
-			if err := n.emit.copyRow(types.Insert, row, out); err != nil {
+			n.state.Written(id)
+			if err := n.emit.Copy(types.Insert, row, out); err != nil {
 				return err
 			}
 			continue
 		}
 		prev := n.state.values(id)
-		if !n.ttl.enabled() && types.RowsEqual(prev, row) {
+		if !n.ttl.Enabled() && types.RowsEqual(prev, row) {
 			continue
 		}
 		if n.updateBefore {
-			if err := n.emit.copyRow(types.UpdateBefore, prev, out); err != nil {
+			if err := n.emit.Copy(types.UpdateBefore, prev, out); err != nil {
 				return err
 			}
 		}
-		if err := n.emit.copyRow(types.UpdateAfter, row, out); err != nil {
+		if err := n.emit.Copy(types.UpdateAfter, row, out); err != nil {
 			return err
 		}
 		copy(prev, row)
-		n.state.written(id)
+		n.state.Written(id)
 	}
-	return n.emit.flush(out)
+	return n.emit.Flush(out)
 }
 
 func (n *changelogNormalize) stateErr(err error) error {
@@ -155,13 +155,13 @@ func (n *changelogNormalize) stateErr(err error) error {
 }
 
 func (n *changelogNormalize) OnProcessingTime(t int64, _ exec.Output) error {
-	if !n.ttl.due(t) || n.state == nil {
+	if !n.ttl.Due(t) || n.state == nil {
 		return nil
 	}
-	n.state.now = n.ctx.Now()
-	n.state.sweep()
-	if n.state.size() > 0 {
-		n.ttl.arm(n.ctx, n.state.now)
+	n.state.SetNow(n.ctx.Now())
+	n.state.Sweep()
+	if n.state.Len() > 0 {
+		n.ttl.arm(n.ctx, n.state.Now())
 	}
 	return nil
 }
@@ -170,7 +170,7 @@ func (n *changelogNormalize) ProcessWatermark(wm int64, out exec.Output) error {
 	return out.PushWatermark(wm)
 }
 
-func (n *changelogNormalize) Finish(out exec.Output) error { return n.emit.flush(out) }
+func (n *changelogNormalize) Finish(out exec.Output) error { return n.emit.Flush(out) }
 
 func (n *changelogNormalize) Close() error {
 	n.state = nil

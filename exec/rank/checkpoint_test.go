@@ -223,17 +223,12 @@ func TestTopNSnapshotsAreIncremental(t *testing.T) {
 func writtenBack(t *testing.T, op exec.Operator) int {
 	t.Helper()
 	tn := op.(*topN)
-	n := 0
-	for _, id := range tn.c.pending {
-		if tn.c.meta[id].dirty {
-			n++
-		}
-	}
+	n := tn.c.Dirty()
 	if err := tn.PrepareSnapshot(0); err != nil {
 		t.Fatal(err)
 	}
-	if len(tn.c.pending) != 0 {
-		t.Fatalf("%d partitions still pending after the write back", len(tn.c.pending))
+	if d := tn.c.Dirty(); d != 0 {
+		t.Fatalf("%d partitions still dirty after the write back", d)
 	}
 	return n
 }
@@ -261,7 +256,7 @@ func TestDeduplicateRestoreWithoutKeptRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = op.(exec.KeyedOperator).OpenKeyedState(k.RestoreBackend(t, snap))
-		if err == nil || !strings.Contains(err.Error(), `"rank.dedup.first/1"`) || !strings.Contains(err.Error(), "cannot be read that way") {
+		if err == nil || !strings.Contains(err.Error(), `"rank.dedup.first/2"`) || !strings.Contains(err.Error(), "cannot be read that way") {
 			t.Fatalf("%s: declaring the state of a restored keep-first: %v", kind, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -50,11 +51,12 @@ func NewDeduplicate(spec DedupSpec) (exec.Operator, error) {
 	if spec.StateTTL < 0 {
 		return nil, fmt.Errorf("deduplicate: negative state TTL %s", spec.StateTTL)
 	}
-	return &dedup{spec: spec, ttl: ttlTimer{ttl: spec.StateTTL.Milliseconds()}}, nil
+	return &dedup{spec: spec, ttl: ttlTimer{Sweeper: statecache.Sweeper{TTL: spec.StateTTL.Milliseconds()}}}, nil
 }
 
-// Deduplication state: one value per key, [varint last change][varint
-// rowtime][kept row (types.AppendRow), unless proctime keep-first]. The
+// Deduplication state: one value per key, [varint rowtime][kept row
+// (types.AppendRow), unless proctime keep-first], behind the decoded
+// cache of package statecache (its TTL stamps are the backend's). The
 // codec id differs with and without the kept row, so a checkpoint of a
 // proctime keep-first (no rows) cannot be read by a variant that must
 // retract its kept row.
@@ -67,38 +69,125 @@ type dedup struct {
 	keepRow bool // state holds the kept row
 
 	b       *kv.Backend
-	state   *kv.ValueState[[]byte]
-	c       *cache
-	width   int // values per kept row; 0 when rows are not kept
+	c       *statecache.Cache[dedupEntry]
+	slots   dedupSlots
 	checked bool
-	// by cache id
-	rows []types.Value
-	buf  []byte
 
-	maxCached int // values the cache may hold, overriding the backend's bound (tests)
+	maxCached int // entries the cache may hold, overriding the backend's bound (tests)
 }
 
 var _ exec.KeyedOperator = (*dedup)(nil)
 
+// dedupEntry is the decoded state of a key: the kept row's rowtime and,
+// when kept, the row.
+type dedupEntry struct {
+	rowtime int64
+	row     types.Row
+}
+
+// dedupSlots holds the cached entries by id: rowtimes, and the kept rows in
+// one flat array of width values each.
+type dedupSlots struct {
+	width    int // values per kept row; 0 when rows are not kept
+	rowtimes []int64
+	rows     []types.Value
+	c        *statecache.Cache[dedupEntry] // told of the kept row's bytes
+}
+
+func (s *dedupSlots) kept(id int32) types.Row {
+	w := s.width
+	return types.Row(s.rows[int(id)*w : int(id+1)*w : int(id+1)*w])
+}
+
+func (s *dedupSlots) Grow(n int) {
+	for len(s.rowtimes) < n {
+		s.rowtimes = append(s.rowtimes, 0)
+	}
+	for len(s.rows) < n*s.width {
+		s.rows = append(s.rows, types.Value{})
+	}
+}
+
+func (s *dedupSlots) Load(id int32, e dedupEntry) error {
+	if len(e.row) != s.width {
+		return fmt.Errorf("deduplicate: corrupt state: a kept row of %d columns for rows of %d", len(e.row), s.width)
+	}
+	s.rowtimes[id] = e.rowtime
+	copy(s.kept(id), e.row)
+	s.c.Grew(id, s.width*valueBytes)
+	return nil
+}
+
+func (s *dedupSlots) Value(id int32) dedupEntry {
+	return dedupEntry{rowtime: s.rowtimes[id], row: s.kept(id)}
+}
+
+func (s *dedupSlots) Clear(id int32) {
+	s.rowtimes[id] = 0
+	clear(s.kept(id))
+}
+
+// dedupCodec encodes a dedupEntry; keepRow says whether the row is stored.
+type dedupCodec struct{ keepRow bool }
+
+func (c dedupCodec) ID() string {
+	if c.keepRow {
+		return "rank.dedup.row/2"
+	}
+	return "rank.dedup.first/2"
+}
+
+func (c dedupCodec) Append(dst []byte, e dedupEntry) []byte {
+	dst = binary.AppendVarint(dst, e.rowtime)
+	if c.keepRow {
+		dst = types.AppendRow(dst, e.row)
+	}
+	return dst
+}
+
+func (c dedupCodec) Decode(src []byte) (dedupEntry, error) {
+	var e dedupEntry
+	var err error
+	if e.rowtime, src, err = varint(src); err != nil {
+		return e, corrupt("deduplicate", err)
+	}
+	if c.keepRow {
+		if e.row, src, err = types.DecodeRow(src); err != nil {
+			return e, corrupt("deduplicate", err)
+		}
+	}
+	if len(src) != 0 {
+		return e, fmt.Errorf("deduplicate: corrupt state: %d trailing bytes", len(src))
+	}
+	return e, nil
+}
+
 func (d *dedup) OpenKeyedState(b *kv.Backend) error {
 	// Every variant but proctime keep-first may retract its kept row.
 	d.keepRow = d.spec.KeepLast || d.spec.RowtimeCol >= 0
-	codec := encoded{"rank.dedup.first/1"}
-	if d.keepRow {
-		codec = encoded{"rank.dedup.row/1"}
-	}
-	st, err := kv.NewValueState[[]byte](b, dedupState, codec, kv.Options{TTL: d.spec.StateTTL})
+	st, err := kv.NewValueState(b, dedupState, dedupCodec{d.keepRow}, kv.Options{TTL: d.spec.StateTTL})
 	if err != nil {
 		return fmt.Errorf("deduplicate: %w", err)
 	}
-	d.b, d.state = b, st
-	d.c = newCache(d.spec.KeyCols, len(d.spec.KeyCols))
-	d.c.limit = cacheLimit(b, d.maxCached)
+	fresh, err := statecache.Empty(b)
+	if err != nil {
+		return fmt.Errorf("deduplicate: %w", err)
+	}
+	d.b = b
+	// The kept row's width is known at the first batch: its bytes are
+	// counted per entry as it is created or loaded (Grew).
+	d.c = statecache.New(b, st, &d.slots, statecache.Config{
+		KeyCols: d.spec.KeyCols, TTL: d.ttl.TTL, ValueBytes: valueBytes, Limit: d.maxCached,
+	}, fresh)
+	d.slots.c = d.c
 	return nil
 }
 
 func (d *dedup) PrepareSnapshot(exec.CheckpointID) error {
-	if err := d.c.writeBack(d.store); err != nil {
+	if d.ttl.Enabled() && d.ttl.ctx != nil {
+		d.c.SetNow(d.ttl.now())
+	}
+	if err := d.c.Flush(); err != nil {
 		return fmt.Errorf("deduplicate: %w", err)
 	}
 	return nil
@@ -123,149 +212,73 @@ func (d *dedup) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 			return fmt.Errorf("deduplicate: %w", err)
 		}
 		if d.keepRow {
-			d.width = b.Width()
+			d.slots.width = b.Width()
 		}
 		d.checked = true
 	}
 	if rt := d.spec.RowtimeCol; rt >= b.Width() {
 		return fmt.Errorf("deduplicate: rowtime column %d out of range for rows of width %d", rt, b.Width())
 	}
-	if d.c.full() {
-		if err := d.evict(); err != nil {
-			return err
-		}
-	}
 	d.em.out = out
 	now := d.ttl.now()
+	d.c.SetNow(now)
 	for i, row := range b.Rows {
 		if k := b.Kinds[i]; k != types.Insert {
 			return fmt.Errorf("deduplicate: the input must be insert-only, got a %s row", k)
 		}
-		if err := d.process(row, now); err != nil {
+		if err := d.process(row); err != nil {
 			return err
 		}
 	}
-	if d.c.keys.Size() > 0 {
+	if d.c.Len() > 0 {
 		d.ttl.schedule(now)
 	}
 	return d.em.flush()
 }
 
-// kept is the kept row of cache id.
-func (d *dedup) kept(id int32) types.Row {
-	w := d.width
-	return types.Row(d.rows[int(id)*w : int(id+1)*w : int(id+1)*w])
-}
-
-// lookup returns the cache id of row's key, loading its entry from the
-// backend on a miss; found is false when the key has no live entry.
-func (d *dedup) lookup(row types.Row, now int64) (id int32, found bool, err error) {
-	id, added := d.c.lookup(row, types.HashColumns(row, d.spec.KeyCols))
-	if n := (int(id) + 1) * d.width; n > len(d.rows) {
-		for range n - len(d.rows) {
-			d.rows = append(d.rows, types.Value{})
-		}
-	}
-	if !added {
-		return id, d.ttl.ttl == 0 || !expired(d.ttl.ttl, d.c.meta[id].written, now), nil
-	}
-	d.c.held += d.width + 2
-	if err := d.c.setKey(d.b, id); err != nil {
-		return id, false, fmt.Errorf("deduplicate: %w", err)
-	}
-	v, ok, err := d.state.Get(nil)
-	if err != nil || !ok {
-		return id, false, err
-	}
-	written, v, err := varint(v)
+func (d *dedup) process(row types.Row) error {
+	h := types.HashColumns(row, d.spec.KeyCols)
+	id, found, err := d.c.Get(row, h)
 	if err != nil {
-		return id, false, corrupt("deduplicate", err)
-	}
-	if expired(d.ttl.ttl, written, now) {
-		return id, false, d.state.Clear(nil)
-	}
-	rowtime, v, err := varint(v)
-	if err != nil {
-		return id, false, corrupt("deduplicate", err)
-	}
-	if d.keepRow {
-		var r types.Row
-		if r, v, err = types.DecodeRow(v); err != nil {
-			return id, false, corrupt("deduplicate", err)
-		}
-		if len(r) != d.width {
-			return id, false, fmt.Errorf("deduplicate: corrupt state: a kept row of %d columns for rows of %d", len(r), d.width)
-		}
-		copy(d.kept(id), r)
-	}
-	if len(v) != 0 {
-		return id, false, fmt.Errorf("deduplicate: corrupt state: %d trailing bytes", len(v))
-	}
-	d.c.meta[id].aux = rowtime
-	d.c.meta[id].written = written
-	return id, true, nil
-}
-
-// store writes the entry of cache id to the backend.
-func (d *dedup) store(id int32) error {
-	if err := d.c.setKey(d.b, id); err != nil {
-		return err
-	}
-	m := &d.c.meta[id]
-	buf := binary.AppendVarint(d.buf[:0], m.written)
-	buf = binary.AppendVarint(buf, m.aux)
-	if d.keepRow {
-		buf = types.AppendRow(buf, d.kept(id))
-	}
-	d.buf = buf
-	return d.state.Put(nil, buf)
-}
-
-// evict writes back the dirty entries and empties the cache.
-func (d *dedup) evict() error {
-	if err := d.c.writeBack(d.store); err != nil {
 		return fmt.Errorf("deduplicate: %w", err)
 	}
-	clear(d.rows)
-	d.rows = d.rows[:0]
-	d.c.reset()
-	return nil
-}
-
-func (d *dedup) process(row types.Row, now int64) error {
-	id, found, err := d.lookup(row, now)
-	if err != nil {
-		return err
+	if !found {
+		if id, err = d.c.Create(row, h); err != nil {
+			return fmt.Errorf("deduplicate: %w", err)
+		}
+		d.c.Grew(id, d.slots.width*valueBytes)
 	}
-	added := !found
 	if !d.keepRow {
-		if !added {
+		if found {
 			return nil
 		}
-		d.c.touch(id, now)
+		d.c.Written(id)
 		return d.em.emit(types.Insert, row, 0)
 	}
 	var rowtime int64
 	if c := d.spec.RowtimeCol; c >= 0 {
 		v := row[c]
 		if v.IsNull() {
+			if !found {
+				d.c.Drop(id)
+			}
 			return fmt.Errorf("deduplicate: rowtime column %d is NULL; a rowtime attribute must not be null", c)
 		}
 		rowtime = v.N // epoch ms of TIMESTAMP / TIMESTAMP_LTZ, or a BIGINT
 	}
-	kept := d.kept(id)
-	if !added {
+	kept := d.slots.kept(id)
+	if found {
 		switch {
 		case d.spec.RowtimeCol >= 0 && d.spec.KeepLast:
-			if rowtime < d.c.meta[id].aux {
+			if rowtime < d.slots.rowtimes[id] {
 				return nil
 			}
 		case d.spec.RowtimeCol >= 0:
 			// Keep first: only a strictly earlier row wins over the kept one.
-			if rowtime >= d.c.meta[id].aux {
+			if rowtime >= d.slots.rowtimes[id] {
 				return nil
 			}
-		case !d.ttl.enabled() && types.RowsEqual(kept, row):
+		case !d.ttl.Enabled() && types.RowsEqual(kept, row):
 			// Flink emits nothing for an unchanged last row unless state TTL
 			// is on (then downstream state must be refreshed too).
 			return nil
@@ -282,32 +295,20 @@ func (d *dedup) process(row types.Row, now int64) error {
 		return err
 	}
 	copy(kept, row)
-	d.c.meta[id].aux = rowtime
-	d.c.touch(id, now)
+	d.slots.rowtimes[id] = rowtime
+	d.c.Written(id)
 	return nil
 }
 
 // OnProcessingTime forgets the cached entries whose TTL ran out (the
-// backend's TTL removes the stored ones), so idle keys do not stay in
+// backend's TTL hides the stored ones), so idle keys do not stay in
 // memory.
 func (d *dedup) OnProcessingTime(t int64, out exec.Output) error {
-	if !d.ttl.due(t) || d.c == nil {
+	if !d.ttl.Due(t) || d.c == nil {
 		return nil
 	}
-	oldest, err := sweepCache(d.c, d.ttl.ttl, t, func(id int32) error {
-		d.c.held -= d.width + 2
-		if d.width > 0 {
-			clear(d.kept(id))
-		}
-		if err := d.c.setKey(d.b, id); err != nil {
-			return err
-		}
-		return d.state.Clear(nil)
-	})
-	if err != nil {
-		return fmt.Errorf("deduplicate: %w", err)
-	}
-	if oldest != math.MaxInt64 {
+	d.c.SetNow(t)
+	if oldest := d.c.Sweep(); oldest != math.MaxInt64 {
 		d.ttl.schedule(oldest)
 	}
 	return nil
@@ -315,4 +316,4 @@ func (d *dedup) OnProcessingTime(t int64, out exec.Output) error {
 
 func (d *dedup) ProcessWatermark(wm int64, out exec.Output) error { return out.PushWatermark(wm) }
 func (d *dedup) Finish(exec.Output) error                         { return nil }
-func (d *dedup) Close() error                                     { d.c, d.rows = nil, nil; return nil }
+func (d *dedup) Close() error                                     { d.c = nil; return nil }

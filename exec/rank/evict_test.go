@@ -62,8 +62,8 @@ func TestDeduplicateEvictsToPebble(t *testing.T) {
 		"-U(a, 1, 0s)", "+U(a, 2, 0s)",
 		"-U(b, 1, 0s)", "+U(b, 2, 0s)")
 	// a's second 2 equals the kept row: nothing (TTL is off).
-	if n := op.(*dedup).c.resets; n != 4 {
-		t.Errorf("cache emptied %d times, want 4 (before each batch but the first)", n)
+	if n := op.(*dedup).c.Evictions(); n != 4 {
+		t.Errorf("%d evictions, want 4 (at every batch but the first)", n)
 	}
 	if got := optest.Dump(t, b); len(got) != 2 {
 		t.Errorf("backend holds %d entries, want 2 (a, b):\n%q", len(got), got)

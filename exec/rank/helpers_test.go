@@ -7,6 +7,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
@@ -109,21 +110,20 @@ func watermark(t *testing.T, op exec.Operator, c *collector, wm int64) {
 
 func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// stateSize returns the number of keys op holds: the entries of its
-// cache, which must be the live entries of its state in the backend once
-// written back (PrepareSnapshot).
+// stateSize returns the number of keys op holds: the live entries of its
+// state in the backend once written back (PrepareSnapshot), which are the
+// entries of its cache while the cache has evicted nothing.
 func stateSize(t *testing.T, op exec.Operator) int {
 	t.Helper()
-	var c *cache
 	var b *kv.Backend
 	var name string
 	switch o := op.(type) {
 	case *dedup:
-		c, b, name = o.c, o.b, dedupState
+		b, name = o.b, dedupState
 	case *topN:
-		c, b, name = o.c, o.b, topNState
+		b, name = o.b, topNState
 	case *windowRank:
-		c, b, name = o.c, o.b, rowsState
+		b, name = o.b, rowsState
 	default:
 		t.Fatalf("stateSize of %T", op)
 	}
@@ -139,26 +139,34 @@ func stateSize(t *testing.T, op exec.Operator) int {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := c.keys.Size(); n != stored {
-		t.Fatalf("%d keys cached, %d stored", n, stored)
-	}
-	// The cache's estimate of what it holds, counted afresh.
-	held := 0
-	for id := int32(0); int(id) < c.keys.Span(); id++ {
-		if !c.keys.InUse(id) {
-			continue
+	switch o := op.(type) {
+	case *dedup:
+		if n := o.c.Len(); o.c.Evictions() == 0 && n != stored {
+			t.Fatalf("%d keys cached, %d stored", n, stored)
 		}
-		switch o := op.(type) {
-		case *dedup:
-			held += 2 + o.width
-		case *topN:
-			held += 2 + o.parts[id].len()*o.width
-		case *windowRank:
-			held += 2 + o.parts[id].len()*o.width
-		}
-	}
-	if held != c.held {
-		t.Fatalf("the cache counts %d values held, it holds %d", c.held, held)
+	case *topN:
+		checkHeld(t, o.c, o.parts.p, o.width, stored)
+	case *windowRank:
+		checkHeld(t, o.c, o.parts.p, o.width, stored)
 	}
 	return stored
+}
+
+// checkHeld checks a cache of partitions: as many entries as stored while
+// it evicted nothing, and its estimate of the bytes it holds counted
+// afresh.
+func checkHeld(t *testing.T, c *statecache.Cache[*sortedRows], parts []*sortedRows, width, stored int) {
+	t.Helper()
+	if n := c.Len(); c.Evictions() == 0 && n != stored {
+		t.Fatalf("%d keys cached, %d stored", n, stored)
+	}
+	held := int64(0)
+	for id, p := range parts {
+		if c.Live(int32(id)) {
+			held += c.EntryBytes() + int64(p.len()*width*valueBytes)
+		}
+	}
+	if held != c.Held() {
+		t.Fatalf("the cache counts %d bytes held, it holds %d", c.Held(), held)
+	}
 }

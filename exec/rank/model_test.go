@@ -159,7 +159,7 @@ func expectedTable(spec RankSpec, live map[string][]modelRow) string {
 	var lines []string
 	for _, rows := range live {
 		sorted := slices.Clone(rows)
-		slices.SortStableFunc(sorted, func(a, b modelRow) int { return compareRows(spec.SortKeys, a.row, b.row) })
+		slices.SortStableFunc(sorted, func(a, b modelRow) int { return exec.CompareRows(spec.SortKeys, a.row, b.row) })
 		for i, r := range sorted {
 			rn := int64(i + 1)
 			if rn < spec.RankStart || rn > spec.RankEnd {

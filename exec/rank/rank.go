@@ -8,22 +8,25 @@
 // Every operator here is an exec.KeyedOperator: its state is the kv
 // backend the runtime owns for its instance (snapshots, restores, state
 // TTL and rescaling are the backend's), with a write-back cache of decoded
-// entries in front of it (cache.go) so that a hot key costs no backend
-// access per row. Each operator's state layout is documented beside it.
+// entries in front of it so that a hot key costs no backend access per
+// row (exec/internal/statecache; the window Top-N addresses its entries by
+// partition and window, the window as namespace). Each operator's state
+// layout is documented beside it.
 package rank
 
 import (
 	"fmt"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/types"
 )
 
-// emitter batches an operator's output rows into one reused batch, pushed
-// when full and by flush.
+// emitter is exec.Emitter with the operator's output and, for the Top-N
+// variants that output it, the rank number as a last column.
 type emitter struct {
+	exec.Emitter
 	out      exec.Output
-	b        *types.Batch
 	inWidth  int
 	withRank bool // append the rank number as the last column
 }
@@ -31,13 +34,13 @@ type emitter struct {
 // init prepares the output batch for input rows of width w; it returns an
 // error when a later batch has a different width.
 func (e *emitter) init(w int) error {
-	if e.b == nil {
+	if !e.Ready() {
 		e.inWidth = w
 		ow := w
 		if e.withRank {
 			ow++
 		}
-		e.b = types.NewBatch(ow, types.DefaultBatchSize)
+		e.Init(ow, 0)
 		return nil
 	}
 	if w != e.inWidth {
@@ -45,6 +48,23 @@ func (e *emitter) init(w int) error {
 	}
 	return nil
 }
+
+// emit appends row with the given kind (and rank number rn when the output
+// carries one).
+func (e *emitter) emit(kind types.RowKind, row types.Row, rn int64) error {
+	dst, err := e.Row(kind, e.out)
+	if err != nil {
+		return err
+	}
+	copy(dst, row)
+	if e.withRank {
+		dst[e.inWidth] = types.Int(rn)
+	}
+	return nil
+}
+
+// flush pushes what is buffered.
+func (e *emitter) flush() error { return e.Flush(e.out) }
 
 // checkColumns reports a column that is not in rows of width w.
 func checkColumns(w int, cols []int, keys []exec.SortKey) error {
@@ -61,59 +81,6 @@ func checkColumns(w int, cols []int, keys []exec.SortKey) error {
 	return nil
 }
 
-// emit appends row with the given kind (and rank number rn when the output
-// carries one).
-func (e *emitter) emit(kind types.RowKind, row types.Row, rn int64) error {
-	if e.b.Full() {
-		if err := e.out.Push(e.b); err != nil {
-			return err
-		}
-		e.b.Reset()
-	}
-	dst := e.b.Append(kind)
-	copy(dst, row)
-	if e.withRank {
-		dst[e.inWidth] = types.Int(rn)
-	}
-	return nil
-}
-
-// flush pushes what is buffered.
-func (e *emitter) flush() error {
-	if e.b == nil || e.b.Len() == 0 {
-		return nil
-	}
-	err := e.out.Push(e.b)
-	e.b.Reset()
-	return err
-}
-
-// compareRows orders two rows by the sort keys. NULL placement follows
-// NullsFirst and does not flip with DESC, as in exec.NewSort.
-func compareRows(keys []exec.SortKey, a, b types.Row) int {
-	for _, k := range keys {
-		va, vb := a[k.Col], b[k.Col]
-		an, bn := va.IsNull(), vb.IsNull()
-		switch {
-		case an && bn:
-			continue
-		case an || bn:
-			if an == k.NullsFirst {
-				return -1
-			}
-			return 1
-		}
-		c := types.Compare(va, vb)
-		if k.Desc {
-			c = -c
-		}
-		if c != 0 {
-			return c
-		}
-	}
-	return 0
-}
-
 func metricsOf(ctx *exec.OperatorContext) *exec.OperatorMetrics {
 	if ctx != nil && ctx.Metrics != nil {
 		return ctx.Metrics
@@ -121,59 +88,39 @@ func metricsOf(ctx *exec.OperatorContext) *exec.OperatorMetrics {
 	return &exec.OperatorMetrics{}
 }
 
-// ttlTimer applies state time-to-live to the operators' caches the way
-// the kv backend applies it to the stored entries (Flink's semantics:
-// processing time, refreshed when a key's state is written,
-// OnCreateAndWrite, expired state never returned). Expired cached entries
-// are ignored when touched and, so that idle keys do not stay in memory,
-// dropped by a sweep on a processing-time timer set for the moment the
-// oldest cached entry expires.
+// ttlTimer is state time-to-live for the operators' caches: statecache's
+// Sweeper (the rule, the kv.Options, the sweep timer), with the clock of
+// the operator context. Expired cached entries are ignored when touched
+// and, so that idle keys do not stay in memory, dropped by a sweep on a
+// processing-time timer set for the moment the oldest cached entry
+// expires.
 type ttlTimer struct {
-	ttl       int64 // ms; 0 disables TTL
-	ctx       *exec.OperatorContext
-	nextSweep int64 // the registered sweep timer; 0 when none
+	statecache.Sweeper
+	ctx *exec.OperatorContext
 }
 
 func (t *ttlTimer) open(ctx *exec.OperatorContext, what string) error {
 	t.ctx = ctx
-	if t.ttl > 0 && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
+	if t.TTL > 0 && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
 		return fmt.Errorf("%s: state TTL needs a clock and processing timers", what)
 	}
 	return nil
 }
 
-func (t *ttlTimer) enabled() bool { return t.ttl > 0 }
-
 // now returns the processing time, or 0 when TTL is off (nothing reads it).
 func (t *ttlTimer) now() int64 {
-	if t.ttl <= 0 {
+	if t.TTL <= 0 {
 		return 0
 	}
 	return t.ctx.Now()
 }
 
-// expired reports whether state last written at written is gone at now.
-func (t *ttlTimer) expired(written, now int64) bool {
-	return t.ttl > 0 && written+t.ttl <= now
-}
-
 // schedule makes sure a sweep runs when state last written at oldest
 // expires.
 func (t *ttlTimer) schedule(oldest int64) {
-	if t.ttl <= 0 || t.nextSweep != 0 {
-		return
+	if t.TTL > 0 {
+		t.Schedule(t.ctx.RegisterProcessingTimer, oldest+t.TTL)
 	}
-	t.nextSweep = oldest + t.ttl
-	t.ctx.RegisterProcessingTimer(t.nextSweep)
-}
-
-// due reports whether a timer at ts is the sweep, and clears it if so.
-func (t *ttlTimer) due(ts int64) bool {
-	if t.nextSweep == 0 || ts < t.nextSweep {
-		return false
-	}
-	t.nextSweep = 0
-	return true
 }
 
 var (

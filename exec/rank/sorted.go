@@ -29,7 +29,7 @@ func (s *sortedRows) upperBound(keys []exec.SortKey, row types.Row) int {
 	lo, hi := 0, len(s.order)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if compareRows(keys, s.at(m), row) <= 0 {
+		if exec.CompareRows(keys, s.at(m), row) <= 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -44,7 +44,7 @@ func (s *sortedRows) lowerBound(keys []exec.SortKey, row types.Row) int {
 	lo, hi := 0, len(s.order)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if compareRows(keys, s.at(m), row) < 0 {
+		if exec.CompareRows(keys, s.at(m), row) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -58,7 +58,7 @@ func (s *sortedRows) lowerBound(keys []exec.SortKey, row types.Row) int {
 func (s *sortedRows) find(keys []exec.SortKey, row types.Row) int {
 	for i := s.lowerBound(keys, row); i < len(s.order); i++ {
 		r := s.at(i)
-		if compareRows(keys, r, row) != 0 {
+		if exec.CompareRows(keys, r, row) != 0 {
 			break
 		}
 		if types.RowsEqual(r, row) {

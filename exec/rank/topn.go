@@ -1,12 +1,12 @@
 package rank
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -63,7 +63,7 @@ func NewRank(spec RankSpec) (exec.Operator, error) {
 	return &topN{
 		spec:       spec,
 		withNumber: spec.OutputRankNumber || spec.RankStart > 1,
-		ttl:        ttlTimer{ttl: spec.StateTTL.Milliseconds()},
+		ttl:        ttlTimer{Sweeper: statecache.Sweeper{TTL: spec.StateTTL.Milliseconds()}},
 		em:         emitter{withRank: spec.OutputRankNumber},
 	}, nil
 }
@@ -96,30 +96,100 @@ type topN struct {
 	em         emitter
 
 	b     *kv.Backend
-	state *kv.ValueState[[]byte]
-	c     *cache
-	parts []*sortedRows // by cache id; kept for reuse after release
+	c     *statecache.Cache[*sortedRows]
+	parts topNParts
+	codec *partCodec
 	width int
-	buf   []byte
 
-	maxCached int // values the cache may hold, overriding the backend's bound (tests)
+	maxCached int // entries the cache may hold, overriding the backend's bound (tests)
 }
 
 var _ exec.KeyedOperator = (*topN)(nil)
 
+// topNParts holds the rows of the cached partitions, by cache id; a
+// partition's sortedRows is kept for reuse after its id is released.
+type topNParts struct {
+	width int
+	p     []*sortedRows
+	c     *statecache.Cache[*sortedRows] // told of the rows a load brings in
+}
+
+func (s *topNParts) Grow(n int) {
+	for len(s.p) < n {
+		s.p = append(s.p, &sortedRows{width: s.width})
+	}
+}
+
+func (s *topNParts) Load(id int32, rows *sortedRows) error {
+	p := s.p[id]
+	for i := range rows.len() {
+		p.insert(i, rows.at(i))
+	}
+	s.c.Grew(id, p.len()*s.width*valueBytes)
+	return nil
+}
+
+func (s *topNParts) Value(id int32) *sortedRows { return s.p[id] }
+
+func (s *topNParts) Clear(id int32) { s.p[id].reset() }
+
+// partCodec encodes a partition's rows (appendRows) under the format id;
+// decoding fills one scratch partition, valid until the next decode.
+type partCodec struct {
+	id, what string // the format; the operator, for errors
+	scratch  sortedRows
+}
+
+func (c *partCodec) ID() string { return c.id }
+
+func (*partCodec) Append(dst []byte, p *sortedRows) []byte { return appendRows(dst, p) }
+
+func (c *partCodec) Decode(src []byte) (*sortedRows, error) {
+	c.scratch.reset()
+	if c.scratch.width == 0 {
+		// Rows read before the first input batch (a window Top-N firing
+		// restored rows): their width is the stored one.
+		n, err := storedWidth(src)
+		if err != nil {
+			return nil, corrupt(c.what, err)
+		}
+		c.scratch.width = n
+	}
+	rest, err := decodeRowsInto(src, &c.scratch)
+	if err != nil {
+		return nil, corrupt(c.what, err)
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%s: corrupt state: %d trailing bytes", c.what, len(rest))
+	}
+	return &c.scratch, nil
+}
+
 func (t *topN) OpenKeyedState(b *kv.Backend) error {
-	st, err := kv.NewValueState[[]byte](b, topNState, encoded{"rank.topn.rows/1"}, kv.Options{TTL: t.spec.StateTTL})
+	t.codec = &partCodec{id: "rank.topn.rows/2", what: "rank"}
+	st, err := kv.NewValueState[*sortedRows](b, topNState, t.codec, kv.Options{TTL: t.spec.StateTTL})
 	if err != nil {
 		return fmt.Errorf("rank: %w", err)
 	}
-	t.b, t.state = b, st
-	t.c = newCache(t.spec.PartitionCols, len(t.spec.PartitionCols))
-	t.c.limit = cacheLimit(b, t.maxCached)
+	fresh, err := statecache.Empty(b)
+	if err != nil {
+		return fmt.Errorf("rank: %w", err)
+	}
+	t.b = b
+	// A partition's rows are counted as they come and go (Grew); the
+	// fixed part is its bookkeeping.
+	t.c = statecache.New(b, st, &t.parts, statecache.Config{
+		KeyCols: t.spec.PartitionCols, TTL: t.ttl.TTL, ValueBytes: 2 * valueBytes, Limit: t.maxCached,
+	}, fresh)
+	t.parts.c = t.c
 	return nil
 }
 
 func (t *topN) PrepareSnapshot(exec.CheckpointID) error {
-	if err := t.c.writeBack(t.store); err != nil {
+	if t.ttl.Enabled() && t.ttl.ctx != nil {
+		t.c.SetNow(t.ttl.now())
+	}
+	if err := t.c.Flush(); err != nil {
 		return fmt.Errorf("rank: %w", err)
 	}
 	return nil
@@ -144,22 +214,19 @@ func (t *topN) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 			return fmt.Errorf("rank: %w", err)
 		}
 		t.width = b.Width()
-	}
-	if t.c.full() {
-		if err := t.evict(); err != nil {
-			return err
-		}
+		t.parts.width, t.codec.scratch.width = t.width, t.width
 	}
 	t.em.out = out
 	now := t.ttl.now()
+	t.c.SetNow(now)
 	for i, row := range b.Rows {
 		kind := b.Kinds[i]
 		if !t.spec.InputIsUpdating && kind != types.Insert {
 			return fmt.Errorf("rank: append-only Top-N got a %s row; its input must be insert-only", kind)
 		}
-		id, p, err := t.partition(row, now)
+		id, p, err := t.partition(row)
 		if err != nil {
-			return err
+			return fmt.Errorf("rank: %w", err)
 		}
 		before := p.len()
 		var changed bool
@@ -171,16 +238,16 @@ func (t *topN) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 		if err != nil {
 			return err
 		}
-		t.c.held += (p.len() - before) * t.width
+		t.c.Grew(id, (p.len()-before)*t.width*valueBytes)
 		if p.len() == 0 {
-			if err := t.drop(id); err != nil {
+			if err := t.c.Remove(id); err != nil {
 				return fmt.Errorf("rank: %w", err)
 			}
 		} else if changed {
-			t.c.touch(id, now)
+			t.c.Written(id)
 		}
 	}
-	if t.c.keys.Size() > 0 {
+	if t.c.Len() > 0 {
 		t.ttl.schedule(now)
 	}
 	return t.em.flush()
@@ -188,81 +255,19 @@ func (t *topN) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 
 // partition returns the cache id and rows of row's partition, loading them
 // from the backend on a miss; empty when the partition has no live rows.
-func (t *topN) partition(row types.Row, now int64) (int32, *sortedRows, error) {
-	id, added := t.c.lookup(row, types.HashColumns(row, t.spec.PartitionCols))
-	if int(id) == len(t.parts) {
-		t.parts = append(t.parts, &sortedRows{width: t.width})
-	}
-	p := t.parts[id]
-	if !added {
-		if t.ttl.ttl > 0 && p.len() > 0 && expired(t.ttl.ttl, t.c.meta[id].written, now) {
-			t.c.held -= p.len() * t.width
-			p.reset()
-		}
-		return id, p, nil
-	}
-	p.reset()
-	t.c.held += 2
-	if err := t.c.setKey(t.b, id); err != nil {
-		return id, p, fmt.Errorf("rank: %w", err)
-	}
-	v, ok, err := t.state.Get(nil)
-	if err != nil || !ok {
-		return id, p, err
-	}
-	written, v, err := varint(v)
+func (t *topN) partition(row types.Row) (int32, *sortedRows, error) {
+	h := types.HashColumns(row, t.spec.PartitionCols)
+	id, ok, err := t.c.Get(row, h)
 	if err != nil {
-		return id, p, corrupt("rank", err)
+		return -1, nil, err
 	}
-	if expired(t.ttl.ttl, written, now) {
-		return id, p, t.state.Clear(nil)
+	if ok {
+		return id, t.parts.p[id], nil
 	}
-	if v, err = decodeRowsInto(v, p); err != nil {
-		return id, p, corrupt("rank", err)
+	if id, err = t.c.Create(row, h); err != nil {
+		return -1, nil, err
 	}
-	if len(v) != 0 {
-		return id, p, fmt.Errorf("rank: corrupt state: %d trailing bytes", len(v))
-	}
-	t.c.meta[id].written = written
-	t.c.held += p.len() * t.width
-	return id, p, nil
-}
-
-// store writes the rows of cache id to the backend.
-func (t *topN) store(id int32) error {
-	if err := t.c.setKey(t.b, id); err != nil {
-		return err
-	}
-	buf := binary.AppendVarint(t.buf[:0], t.c.meta[id].written)
-	buf = appendRows(buf, t.parts[id])
-	t.buf = buf
-	return t.state.Put(nil, buf)
-}
-
-// drop removes the emptied partition of cache id.
-func (t *topN) drop(id int32) error {
-	if err := t.c.setKey(t.b, id); err != nil {
-		return err
-	}
-	if err := t.state.Clear(nil); err != nil {
-		return err
-	}
-	t.c.held -= 2 + t.parts[id].len()*t.width
-	t.parts[id].reset()
-	t.c.release(id)
-	return nil
-}
-
-// evict writes back the dirty partitions and empties the cache.
-func (t *topN) evict() error {
-	if err := t.c.writeBack(t.store); err != nil {
-		return fmt.Errorf("rank: %w", err)
-	}
-	for _, p := range t.parts {
-		p.reset()
-	}
-	t.c.reset()
-	return nil
+	return id, t.parts.p[id], nil
 }
 
 func (t *topN) inRange(r int64) bool { return r >= t.spec.RankStart && r <= t.spec.RankEnd }
@@ -363,23 +368,13 @@ func (t *topN) update(old, cur types.Row, r int64) error {
 }
 
 // OnProcessingTime forgets the cached partitions whose TTL ran out (the
-// backend's TTL removes the stored ones).
+// backend's TTL hides the stored ones).
 func (t *topN) OnProcessingTime(ts int64, out exec.Output) error {
-	if !t.ttl.due(ts) || t.c == nil {
+	if !t.ttl.Due(ts) || t.c == nil {
 		return nil
 	}
-	oldest, err := sweepCache(t.c, t.ttl.ttl, ts, func(id int32) error {
-		if err := t.c.setKey(t.b, id); err != nil {
-			return err
-		}
-		t.c.held -= 2 + t.parts[id].len()*t.width
-		t.parts[id].reset()
-		return t.state.Clear(nil)
-	})
-	if err != nil {
-		return fmt.Errorf("rank: %w", err)
-	}
-	if oldest != math.MaxInt64 {
+	t.c.SetNow(ts)
+	if oldest := t.c.Sweep(); oldest != math.MaxInt64 {
 		t.ttl.schedule(oldest)
 	}
 	return nil
@@ -387,4 +382,4 @@ func (t *topN) OnProcessingTime(ts int64, out exec.Output) error {
 
 func (t *topN) ProcessWatermark(wm int64, out exec.Output) error { return out.PushWatermark(wm) }
 func (t *topN) Finish(exec.Output) error                         { return nil }
-func (t *topN) Close() error                                     { t.c, t.parts = nil, nil; return nil }
+func (t *topN) Close() error                                     { t.c = nil; return nil }

@@ -1,13 +1,12 @@
 package rank
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
@@ -75,10 +74,12 @@ func NewWindowRank(spec WindowRankSpec) (exec.Operator, error) {
 //
 //	"rows"     key (partition values, window_start), ns end → [uvarint n][n
 //	           rows in rank order]: the best RankEnd rows so far
-//	"index"    key "i"+key group in each key group → sorted map end|start|arrival →
-//	           the rows' key: which partitions a window has in this key
-//	           group, in order of first arrival, so firing finds them
-//	           without a scan of the state
+//	timers     the event-time timer service (kv.TimerService, states
+//	           "rank/timers/…"): one timer per (window, partition) under
+//	           the rows' key, at the window's fire time, namespace
+//	           end|start|arrival, so firing finds the partitions of the
+//	           fired windows in order of window and first arrival without
+//	           a scan of the state
 //	"windows"  key "w"+key group in each key group → sorted map end|start → the
 //	           latest arrival number: the live windows, read back on a
 //	           restore (a handful of entries per key group)
@@ -93,7 +94,6 @@ func NewWindowRank(spec WindowRankSpec) (exec.Operator, error) {
 // them with the rows.
 const (
 	rowsState     = "rows"
-	indexState    = "index"
 	windowsState  = "windows"
 	progressState = "progress"
 )
@@ -101,7 +101,6 @@ const (
 // The keys of the per-key-group states: a tag and the key group, so that
 // each key lives in one key group, as every key does.
 const (
-	indexTag    = 'i'
 	windowsTag  = 'w'
 	progressTag = 'p'
 )
@@ -136,28 +135,20 @@ type windowRank struct {
 	hashCols []int // partition columns, window_start, window_end: how the input is hashed
 
 	b        *kv.Backend
-	rows     *kv.ValueState[[]byte]
-	index    *kv.SortedMapState[[]byte, []byte]
+	rows     *kv.ValueState[*sortedRows]
+	timers   *kv.TimerService
 	wins     *kv.SortedMapState[[]byte, int64]
 	progress *kv.ValueState[int64]
-	c        *cache
-	parts    []*sortedRows // by cache id
-	scratch  sortedRows
+	c        *statecache.Cache[*sortedRows]
+	parts    topNParts // by cache id
+	codec    *partCodec
 	buf      []byte
 	ns       [8]byte
 	uk       [24]byte
 	gkey     []byte
-	fired    []firedPart
+	pkey     []byte // a new partition's kv key, for its index entry
 
-	maxCached int // values the cache may hold, overriding the backend's bound (tests)
-}
-
-// firedPart is a (window, partition) found in the index when its window
-// fires.
-type firedPart struct {
-	end, start, seq int64
-	kg              int
-	key             []byte
+	maxCached int // entries the cache may hold, overriding the backend's bound (tests)
 }
 
 var _ exec.KeyedOperator = (*windowRank)(nil)
@@ -168,11 +159,15 @@ func (w *windowRank) OpenKeyedState(b *kv.Backend) (err error) {
 			err = fmt.Errorf("window rank: %w", err)
 		}
 	}()
+	if b.Declared("index") {
+		return fmt.Errorf("the checkpoint keeps the window Top-N in an older layout (state %q, before the timer service); this version cannot restore it: start the job without it", "index")
+	}
 	w.hashCols = append(append([]int(nil), w.spec.PartitionCols...), w.spec.WindowStartCol, w.spec.WindowEndCol)
-	if w.rows, err = kv.NewValueState[[]byte](b, rowsState, encoded{"rank.window.rows/1"}, kv.Options{}); err != nil {
+	w.codec = &partCodec{id: "rank.window.rows/1", what: "window rank"}
+	if w.rows, err = kv.NewValueState[*sortedRows](b, rowsState, w.codec, kv.Options{}); err != nil {
 		return err
 	}
-	if w.index, err = kv.NewSortedMapState[[]byte, []byte](b, indexState, kv.Bytes{}, encoded{"rank.window.key/1"}, kv.Options{}); err != nil {
+	if w.timers, err = kv.NewTimerService(b, "rank"); err != nil {
 		return err
 	}
 	if w.wins, err = kv.NewSortedMapState[[]byte, int64](b, windowsState, kv.Bytes{}, kv.Int64{}, kv.Options{}); err != nil {
@@ -182,8 +177,19 @@ func (w *windowRank) OpenKeyedState(b *kv.Backend) (err error) {
 		return err
 	}
 	w.b = b
-	w.c = newCache(w.hashCols, len(w.spec.PartitionCols)+1)
-	w.c.limit = cacheLimit(b, w.maxCached)
+	fresh, err := statecache.Empty(b)
+	if err != nil {
+		return err
+	}
+	// The kv key is the partition and window_start; the namespace the
+	// window end (8 bytes big-endian).
+	w.c = statecache.New(b, w.rows, &w.parts, statecache.Config{
+		KeyCols: w.hashCols, KeyLen: len(w.spec.PartitionCols) + 1, ValueBytes: 2 * valueBytes, Limit: w.maxCached,
+		Namespace: func(dst []byte, rest []types.Value) []byte {
+			return binary.BigEndian.AppendUint64(dst, uint64(rest[0].N))
+		},
+	}, fresh)
+	w.parts.c = w.c
 	// A restored backend: the watermark and the live windows.
 	first := true
 	kgs := b.KeyGroups()
@@ -224,7 +230,7 @@ func (w *windowRank) OpenKeyedState(b *kv.Backend) (err error) {
 
 // PrepareSnapshot writes back the cached partitions and the watermark.
 func (w *windowRank) PrepareSnapshot(exec.CheckpointID) error {
-	if err := w.c.writeBack(w.store); err != nil {
+	if err := w.c.Flush(); err != nil {
 		return fmt.Errorf("window rank: %w", err)
 	}
 	if w.wm == w.wmStored {
@@ -266,11 +272,6 @@ func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error 
 		w.checked = true
 		w.setWidth(b.Width())
 	}
-	if w.c.full() {
-		if err := w.evict(); err != nil {
-			return err
-		}
-	}
 	var dropped int64
 	for i, row := range b.Rows {
 		if k := b.Kinds[i]; k != types.Insert {
@@ -294,8 +295,8 @@ func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error 
 		}
 		before := p.len()
 		if w.add(p, row) {
-			w.c.held += (p.len() - before) * w.width
-			w.c.touch(id, 0)
+			w.c.Grew(id, (p.len()-before)*w.width*valueBytes)
+			w.c.Written(id)
 		}
 	}
 	if dropped > 0 {
@@ -308,57 +309,44 @@ func (w *windowRank) ProcessBatch(_ int, b *types.Batch, out exec.Output) error 
 // loading them on a miss and indexing a partition new to the window.
 func (w *windowRank) partition(row types.Row, win *rankWindow) (int32, *sortedRows, error) {
 	h := types.HashColumns(row, w.hashCols)
-	id, added := w.c.lookup(row, h)
-	if int(id) == len(w.parts) {
-		w.parts = append(w.parts, &sortedRows{width: w.width})
-	}
-	p := w.parts[id]
-	if !added {
-		return id, p, nil
-	}
-	p.reset()
-	w.c.held += 2
-	if err := w.c.setKey(w.b, id); err != nil {
-		return id, p, err
-	}
-	v, ok, err := w.rows.Get(w.namespace(win.end))
+	id, ok, err := w.c.Get(row, h)
 	if err != nil {
-		return id, p, err
+		return -1, nil, err
 	}
 	if ok {
-		if v, err = decodeRowsInto(v, p); err != nil {
-			return id, p, fmt.Errorf("corrupt state: %w", err)
-		}
-		if len(v) != 0 {
-			return id, p, fmt.Errorf("corrupt state: %d trailing bytes", len(v))
-		}
-		w.c.held += p.len() * w.width
-		return id, p, nil
+		return id, w.parts.p[id], nil
 	}
-	// New in its window: index it in its key group.
+	if id, err = w.c.Create(row, h); err != nil {
+		return -1, nil, err
+	}
+	// New in its window: a timer for its window under its kv key.
+	w.pkey = w.pkey[:0]
+	for _, c := range w.hashCols[:len(w.spec.PartitionCols)+1] {
+		w.pkey = types.AppendValue(w.pkey, row[c])
+	}
 	w.seq++
+	if err := w.b.SetCurrentKey(h, w.pkey); err != nil {
+		return id, nil, err
+	}
+	if err := w.timers.Register(kv.EventTime, win.fire, w.indexKey(win.end, win.start, w.seq)); err != nil {
+		return id, nil, err
+	}
 	kg := kv.KeyGroupOf(h, w.b.MaxParallelism())
-	if err := w.setGroupKey(kg, indexTag); err != nil {
-		return id, p, err
-	}
-	if err := w.index.Put(nil, w.indexKey(win.end, win.start, w.seq), w.c.keyBuf); err != nil {
-		return id, p, err
-	}
 	if err := w.setGroupKey(kg, windowsTag); err != nil {
-		return id, p, err
+		return id, nil, err
 	}
 	if err := w.wins.Put(nil, w.indexKey(win.end, win.start, 0)[:16], w.seq); err != nil {
-		return id, p, err
+		return id, nil, err
 	}
-	return id, p, nil
+	return id, w.parts.p[id], nil
 }
 
 // setWidth sets the width of the input rows, known from the first input
 // batch or, after a restore, possibly first from a stored row.
 func (w *windowRank) setWidth(n int) {
 	w.width = n
-	w.scratch.width = n
-	for _, p := range w.parts {
+	w.codec.scratch.width, w.parts.width = n, n
+	for _, p := range w.parts.p {
 		p.width = n
 	}
 }
@@ -377,28 +365,6 @@ func (w *windowRank) indexKey(end, start, seq int64) []byte {
 }
 
 func decodeInt64(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)) }
-
-// store writes the rows of cache id to the backend.
-func (w *windowRank) store(id int32) error {
-	if err := w.c.setKey(w.b, id); err != nil {
-		return err
-	}
-	end := w.c.keys.Key(id)[len(w.spec.PartitionCols)+1].N
-	w.buf = appendRows(w.buf[:0], w.parts[id])
-	return w.rows.Put(w.namespace(end), w.buf)
-}
-
-// evict writes back the dirty partitions and empties the cache.
-func (w *windowRank) evict() error {
-	if err := w.c.writeBack(w.store); err != nil {
-		return fmt.Errorf("window rank: %w", err)
-	}
-	for _, p := range w.parts {
-		p.reset()
-	}
-	w.c.reset()
-	return nil
-}
 
 // window returns the live window [start, end), creating it, or nil when it
 // has fired already.
@@ -460,8 +426,8 @@ func (w *windowRank) ProcessWatermark(wm int64, out exec.Output) error {
 
 // fire emits and clears every window due at the current watermark: the
 // cached partitions are written back and those of fired windows dropped
-// from the cache, then each key group's index names the partitions of the
-// fired windows, emitted in order of window and first arrival.
+// from the cache, then the timers of the fired windows name their
+// partitions, emitted in order of window and first arrival.
 func (w *windowRank) fire() error {
 	n := 0
 	for n < len(w.windows) && w.windows[n].fire <= w.wm {
@@ -470,85 +436,30 @@ func (w *windowRank) fire() error {
 	if n == 0 {
 		return nil
 	}
-	if err := w.c.writeBack(w.store); err != nil {
+	if err := w.c.Flush(); err != nil {
 		return err
 	}
 	endCol := len(w.spec.PartitionCols) + 1
-	for id := int32(0); int(id) < w.c.keys.Span(); id++ {
-		if !w.c.keys.InUse(id) {
-			continue
+	w.c.DropIf(func(id int32) bool { return w.zone.FireTime(w.c.Key(id)[endCol].N-1) <= w.wm })
+	err := w.timers.Advance(kv.EventTime, w.wm, func(tm kv.Timer) error {
+		if len(tm.Namespace) != 24 {
+			return fmt.Errorf("corrupt state: a window timer of the wrong length")
 		}
-		if w.zone.FireTime(w.c.keys.Key(id)[endCol].N-1) <= w.wm {
-			w.c.held -= 2 + w.parts[id].len()*w.width
-			w.parts[id].reset()
-			w.c.release(id)
-		}
-	}
-	fired := w.fired[:0]
-	kgs := w.b.KeyGroups()
-	for kg := kgs.First; kg <= kgs.Last; kg++ {
-		if err := w.setGroupKey(kg, indexTag); err != nil {
-			return err
-		}
-		var bad bool
-		if err := w.index.Ascend(nil, nil, func(uk, key []byte) bool {
-			if len(uk) != 24 {
-				bad = true
-				return false
-			}
-			end := decodeInt64(uk)
-			if w.zone.FireTime(end-1) > w.wm {
-				return false
-			}
-			fired = append(fired, firedPart{end: end, start: decodeInt64(uk[8:]), seq: int64(binary.BigEndian.Uint64(uk[16:])),
-				kg: kg, key: append([]byte(nil), key...)})
-			return true
-		}); err != nil {
-			return err
-		}
-		if bad {
-			return fmt.Errorf("corrupt state: an index entry of the wrong length")
-		}
-	}
-	slices.SortFunc(fired, func(a, b firedPart) int {
-		if c := cmp.Compare(a.end, b.end); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.start, b.start); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.seq, b.seq)
-	})
-	p := &w.scratch
-	for _, f := range fired {
-		if err := w.b.SetCurrentKeyInGroup(f.kg, f.key); err != nil {
-			return err
-		}
-		ns := w.namespace(f.end)
-		v, ok, err := w.rows.Get(ns)
+		end, start := decodeInt64(tm.Namespace), decodeInt64(tm.Namespace[8:])
+		ns := w.namespace(end)
+		p, ok, err := w.rows.Get(ns)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("corrupt state: window [%d, %d) indexes a partition without rows", f.start, f.end)
+			return fmt.Errorf("corrupt state: window [%d, %d) has a timer of a partition without rows", start, end)
 		}
-		p.reset()
 		if w.width == 0 {
 			// Restored rows fire before any input arrived.
-			n, err := storedWidth(v)
-			if err != nil {
-				return fmt.Errorf("corrupt state: %w", err)
-			}
-			if err := w.em.init(n); err != nil {
+			if err := w.em.init(p.width); err != nil {
 				return err
 			}
-			w.setWidth(n)
-		}
-		if v, err = decodeRowsInto(v, p); err != nil {
-			return fmt.Errorf("corrupt state: %w", err)
-		}
-		if len(v) != 0 {
-			return fmt.Errorf("corrupt state: %d trailing bytes", len(v))
+			w.setWidth(p.width)
 		}
 		for i := 0; i < p.len(); i++ {
 			r := int64(i) + 1
@@ -562,22 +473,14 @@ func (w *windowRank) fire() error {
 		if err := w.rows.Clear(ns); err != nil {
 			return err
 		}
-		if err := w.setGroupKey(f.kg, indexTag); err != nil {
+		if err := w.setGroupKey(tm.KeyGroup, windowsTag); err != nil {
 			return err
 		}
-		if err := w.index.Delete(nil, w.indexKey(f.end, f.start, f.seq)); err != nil {
-			return err
-		}
-		if err := w.setGroupKey(f.kg, windowsTag); err != nil {
-			return err
-		}
-		if err := w.wins.Delete(nil, w.indexKey(f.end, f.start, 0)[:16]); err != nil {
-			return err
-		}
+		return w.wins.Delete(nil, w.indexKey(end, start, 0)[:16])
+	})
+	if err != nil {
+		return err
 	}
-	p.reset()
-	clear(fired)
-	w.fired = fired[:0]
 	clear(w.windows[:n])
 	w.windows = append(w.windows[:0], w.windows[n:]...)
 	w.last = nil
@@ -587,6 +490,6 @@ func (w *windowRank) fire() error {
 func (w *windowRank) Finish(exec.Output) error { return nil }
 
 func (w *windowRank) Close() error {
-	w.windows, w.parts, w.last, w.c = nil, nil, nil, nil
+	w.windows, w.parts.p, w.last, w.c = nil, nil, nil, nil
 	return nil
 }

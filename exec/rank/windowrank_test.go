@@ -1,10 +1,13 @@
 package rank
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/optest"
+	"github.com/flinksql/flinksql/state/kv"
 )
 
 // Rows are (category, price, window_start, window_end) for window Top-N and
@@ -165,3 +168,39 @@ func TestWindowRankErrors(t *testing.T) {
 }
 
 func byPriceDescAt(col int) []exec.SortKey { return []exec.SortKey{{Col: col, Desc: true}} }
+
+// oldKeyCodec is the value codec of the window Top-N's index state of the
+// layout before the timer service.
+type oldKeyCodec struct{}
+
+func (oldKeyCodec) ID() string                         { return "rank.window.key/1" }
+func (oldKeyCodec) Append(dst []byte, v []byte) []byte { return append(dst, v...) }
+func (oldKeyCodec) Decode(src []byte) ([]byte, error)  { return src, nil }
+
+// TestWindowRankRefusesOldLayout: a checkpoint with the old per-key-group
+// index of the window Top-N is refused with an error naming it, rather
+// than restored with its windows never firing.
+func TestWindowRankRefusesOldLayout(t *testing.T) {
+	spec := WindowRankSpec{PartitionCols: []int{0}, WindowStartCol: 2, WindowEndCol: 3, SortKeys: byPriceDescAt(1), RankStart: 1, RankEnd: 2}
+	for _, kind := range optest.Kinds {
+		k := optest.NewKeyed(t, kind)
+		old, _ := NewWindowRank(spec)
+		b := k.Open(t, old.(exec.KeyedOperator))
+		st, err := kv.NewSortedMapState[[]byte, []byte](b, "index", kv.Bytes{}, oldKeyCodec{}, kv.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SetCurrentKeyInGroup(5, []byte{'i', 0, 5}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(nil, make([]byte, 24), []byte("k")); err != nil {
+			t.Fatal(err)
+		}
+		snap := k.Snapshot(t, old.(exec.KeyedOperator), b, 1)
+		op, _ := NewWindowRank(spec)
+		err = op.(exec.KeyedOperator).OpenKeyedState(k.RestoreBackend(t, snap))
+		if err == nil || !strings.Contains(err.Error(), `"index"`) {
+			t.Errorf("%s: restoring the old window Top-N layout: %v, want an error naming the index state", kind, err)
+		}
+	}
+}

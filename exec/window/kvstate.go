@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -28,8 +27,11 @@ import (
 //	                    hold later arrivals)
 //	window-sessions     value, key = grouping key, ns = none: the open
 //	                    sessions of the key (n × start, end, seq, acc)
-//	window-session-due  sorted map, key = none (one per key group):
-//	                    end, start, seq (3 × 8 B) → grouping key
+//	window-sessions/timers/{event,processing}
+//	                    the timer service (kv.TimerService) of the
+//	                    sessions: per stored session a timer at its fire
+//	                    time in the window's time domain, under its key,
+//	                    namespace end, start, seq (3 × 8 B)
 //	window-progress     value, key = none (one per key group): watermark,
 //	                    processing-time progress, the next seq, and (slices)
 //	                    the live slice ends
@@ -44,11 +46,13 @@ import (
 // minimum of the union list state).
 
 const (
-	stateSliceAcc   = "window-slice-acc"
-	stateSliceKeys  = "window-slice-keys"
-	stateSessions   = "window-sessions"
-	stateSessionDue = "window-session-due"
-	stateProgress   = "window-progress"
+	stateSliceAcc  = "window-slice-acc"
+	stateSliceKeys = "window-slice-keys"
+	stateSessions  = "window-sessions"
+	stateProgress  = "window-progress"
+	// oldSessionDue is the session index of the layout before the timer
+	// service, refused on restore.
+	oldSessionDue = "window-session-due"
 )
 
 // formatCodec is the identity codec under the ID of a format of this
@@ -213,16 +217,6 @@ func (ps *progressState) read() (p progress, ok bool, err error) {
 		return progress{wm: exec.MinWatermark, proc: exec.MinWatermark}, false, nil
 	}
 	return p, true, nil
-}
-
-// cacheBound is how many decoded entries of entryBytes each a cache in
-// front of b may hold: unbounded (0) on hashmap, whose state is on the heap
-// anyway, and a quarter of the budget on rocksdb.
-func cacheBound(b *kv.Backend, entryBytes int) int {
-	if b.Kind() != image.RocksDB {
-		return 0
-	}
-	return max(16, int(b.MemoryBudget()/4/int64(entryBytes)))
 }
 
 // kgMerge yields, in user-key byte order, the entries of a sorted map state

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
@@ -24,10 +25,12 @@ import (
 //
 // State: the sessions of a key are one value of the backend (a session's
 // window changes as it merges, so the window is not a namespace here, as
-// Flink keeps a merging window set per key), and the backend's
-// window-session-due index lists every stored session by (end, start, seq)
-// per key group, so that firing finds the stored sessions that are due in
-// output order without reading every key. In front of the backend a
+// Flink keeps a merging window set per key), and every stored session has
+// a timer in the backend's timer service (kv.TimerService, in the window's
+// time domain, at its fire time, namespace (end, start, seq)), so that
+// firing finds the stored sessions that are due in output order without
+// reading every key, and a restored processing-time aggregate is woken by
+// the service at its earliest stored session. In front of the backend a
 // write-back cache holds the decoded sessions of the keys seen since their
 // last write-back; it is authoritative for the keys it holds. It holds
 // every key on hashmap (the backend is read only after a restore) and is
@@ -55,12 +58,11 @@ type sessionAggregate struct {
 
 	b        *kv.Backend
 	sessSt   *kv.ValueState[[]byte]
-	dueSt    *kv.SortedMapState[[]byte, []byte]
+	timers   *kv.TimerService
+	domain   kv.TimeDomain // of the timers: the window's time attribute
 	prog     *progressState
 	bound    int  // most keys in the cache (0: unbounded)
 	kvKeys   bool // the backend may hold keys the cache does not
-	merge    kgMerge
-	nss      [][]byte
 	kb, vb   []byte
 	uk       []byte
 	keyBuf   []types.Value
@@ -73,7 +75,7 @@ type sessionAggregate struct {
 
 	due      []dueSession
 	emptied  []int32 // keys left without sessions by the current firing
-	out      *types.Batch
+	out      exec.Emitter
 	outWidth int
 	results  []types.Value
 	props    [3]types.Value
@@ -86,7 +88,8 @@ type session struct {
 	acc        []types.Value
 }
 
-// dueKey is a session's entry in the due index.
+// dueKey is a session's timer namespace: it orders the sessions due at
+// one time as they are emitted.
 type dueKey struct {
 	end, start int64
 	seq        uint64
@@ -147,21 +150,26 @@ var _ exec.KeyedOperator = (*sessionAggregate)(nil)
 // sessions, which stay in the backend until rows or firings need them).
 func (a *sessionAggregate) OpenKeyedState(b *kv.Backend) error {
 	a.b = b
+	if b.Declared(oldSessionDue) {
+		return fmt.Errorf("window aggregate: the checkpoint keeps session windows in an older layout (state %q, before the timer service); this version cannot restore it: start the job without it", oldSessionDue)
+	}
 	var err error
 	if a.sessSt, err = kv.NewValueState(b, stateSessions, formatCodec("flinksql.window.sessions/1"), kv.Options{}); err != nil {
 		return fmt.Errorf("window aggregate: %w", err)
 	}
-	if a.dueSt, err = kv.NewSortedMapState(b, stateSessionDue, formatCodec("flinksql.window.session-due/1"), formatCodec("flinksql.window.key/1"), kv.Options{}); err != nil {
+	if a.timers, err = kv.NewTimerService(b, stateSessions); err != nil {
 		return fmt.Errorf("window aggregate: %w", err)
+	}
+	a.domain = kv.ProcessingTime
+	if a.spec.EventTime {
+		a.domain = kv.EventTime
 	}
 	if a.prog, err = openProgress(b); err != nil {
 		return fmt.Errorf("window aggregate: %w", err)
 	}
-	a.merge = kgMerge{b: b, st: a.dueSt}
-	a.nss = [][]byte{nil}
-	a.bound = cacheBound(b, (len(a.keyCols)+a.aggs.AccWidth())*48+128)
+	a.bound = statecache.Bound(b, (len(a.keyCols)+a.aggs.AccWidth())*48+128, 16)
 	if a.cacheLimit > 0 {
-		a.bound, a.merge.page = a.cacheLimit, 2
+		a.bound = a.cacheLimit
 	}
 	a.keys = keyed.NewTable(a.keyCols)
 	p, restored, err := a.prog.read()
@@ -172,27 +180,14 @@ func (a *sessionAggregate) OpenKeyedState(b *kv.Backend) error {
 		return nil
 	}
 	a.wm, a.proc, a.seq, a.kvKeys, a.restored = p.wm, p.proc, p.seq, true, true
-	first, ok, err := a.firstStored()
+	first, ok, err := a.timers.Next(a.domain)
 	if err != nil {
 		return fmt.Errorf("window aggregate: restoring state: %w", err)
 	}
 	if ok {
-		a.minTrigger = a.zone.FireTime(first.end - 1)
+		a.minTrigger = first
 	}
 	return nil
-}
-
-// firstStored returns the first entry of the due index.
-func (a *sessionAggregate) firstStored() (dueKey, bool, error) {
-	if err := a.merge.reset(a.nss); err != nil {
-		return dueKey{}, false, err
-	}
-	ok, err := a.merge.next()
-	if err != nil || !ok {
-		return dueKey{}, false, err
-	}
-	d, err := decodeDueKey(a.merge.uk)
-	return d, err == nil, err
 }
 
 func (a *sessionAggregate) Open(ctx *exec.OperatorContext) error {
@@ -204,14 +199,16 @@ func (a *sessionAggregate) Open(ctx *exec.OperatorContext) error {
 	if a.b == nil {
 		return fmt.Errorf("window aggregate: no keyed state backend (OpenKeyedState was not called)")
 	}
-	a.out = types.NewBatch(a.outWidth, types.DefaultBatchSize)
+	a.out.Init(a.outWidth, 0)
 	if a.restored && a.wm != exec.MinWatermark {
 		a.metrics.CurrentWatermark.Set(a.wm)
 	}
-	if !a.spec.EventTime && a.minTrigger != math.MaxInt64 {
-		// The stored sessions' timers: the earliest now, each firing
-		// registers the next.
-		a.ctx.RegisterProcessingTimer(a.minTrigger)
+	if !a.spec.EventTime {
+		// The stored sessions' timers wake the operator through the timer
+		// service; the cached ones register their own (add).
+		if err := a.timers.Start(a.ctx.RegisterProcessingTimer); err != nil {
+			return fmt.Errorf("window aggregate: %w", err)
+		}
 	}
 	return nil
 }
@@ -394,13 +391,10 @@ func (a *sessionAggregate) writeBack(id int32) error {
 	} else if err := a.sessSt.Put(nil, a.encodeSessions(ss)); err != nil {
 		return err
 	}
-	if err := a.b.SetCurrentKeyInGroup(kv.KeyGroupOf(a.keys.Hash(id), a.b.MaxParallelism()), nil); err != nil {
-		return err
-	}
 	old := a.stored[id]
 	for _, d := range old {
 		if !slices.ContainsFunc(ss, func(s session) bool { return s.seq == d.seq && s.start == d.start && s.end == d.end }) {
-			if err := a.dueSt.Delete(nil, d.append(a.uk[:0])); err != nil {
+			if err := a.timers.Delete(a.domain, a.zone.FireTime(d.end-1), d.append(a.uk[:0])); err != nil {
 				return err
 			}
 		}
@@ -409,7 +403,7 @@ func (a *sessionAggregate) writeBack(id int32) error {
 	for _, s := range ss {
 		d := dueKey{end: s.end, start: s.start, seq: s.seq}
 		if !slices.Contains(old, d) {
-			if err := a.dueSt.Put(nil, d.append(a.uk[:0]), a.kb); err != nil {
+			if err := a.timers.Register(a.domain, s.trigger, d.append(a.uk[:0])); err != nil {
 				return err
 			}
 		}
@@ -603,59 +597,48 @@ func (a *sessionAggregate) advance(progress int64, out exec.Output) error {
 	}
 	clear(a.due)
 	a.emptied = a.emptied[:0]
-	return a.flush(out)
+	return a.out.Flush(out)
 }
 
 // fireStored emits the due sessions of the keys the cache does not hold,
-// from the backend's due index, interleaved in order with the cache's due
+// fired by their timers in order, interleaved with the cache's due
 // sessions a.due, of which it emits the first i. next is the earliest
-// trigger not due so far; it returns it lowered to the next stored one,
-// for which a processing-time timer is registered.
+// trigger not due so far; it returns it lowered to the next stored one.
+// (The timers of cached keys fire too and are passed over: the cache is
+// authoritative for its keys, and its write-back deletes their timers.)
 func (a *sessionAggregate) fireStored(progress, next int64, out exec.Output) (i int, _ int64, err error) {
-	m := &a.merge
-	if err := m.reset(a.nss); err != nil {
-		return 0, next, err
-	}
-	for {
-		ok, err := m.next()
+	err = a.timers.Advance(a.domain, progress, func(tm kv.Timer) error {
+		d, err := decodeDueKey(tm.Namespace)
 		if err != nil {
-			return i, next, err
+			return err
 		}
-		if !ok {
-			return i, next, nil
-		}
-		d, err := decodeDueKey(m.uk)
-		if err != nil {
-			return i, next, err
-		}
-		if trig := a.zone.FireTime(d.end - 1); trig > progress {
-			next = min(next, trig)
-			if !a.spec.EventTime {
-				a.ctx.RegisterProcessingTimer(trig)
-			}
-			return i, next, nil
-		}
-		if err := decodeKeyValues(a.keyBuf, m.val); err != nil {
-			return i, next, fmt.Errorf("window aggregate: %w", err)
+		if err := decodeKeyValues(a.keyBuf, tm.Key); err != nil {
+			return fmt.Errorf("window aggregate: %w", err)
 		}
 		h := hashValues(a.keyBuf)
 		for j, c := range a.keyCols {
 			a.keyRow[c] = a.keyBuf[j]
 		}
 		if id, added := a.keys.Lookup(a.keyRow, h); !added {
-			continue // the cache holds this key: its sessions were fired from there
+			return nil // the cache holds this key: its sessions were fired from there
 		} else {
 			a.keys.Release(id)
 		}
 		for ; i < len(a.due) && a.due[i].dueKey().compare(d) < 0; i++ {
 			if err := a.emit(a.keys.Key(a.due[i].key), &a.due[i].session, out); err != nil {
-				return i, next, err
+				return err
 			}
 		}
-		if err := a.fireStoredSession(h, m.val, d, out); err != nil {
-			return i, next, err
-		}
+		return a.fireStoredSession(h, tm.Key, d, out)
+	})
+	if err != nil {
+		return i, next, err
 	}
+	t, ok, err := a.timers.Next(a.domain)
+	if ok {
+		next = min(next, t)
+	}
+	return i, next, err
 }
 
 // fireStoredSession emits the stored session d of the key kb (hash h,
@@ -692,10 +675,7 @@ func (a *sessionAggregate) fireStoredSession(h uint64, kb []byte, d dueKey, out 
 		return err
 	}
 	a.loaded = rest[:0]
-	if err := a.b.SetCurrentKeyInGroup(kv.KeyGroupOf(h, a.b.MaxParallelism()), nil); err != nil {
-		return err
-	}
-	return a.dueSt.Delete(nil, d.append(a.uk[:0]))
+	return nil
 }
 
 // emit appends the result row of session s of key.
@@ -704,26 +684,13 @@ func (a *sessionAggregate) emit(key []types.Value, s *session, out exec.Output) 
 		return fmt.Errorf("window aggregate: %w", err)
 	}
 	windowProps(&a.zone, s.start, s.end, a.props[:])
-	row := a.out.Append(types.Insert)
-	n := copy(row, key)
-	n += copy(row[n:], a.results)
-	copy(row[n:], a.props[:])
-	if a.out.Full() {
-		return a.flush(out)
-	}
-	return nil
-}
-
-func (a *sessionAggregate) flush(out exec.Output) error {
-	n := a.out.Len()
-	if n == 0 {
-		return nil
-	}
-	err := out.Push(a.out)
-	a.out.Reset()
+	row, err := a.out.Row(types.Insert, out)
 	if err != nil {
 		return err
 	}
+	n := copy(row, key)
+	n += copy(row[n:], a.results)
+	copy(row[n:], a.props[:])
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -109,7 +110,7 @@ func newHeapSliceState(b *kv.Backend, keyCols []int, accWidth int) (*heapSliceSt
 	if st.idxSt, err = kv.NewSortedMapState(b, stateSliceKeys, formatCodec("flinksql.window.seq/1"), formatCodec("flinksql.window.slice-keys/1"), kv.Options{}); err != nil {
 		return nil, err
 	}
-	st.bound = cacheBound(b, sliceEntryBytes(len(keyCols), accWidth))
+	st.bound = statecache.Bound(b, sliceEntryBytes(len(keyCols), accWidth), 16)
 	st.chunk = sliceChunk
 	st.merge = kgMerge{b: b, st: st.idxSt, split: splitSliceChunk}
 	st.keyBuf = make([]types.Value, len(keyCols))

@@ -51,7 +51,7 @@ type slicingAggregate struct {
 	cacheEnd  int64
 	cacheDrop bool
 
-	out      *types.Batch
+	out      exec.Emitter
 	outWidth int
 	merged   []types.Value
 	results  []types.Value
@@ -94,7 +94,7 @@ func (a *slicingAggregate) Open(ctx *exec.OperatorContext) error {
 	if a.state == nil {
 		return fmt.Errorf("window aggregate: no keyed state backend (OpenKeyedState was not called)")
 	}
-	a.out = types.NewBatch(a.outWidth, types.DefaultBatchSize)
+	a.out.Init(a.outWidth, 0)
 	if a.wm != exec.MinWatermark {
 		a.metrics.CurrentWatermark.Set(a.wm)
 	}
@@ -319,7 +319,7 @@ func (a *slicingAggregate) advance(progress int64, out exec.Output) error {
 		}
 		a.live = a.live[:j]
 	}
-	return a.flush(out)
+	return a.out.Flush(out)
 }
 
 func (a *slicingAggregate) fire(end int64, out exec.Output) error {
@@ -346,25 +346,13 @@ func (a *slicingAggregate) visitKey(key []types.Value, accs [][]types.Value) err
 	if err := a.aggs.Result(acc, a.results); err != nil {
 		return fmt.Errorf("window aggregate: %w", err)
 	}
-	row := a.out.Append(types.Insert)
-	n := copy(row, key)
-	n += copy(row[n:], a.results)
-	copy(row[n:], a.props[:])
-	if a.out.Full() {
-		return a.flush(a.pushOut)
-	}
-	return nil
-}
-
-func (a *slicingAggregate) flush(out exec.Output) error {
-	if a.out.Len() == 0 {
-		return nil
-	}
-	err := out.Push(a.out)
-	a.out.Reset()
+	row, err := a.out.Row(types.Insert, a.pushOut)
 	if err != nil {
 		return err
 	}
+	n := copy(row, key)
+	n += copy(row[n:], a.results)
+	copy(row[n:], a.props[:])
 	return nil
 }
 

@@ -19,7 +19,7 @@ type tableFunction struct {
 	inWidth int
 	ctx     *exec.OperatorContext
 	metrics *exec.OperatorMetrics
-	out     *types.Batch
+	out     exec.Emitter
 	props   [3]types.Value
 }
 
@@ -33,7 +33,7 @@ func (f *tableFunction) Open(ctx *exec.OperatorContext) error {
 	if !f.spec.EventTime && (ctx == nil || ctx.Now == nil) {
 		return fmt.Errorf("window table function: processing-time windows need a clock")
 	}
-	f.out = types.NewBatch(f.inWidth+3, types.DefaultBatchSize)
+	f.out.Init(f.inWidth+3, 0)
 	return nil
 }
 
@@ -77,30 +77,17 @@ func (f *tableFunction) ProcessBatch(_ int, b *types.Batch, out exec.Output) err
 			return err
 		}
 	}
-	return f.flush(out)
+	return f.out.Flush(out)
 }
 
 func (f *tableFunction) emit(row types.Row, kind types.RowKind, start, end int64, out exec.Output) error {
 	windowProps(&f.zone, start, end, f.props[:])
-	r := f.out.Append(kind)
-	n := copy(r, row)
-	copy(r[n:], f.props[:])
-	if f.out.Full() {
-		return f.flush(out)
-	}
-	return nil
-}
-
-func (f *tableFunction) flush(out exec.Output) error {
-	n := f.out.Len()
-	if n == 0 {
-		return nil
-	}
-	err := out.Push(f.out)
-	f.out.Reset()
+	r, err := f.out.Row(kind, out)
 	if err != nil {
 		return err
 	}
+	n := copy(r, row)
+	copy(r[n:], f.props[:])
 	return nil
 }
 

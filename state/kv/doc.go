@@ -46,4 +46,20 @@
 // processing time of its last write when the state has a TTL. A list is
 // one value holding its elements, each as [8-byte time, if TTL][uvarint
 // len][bytes].
+//
+// # Timers
+//
+// TimerService is Flink's InternalTimerService on top of these states:
+// event- and processing-time timers per key and namespace, registered for
+// the current key, kept per key group in two sorted map states of the
+// operator's (name/timers/event, name/timers/processing: user key [time,
+// 8 B order-preserving][uvarint len(ns)][ns][key], under the key group's
+// empty key). So timers are in every snapshot, follow their key groups on
+// a rescaled restore, and on rocksdb may outgrow memory: the service keeps
+// only the first timer of each key group and domain in memory. Advance
+// fires the due timers in (time, namespace, key) order with the timer's
+// key current; for processing time the service asks the runtime for a
+// wake-up at its earliest timer (Start, after a restore too), so an
+// operator does not re-register stored timers. The session window
+// aggregate fires its stored sessions this way.
 package kv

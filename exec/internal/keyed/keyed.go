@@ -1,12 +1,12 @@
 // Package keyed owns the interning of grouping and partition keys shared by
 // the window, rank and groupagg operators: Table, the chained key table
-// keyed by types.HashColumns, and the encoding of key values in snapshot
-// entry keys (AppendKey, DecodeKey, Row).
+// keyed by types.HashColumns; OpenTable, an open-addressing one for the
+// one-lookup-per-row hot paths (the group aggregate's mini-batch and the
+// decoded state caches of package statecache); and the encoding of key
+// values in state keys (AppendKey, DecodeKey, Row).
 //
-// groupagg keeps its own open-addressing table (its keys.go) on its
-// one-lookup-per-row hot path; window and rank also need Table's in-use
-// tracking and Reset, and moving them onto open addressing was not
-// benchmarked, so they stay on Table.
+// Window and rank also need Table's in-use tracking and Reset, and moving
+// them onto open addressing was not benchmarked, so they stay on Table.
 package keyed
 
 import (

@@ -1,8 +1,10 @@
-package groupagg
+package keyed
 
 import "github.com/flinksql/flinksql/types"
 
-// keyTable interns grouping keys as small dense ids. The caller hashes the
+// OpenTable interns keys as small dense ids, as Table does, on the
+// one-lookup-per-row hot path of the group aggregate and the decoded state
+// caches (statecache). The caller hashes the
 // key columns with types.HashColumns; the table is an open-addressing index
 // (linear probing over the already well-mixed hash) of ids whose key values
 // are compared on a hash match, so colliding keys stay apart. Looking up an
@@ -10,7 +12,7 @@ import "github.com/flinksql/flinksql/types"
 //
 // A slot holds id+1 in its low 32 bits (0: empty) and the high 32 bits of
 // the key's hash, so a probe touches the key values only on a likely match.
-type keyTable struct {
+type OpenTable struct {
 	cols   []int
 	width  int
 	slots  []uint64 // power-of-two length
@@ -20,18 +22,19 @@ type keyTable struct {
 	live   int
 }
 
-const minSlots = 16
+const minOpenSlots = 16
 
-func newKeyTable(cols []int) *keyTable {
-	return &keyTable{cols: cols, width: len(cols), slots: make([]uint64, minSlots)}
+// NewOpenTable returns an empty table of the keys at columns cols.
+func NewOpenTable(cols []int) *OpenTable {
+	return &OpenTable{cols: cols, width: len(cols), slots: make([]uint64, minOpenSlots)}
 }
 
 func slotOf(id int32, h uint64) uint64 { return h&^0xFFFFFFFF | uint64(uint32(id+1)) }
 
 func slotID(s uint64) int32 { return int32(uint32(s)) - 1 }
 
-// find returns the id of the key of row (hash h), or -1.
-func (t *keyTable) find(row types.Row, h uint64) int32 {
+// Find returns the id of the key of row (hash h), or -1.
+func (t *OpenTable) Find(row types.Row, h uint64) int32 {
 	mask := uint64(len(t.slots) - 1)
 	tag := h &^ 0xFFFFFFFF
 	for i := h & mask; ; i = (i + 1) & mask {
@@ -47,8 +50,8 @@ func (t *keyTable) find(row types.Row, h uint64) int32 {
 	}
 }
 
-// add interns the key of row, which must not be present, and returns its id.
-func (t *keyTable) add(row types.Row, h uint64) int32 {
+// Add interns the key of row, which must not be present, and returns its id.
+func (t *OpenTable) Add(row types.Row, h uint64) int32 {
 	if (t.live+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
@@ -63,7 +66,7 @@ func (t *keyTable) add(row types.Row, h uint64) int32 {
 			t.vals = append(t.vals, types.Value{})
 		}
 	}
-	key := t.key(id)
+	key := t.Key(id)
 	for i, c := range t.cols {
 		key[i] = row[c]
 	}
@@ -74,7 +77,7 @@ func (t *keyTable) add(row types.Row, h uint64) int32 {
 }
 
 // place puts id in the first empty slot of its probe sequence.
-func (t *keyTable) place(id int32) {
+func (t *OpenTable) place(id int32) {
 	mask := uint64(len(t.slots) - 1)
 	h := t.hashes[id]
 	i := h & mask
@@ -84,7 +87,7 @@ func (t *keyTable) place(id int32) {
 	t.slots[i] = slotOf(id, h)
 }
 
-func (t *keyTable) grow() {
+func (t *OpenTable) grow() {
 	old := t.slots
 	t.slots = make([]uint64, 2*len(old))
 	for _, s := range old {
@@ -94,8 +97,8 @@ func (t *keyTable) grow() {
 	}
 }
 
-func (t *keyTable) equal(id int32, row types.Row) bool {
-	key := t.key(id)
+func (t *OpenTable) equal(id int32, row types.Row) bool {
+	key := t.Key(id)
 	for i, c := range t.cols {
 		if !types.Equal(key[i], row[c]) {
 			return false
@@ -104,18 +107,18 @@ func (t *keyTable) equal(id int32, row types.Row) bool {
 	return true
 }
 
-// key returns the key values of id, valid until id is released.
-func (t *keyTable) key(id int32) []types.Value {
+// Key returns the key values of id, valid until id is released.
+func (t *OpenTable) Key(id int32) []types.Value {
 	w := t.width
 	return t.vals[int(id)*w : int(id+1)*w : int(id+1)*w]
 }
 
-// hash returns the hash the key of id was added with.
-func (t *keyTable) hash(id int32) uint64 { return t.hashes[id] }
+// Hash returns the hash the key of id was added with.
+func (t *OpenTable) Hash(id int32) uint64 { return t.hashes[id] }
 
-// release forgets id; a later add hands it out again. The entries after it
+// Release forgets id; a later Add hands it out again. The entries after it
 // in its probe run are shifted back so that lookups need no tombstones.
-func (t *keyTable) release(id int32) {
+func (t *OpenTable) Release(id int32) {
 	mask := uint64(len(t.slots) - 1)
 	i := t.hashes[id] & mask
 	for slotID(t.slots[i]) != id {
@@ -131,14 +134,14 @@ func (t *keyTable) release(id int32) {
 		}
 	}
 	t.slots[i] = 0
-	clear(t.key(id))
+	clear(t.Key(id))
 	t.free = append(t.free, id)
 	t.live--
 }
 
-// reset forgets every key but keeps the memory. Ids are handed out from 0
+// Reset forgets every key but keeps the memory. Ids are handed out from 0
 // again, in order, so after a reset ids follow first-arrival order.
-func (t *keyTable) reset() {
+func (t *OpenTable) Reset() {
 	clear(t.slots)
 	clear(t.vals)
 	t.hashes = t.hashes[:0]
@@ -147,8 +150,8 @@ func (t *keyTable) reset() {
 	t.live = 0
 }
 
-// size is the number of keys held.
-func (t *keyTable) size() int { return t.live }
+// Size is the number of keys held.
+func (t *OpenTable) Size() int { return t.live }
 
-// capacity is one more than the largest id handed out so far.
-func (t *keyTable) capacity() int { return len(t.hashes) }
+// Capacity is one more than the largest id handed out so far.
+func (t *OpenTable) Capacity() int { return len(t.hashes) }

@@ -1,4 +1,4 @@
-package groupagg
+package keyed
 
 import (
 	"math/rand"
@@ -7,35 +7,35 @@ import (
 	"github.com/flinksql/flinksql/types"
 )
 
-// TestKeyTableAgainstMap adds and releases random keys, with a hash function
+// TestOpenTableAgainstMap adds and releases random keys, with a hash function
 // that collides often, and compares every lookup with a Go map.
-func TestKeyTableAgainstMap(t *testing.T) {
+func TestOpenTableAgainstMap(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	kt := newKeyTable([]int{0})
+	kt := NewOpenTable([]int{0})
 	ref := map[int64]int32{}
 	row := make(types.Row, 1)
 	hash := func(k int64) uint64 { return uint64(k % 37) } // heavy collisions
 	for step := 0; step < 200_000; step++ {
 		k := rng.Int63n(500)
 		row[0] = types.Int(k)
-		id := kt.find(row, hash(k))
+		id := kt.Find(row, hash(k))
 		want, ok := ref[k]
 		if ok != (id >= 0) || (ok && id != want) {
 			t.Fatalf("step %d: key %d: got id %d, want %d (present %v)", step, k, id, want, ok)
 		}
 		switch {
 		case !ok:
-			ref[k] = kt.add(row, hash(k))
+			ref[k] = kt.Add(row, hash(k))
 		case rng.Intn(2) == 0:
-			kt.release(id)
+			kt.Release(id)
 			delete(ref, k)
 		}
-		if kt.size() != len(ref) {
-			t.Fatalf("step %d: size %d, want %d", step, kt.size(), len(ref))
+		if kt.Size() != len(ref) {
+			t.Fatalf("step %d: size %d, want %d", step, kt.Size(), len(ref))
 		}
 	}
 	for k, id := range ref {
-		if got := kt.key(id)[0].N; got != k {
+		if got := kt.Key(id)[0].N; got != k {
 			t.Errorf("id %d holds key %d, want %d", id, got, k)
 		}
 	}
