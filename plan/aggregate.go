@@ -37,12 +37,13 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	if isTVF {
 		inputWidth = len(tvf.node.Inputs()[0].Schema())
 	}
+	hasSets := false
 	for _, g := range s.GroupBy {
 		switch x := g.(type) {
 		case *parser.GroupingSet:
-			return nil, unsupportedAt(x, "%s is not supported yet", x.Kind)
+			hasSets = true
 		case *parser.RowExpr:
-			return nil, unsupportedAt(x, "grouping sets are not supported yet")
+			hasSets = hasSets || !x.Explicit
 		case *parser.FuncCall:
 			if isGroupWindowFunction(strings.ToUpper(x.FuncName())) {
 				if legacy != nil {
@@ -62,6 +63,19 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		}
 		keyASTs = append(keyASTs, g)
 	}
+	// Grouping sets: the grouping columns are the distinct expressions of
+	// all sets; sets[i] holds the columns of set i. Without grouping sets
+	// the one set holds every GROUP BY expression.
+	var sets []uint64
+	if hasSets {
+		var err error
+		if keyASTs, sets, err = flattenGroupBy(keyASTs); err != nil {
+			return nil, err
+		}
+	} else {
+		sets = []uint64{1<<uint(min(len(keyASTs), 64)) - 1}
+	}
+	expandSets := len(sets) > 1
 
 	var input Node
 	var inScope *scope
@@ -268,16 +282,26 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 			cond = c
 		}
 	}
-	preCalc := newCalc(input, pre, cond, preSchema)
+	var aggInput Node = newCalc(input, pre, cond, preSchema)
 
 	keyCols := make([]int, len(keyExprs))
 	for i := range keyCols {
 		keyCols[i] = i
 	}
-	ex := pc.keyedExchange(preCalc, keyCols)
+	ecol := -1 // the grouping id $e in the aggregate's output
+	if expandSets {
+		e := newExpand(aggInput, len(keyExprs), sets)
+		aggInput = e
+		ecol = len(keyExprs)
+		keyCols = append(keyCols, len(pre))
+	}
+	ex := pc.keyedExchange(aggInput, keyCols)
 	var aggSchema types.Schema
-	for i, k := range keyExprs {
-		aggSchema = append(aggSchema, types.Column{Name: keyNames[i], Type: k.Type().WithoutTimeAttr()})
+	for i := range keyExprs {
+		aggSchema = append(aggSchema, types.Column{Name: keyNames[i], Type: aggInput.Schema()[i].Type.WithoutTimeAttr()})
+	}
+	if expandSets {
+		aggSchema = append(aggSchema, aggInput.Schema()[len(pre)])
 	}
 	for _, a := range aggs {
 		aggSchema = append(aggSchema, types.Column{Name: a.name, Type: a.result})
@@ -296,7 +320,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		wagg.inputs, wagg.schema, wagg.mode = []Node{ex}, aggSchema, types.InsertOnly
 		aggNode = wagg
 	}
-	nk, na := len(keyExprs), len(aggs)
+	nk, na := len(keyCols), len(aggs)
 
 	// Pass 2: bind the select list and HAVING over the aggregation's output.
 	legacyArgs := ""
@@ -304,10 +328,26 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		legacyArgs = argsText(legacy)
 	}
 	probe := &binder{scope: inScope, clause: "SELECT", cancel: pc.cancel}
+	keyOf := func(a parser.Expr) (int, error) {
+		px, err := probe.bind(a)
+		if err != nil {
+			return 0, err
+		}
+		for k, kx := range keyExprs {
+			if kx.String() == px.String() {
+				return k, nil
+			}
+		}
+		return -1, nil
+	}
 	hook := func(e parser.Expr) (expr.Expr, bool, error) {
 		switch x := e.(type) {
 		case *parser.FuncCall:
 			name := strings.ToUpper(x.FuncName())
+			if isGroupingFunction(name) {
+				g, err := groupingCall(x, keyOf, sets, len(keyExprs), ecol)
+				return g, true, err
+			}
 			if x.Over == nil && isAggregateName(name) {
 				i := aggIndex[parser.FormatExpr(x)]
 				return expr.Column(nk+i, aggs[i].name, aggs[i].result), true, nil

@@ -1,0 +1,310 @@
+package plan
+
+import (
+	"math/bits"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/expr"
+	"github.com/flinksql/flinksql/sql/parser"
+	"github.com/flinksql/flinksql/types"
+)
+
+// Grouping sets (GROUPING SETS, ROLLUP, CUBE) are planned as Flink plans
+// them: an Expand emits each input row once per grouping set, with the
+// grouping columns outside the set nulled and the set's grouping id ($e)
+// appended; one aggregate groups by the grouping columns and $e; the Calc
+// after it drops $e and computes GROUPING()/GROUPING_ID() from it.
+//
+// A set is a bit mask over the grouping columns (bit i: column i is in the
+// set). The grouping id of a set over n columns has, from the most
+// significant of n bits down, a 1 for every column NOT in the set (Calcite's
+// and Flink's order), so the full set is 0 and () is 2^n - 1.
+
+// maxGroupingColumns bounds the grouping columns of a query with grouping
+// sets: the grouping id is a BIGINT with one bit per column.
+const maxGroupingColumns = 63
+
+// flattenGroupBy expands GROUP BY items into grouping sets over distinct
+// grouping expressions. Items are combined as a cross product (GROUP BY a,
+// ROLLUP(b, c) is the sets (a, b, c), (a, b), (a)). The sets come in
+// Calcite's order: a set before the sets it contains, ties broken by their
+// columns in GROUP BY order.
+func flattenGroupBy(items []parser.Expr) ([]parser.Expr, []uint64, error) {
+	combos := [][]parser.Expr{nil}
+	for _, it := range items {
+		alts, err := groupItemSets(it)
+		if err != nil {
+			return nil, nil, err
+		}
+		next := make([][]parser.Expr, 0, len(combos)*len(alts))
+		for _, c := range combos {
+			for _, a := range alts {
+				next = append(next, append(append([]parser.Expr(nil), c...), a...))
+			}
+		}
+		combos = next
+		if len(combos) > 4096 {
+			return nil, nil, unsupportedAt(it, "GROUP BY expands into more than 4096 grouping sets")
+		}
+	}
+	var keys []parser.Expr
+	index := map[string]int{}
+	sets := make([]uint64, 0, len(combos))
+	for _, c := range combos {
+		var m uint64
+		for _, e := range c {
+			text := parser.FormatExpr(e)
+			i, ok := index[text]
+			if !ok {
+				if len(keys) == maxGroupingColumns {
+					return nil, nil, unsupportedAt(e, "GROUP BY with grouping sets over more than %d expressions is not supported", maxGroupingColumns)
+				}
+				i = len(keys)
+				index[text] = i
+				keys = append(keys, e)
+			}
+			m |= 1 << uint(i)
+		}
+		sets = append(sets, m)
+	}
+	sort.SliceStable(sets, func(i, j int) bool {
+		a, b := sets[i], sets[j]
+		if ca, cb := bits.OnesCount64(a), bits.OnesCount64(b); ca != cb {
+			return ca > cb
+		}
+		// Lexicographic over the members in column order: the set holding
+		// the lowest column where they differ comes first.
+		d := a ^ b
+		return a&(d&-d) != 0
+	})
+	for i := 1; i < len(sets); i++ {
+		if sets[i] == sets[i-1] {
+			return nil, nil, unsupportedAt(items[0], "duplicate grouping sets (%s listed more than once) are not supported yet: "+
+				"Flink returns each duplicate's groups once more (GROUP_ID()); list every grouping set once", formatSet(keys, sets[i]))
+		}
+	}
+	return keys, sets, nil
+}
+
+// groupItemSets returns the alternatives one GROUP BY item stands for,
+// each the expressions of a grouping set.
+func groupItemSets(it parser.Expr) ([][]parser.Expr, error) {
+	switch x := it.(type) {
+	case *parser.RowExpr:
+		if x.Explicit {
+			return [][]parser.Expr{{x}}, nil
+		}
+		for _, f := range x.Fields {
+			if g, ok := f.(*parser.GroupingSet); ok {
+				return nil, errAt(g, "%s is not allowed inside a parenthesized grouping set", g.Kind)
+			}
+		}
+		return [][]parser.Expr{append([]parser.Expr(nil), x.Fields...)}, nil
+	case *parser.GroupingSet:
+		var elems [][]parser.Expr
+		for _, e := range x.Items {
+			if x.Kind == "GROUPING SETS" {
+				alts, err := groupItemSets(e)
+				if err != nil {
+					return nil, err
+				}
+				elems = append(elems, alts...)
+				continue
+			}
+			if g, ok := e.(*parser.GroupingSet); ok {
+				return nil, errAt(g, "%s is not allowed inside %s", g.Kind, x.Kind)
+			}
+			if r, ok := e.(*parser.RowExpr); ok && !r.Explicit {
+				elems = append(elems, r.Fields)
+			} else {
+				elems = append(elems, []parser.Expr{e})
+			}
+		}
+		switch x.Kind {
+		case "GROUPING SETS":
+			return elems, nil
+		case "ROLLUP":
+			// (e1..en), (e1..en-1), ..., ().
+			out := make([][]parser.Expr, 0, len(elems)+1)
+			for n := len(elems); n >= 0; n-- {
+				var s []parser.Expr
+				for _, e := range elems[:n] {
+					s = append(s, e...)
+				}
+				out = append(out, s)
+			}
+			return out, nil
+		default: // CUBE
+			if len(elems) > 12 {
+				return nil, unsupportedAt(x, "CUBE over more than 12 elements is not supported")
+			}
+			out := make([][]parser.Expr, 0, 1<<len(elems))
+			for m := (1 << len(elems)) - 1; m >= 0; m-- {
+				var s []parser.Expr
+				for i, e := range elems {
+					if m&(1<<(len(elems)-1-i)) != 0 {
+						s = append(s, e...)
+					}
+				}
+				out = append(out, s)
+			}
+			return out, nil
+		}
+	}
+	return [][]parser.Expr{{it}}, nil
+}
+
+func formatSet(keys []parser.Expr, m uint64) string {
+	var parts []string
+	for i, k := range keys {
+		if m&(1<<uint(i)) != 0 {
+			parts = append(parts, parser.FormatExpr(k))
+		}
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// groupingID is the grouping id ($e) of set over n grouping columns.
+func groupingID(set uint64, n int) int64 {
+	var id int64
+	for i := 0; i < n; i++ {
+		id <<= 1
+		if set&(1<<uint(i)) == 0 {
+			id |= 1
+		}
+	}
+	return id
+}
+
+// groupingValue is GROUPING(args)/GROUPING_ID(args) for one set, args the
+// grouping column of each argument.
+func groupingValue(set uint64, args []int) int64 {
+	var v int64
+	for _, a := range args {
+		v <<= 1
+		if set&(1<<uint(a)) == 0 {
+			v |= 1
+		}
+	}
+	return v
+}
+
+// ExpandNode emits every input row once per grouping set (Flink's Expand).
+// Its rows are the input's with the set's missing grouping columns nulled,
+// followed by the grouping id $e.
+type ExpandNode struct {
+	base
+	Sets []exec.ExpandSet
+}
+
+func (n *ExpandNode) Describe() string {
+	in := n.inputs[0].Schema()
+	var b strings.Builder
+	b.WriteString("Expand(projects=[")
+	for i, s := range n.Sets {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("{")
+		for c, col := range in {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			nulled := false
+			for _, x := range s.Nulls {
+				nulled = nulled || x == c
+			}
+			if nulled {
+				b.WriteString("null AS ")
+			}
+			b.WriteString(col.Name)
+		}
+		b.WriteString(", " + strconv.FormatInt(s.ID, 10) + " AS $e}")
+	}
+	b.WriteString("])")
+	return b.String()
+}
+
+// forwardChanges implements changeForwarder: each output row keeps its
+// input row's kind.
+func (n *ExpandNode) forwardChanges(m types.ChangelogMode) { n.mode = m }
+
+// newExpand builds the Expand of sets over in, whose first nk columns are
+// the grouping columns.
+func newExpand(in Node, nk int, sets []uint64) *ExpandNode {
+	n := &ExpandNode{}
+	var missing uint64
+	for _, s := range sets {
+		es := exec.ExpandSet{ID: groupingID(s, nk)}
+		for i := 0; i < nk; i++ {
+			if s&(1<<uint(i)) == 0 {
+				es.Nulls = append(es.Nulls, i)
+				missing |= 1 << uint(i)
+			}
+		}
+		n.Sets = append(n.Sets, es)
+	}
+	schema := append(types.Schema(nil), in.Schema()...)
+	for i := 0; i < nk; i++ {
+		if missing&(1<<uint(i)) != 0 {
+			schema[i].Type = schema[i].Type.WithNullable(true)
+		}
+	}
+	schema = append(schema, types.Column{Name: "$e", Type: types.BigIntType.WithNullable(false)})
+	n.inputs, n.schema, n.mode = []Node{in}, schema, in.Mode()
+	return n
+}
+
+// groupingCall binds GROUPING(args) or GROUPING_ID(args) of a grouped
+// query: keyOf finds the grouping column of an argument (-1: not grouped);
+// ecol is the $e column of the aggregate's output (-1: one grouping set, no
+// Expand).
+func groupingCall(f *parser.FuncCall, keyOf func(parser.Expr) (int, error), sets []uint64, nk, ecol int) (expr.Expr, error) {
+	name := strings.ToUpper(f.FuncName())
+	if f.Distinct || f.Filter != nil || f.Over != nil {
+		return nil, errAt(f, "DISTINCT, FILTER and OVER are not allowed with %s", name)
+	}
+	args := f.ArgExprs()
+	if len(args) == 0 {
+		return nil, errAt(f, "Invalid number of arguments to function '%s'. Was expecting at least 1 argument", name)
+	}
+	if len(args) > maxGroupingColumns {
+		return nil, errAt(f, "%s takes at most %d arguments", name, maxGroupingColumns)
+	}
+	cols := make([]int, len(args))
+	for i, a := range args {
+		k, err := keyOf(a)
+		if err != nil {
+			return nil, err
+		}
+		if k < 0 {
+			return nil, errAt(a, "Argument to %s operator must be a grouped expression", name)
+		}
+		cols[i] = k
+	}
+	t := types.BigIntType.WithNullable(false)
+	lit := func(v int64) expr.Expr { return expr.Literal(types.Int(v), t) }
+	first := groupingValue(sets[0], cols)
+	same := true
+	for _, s := range sets[1:] {
+		same = same && groupingValue(s, cols) == first
+	}
+	if same || ecol < 0 {
+		return lit(first), nil
+	}
+	var whens, thens []expr.Expr
+	for _, s := range sets[:len(sets)-1] {
+		whens = append(whens, lit(groupingID(s, nk)))
+		thens = append(thens, lit(groupingValue(s, cols)))
+	}
+	x, err := expr.Case(expr.Column(ecol, "$e", t), whens, thens, lit(groupingValue(sets[len(sets)-1], cols)))
+	if err != nil {
+		return nil, errAt(f, "%s", err.Error())
+	}
+	return x, nil
+}
+
+func isGroupingFunction(name string) bool { return name == "GROUPING" || name == "GROUPING_ID" }
