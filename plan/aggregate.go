@@ -72,6 +72,31 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		if keyASTs, sets, err = flattenGroupBy(keyASTs); err != nil {
 			return nil, err
 		}
+		if isTVF {
+			// The window columns of a window TVF written inside the sets
+			// window the aggregation when every set holds them.
+			for i := len(keyASTs) - 1; i >= 0; i-- {
+				id, ok := keyASTs[i].(*parser.Ident)
+				if !ok {
+					continue
+				}
+				idx, used, msg := from.scope.resolve(id.Parts)
+				if msg != "" || used != len(id.Parts) || idx < inputWidth || !inEverySet(sets, i) {
+					continue
+				}
+				winCols[from.scope.cols[idx].Name] = true
+				keyASTs, sets = removeGroupingColumn(keyASTs, sets, i)
+			}
+			if !winCols["window_start"] || !winCols["window_end"] {
+				// Not a window aggregation after all: the window columns
+				// found stay grouping columns of a plain aggregation.
+				var err error
+				if keyASTs, sets, err = flattenGroupBy(s.GroupBy); err != nil {
+					return nil, err
+				}
+				winCols = map[string]bool{}
+			}
+		}
 	} else {
 		sets = []uint64{1<<uint(min(len(keyASTs), 64)) - 1}
 	}

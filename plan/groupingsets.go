@@ -167,6 +167,28 @@ func formatSet(keys []parser.Expr, m uint64) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
+// inEverySet reports whether grouping column i is in every set.
+func inEverySet(sets []uint64, i int) bool {
+	for _, s := range sets {
+		if s&(1<<uint(i)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// removeGroupingColumn drops grouping column i (in every set) from keys and
+// sets, renumbering the columns after it.
+func removeGroupingColumn(keys []parser.Expr, sets []uint64, i int) ([]parser.Expr, []uint64) {
+	keys = append(keys[:i:i], keys[i+1:]...)
+	low := uint64(1)<<uint(i) - 1
+	out := make([]uint64, len(sets))
+	for j, s := range sets {
+		out[j] = s&low | (s>>1)&^low
+	}
+	return keys, out
+}
+
 // groupingID is the grouping id ($e) of set over n grouping columns.
 func groupingID(set uint64, n int) int64 {
 	var id int64
@@ -185,7 +207,8 @@ func groupingValue(set uint64, args []int) int64 {
 	var v int64
 	for _, a := range args {
 		v <<= 1
-		if set&(1<<uint(a)) == 0 {
+		// Columns past 63 only occur without grouping sets: in the one set.
+		if a < 64 && set&(1<<uint(a)) == 0 {
 			v |= 1
 		}
 	}
