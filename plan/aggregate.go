@@ -101,6 +101,14 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		sets = []uint64{1<<uint(min(len(keyASTs), 64)) - 1}
 	}
 	expandSets := len(sets) > 1
+	var at parser.Node = s
+	if len(s.GroupBy) > 0 {
+		at = s.GroupBy[0]
+	}
+	setIDs, setDups, err := groupingSetIDs(at, sets, len(keyASTs))
+	if err != nil {
+		return nil, err
+	}
 
 	var input Node
 	var inScope *scope
@@ -315,7 +323,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	}
 	ecol := -1 // the grouping id $e in the aggregate's output
 	if expandSets {
-		e := newExpand(aggInput, len(keyExprs), sets)
+		e := newExpand(aggInput, len(keyExprs), sets, setIDs)
 		aggInput = e
 		ecol = len(keyExprs)
 		keyCols = append(keyCols, len(pre))
@@ -370,7 +378,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		case *parser.FuncCall:
 			name := strings.ToUpper(x.FuncName())
 			if isGroupingFunction(name) {
-				g, err := groupingCall(x, keyOf, sets, len(keyExprs), ecol)
+				g, err := groupingCall(x, keyOf, sets, setIDs, setDups, ecol)
 				return g, true, err
 			}
 			if x.Over == nil && isAggregateName(name) {

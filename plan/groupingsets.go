@@ -80,13 +80,27 @@ func flattenGroupBy(items []parser.Expr) ([]parser.Expr, []uint64, error) {
 		d := a ^ b
 		return a&(d&-d) != 0
 	})
-	for i := 1; i < len(sets); i++ {
-		if sets[i] == sets[i-1] {
-			return nil, nil, unsupportedAt(items[0], "duplicate grouping sets (%s listed more than once) are not supported yet: "+
-				"Flink returns each duplicate's groups once more (GROUP_ID()); list every grouping set once", formatSet(keys, sets[i]))
-		}
-	}
 	return keys, sets, nil
+}
+
+// groupingSetIDs returns the $e value of each of sets over nk grouping columns: the
+// grouping id, and above its nk bits the set's GROUP_ID() (0 for the first
+// of equal sets, 1 for the next …), so that a set listed twice expands
+// every row twice, into groups of their own, as Calcite's union of the
+// duplicates does. sets are sorted, so equal sets are adjacent.
+func groupingSetIDs(n parser.Node, sets []uint64, nk int) ([]int64, []int64, error) {
+	ids := make([]int64, len(sets))
+	dups := make([]int64, len(sets))
+	for i, s := range sets {
+		if i > 0 && sets[i-1] == s {
+			dups[i] = dups[i-1] + 1
+		}
+		if dups[i] != 0 && nk+bits.Len64(uint64(dups[i])) > maxGroupingColumns {
+			return nil, nil, unsupportedAt(n, "too many grouping columns and duplicate grouping sets for a BIGINT grouping id")
+		}
+		ids[i] = groupingID(s, nk) | dups[i]<<uint(nk)
+	}
+	return ids, dups, nil
 }
 
 // groupItemSets returns the alternatives one GROUP BY item stands for,
@@ -257,11 +271,11 @@ func (n *ExpandNode) forwardChanges(m types.ChangelogMode) { n.mode = m }
 
 // newExpand builds the Expand of sets over in, whose first nk columns are
 // the grouping columns.
-func newExpand(in Node, nk int, sets []uint64) *ExpandNode {
+func newExpand(in Node, nk int, sets []uint64, ids []int64) *ExpandNode {
 	n := &ExpandNode{}
 	var missing uint64
-	for _, s := range sets {
-		es := exec.ExpandSet{ID: groupingID(s, nk)}
+	for j, s := range sets {
+		es := exec.ExpandSet{ID: ids[j]}
 		for i := 0; i < nk; i++ {
 			if s&(1<<uint(i)) == 0 {
 				es.Nulls = append(es.Nulls, i)
@@ -281,16 +295,46 @@ func newExpand(in Node, nk int, sets []uint64) *ExpandNode {
 	return n
 }
 
-// groupingCall binds GROUPING(args) or GROUPING_ID(args) of a grouped
-// query: keyOf finds the grouping column of an argument (-1: not grouped);
-// ecol is the $e column of the aggregate's output (-1: one grouping set, no
+// groupingCall binds GROUPING(args), GROUPING_ID(args) or GROUP_ID() of
+// a grouped query: keyOf finds the grouping column of an argument (-1: not
+// grouped); ids and dups are the sets' $e values and GROUP_ID()s; ecol is
+// the $e column of the aggregate's output (-1: one grouping set, no
 // Expand).
-func groupingCall(f *parser.FuncCall, keyOf func(parser.Expr) (int, error), sets []uint64, nk, ecol int) (expr.Expr, error) {
+func groupingCall(f *parser.FuncCall, keyOf func(parser.Expr) (int, error), sets []uint64, ids, dups []int64, ecol int) (expr.Expr, error) {
 	name := strings.ToUpper(f.FuncName())
 	if f.Distinct || f.Filter != nil || f.Over != nil {
 		return nil, errAt(f, "DISTINCT, FILTER and OVER are not allowed with %s", name)
 	}
 	args := f.ArgExprs()
+	t := types.BigIntType.WithNullable(false)
+	lit := func(v int64) expr.Expr { return expr.Literal(types.Int(v), t) }
+	// perSet builds the value of each set as a CASE over $e.
+	perSet := func(val func(i int) int64) (expr.Expr, error) {
+		first := val(0)
+		same := true
+		for i := range sets {
+			same = same && val(i) == first
+		}
+		if same || ecol < 0 {
+			return lit(first), nil
+		}
+		var whens, thens []expr.Expr
+		for i := range sets[:len(sets)-1] {
+			whens = append(whens, lit(ids[i]))
+			thens = append(thens, lit(val(i)))
+		}
+		x, err := expr.Case(expr.Column(ecol, "$e", t), whens, thens, lit(val(len(sets)-1)))
+		if err != nil {
+			return nil, errAt(f, "%s", err.Error())
+		}
+		return x, nil
+	}
+	if name == "GROUP_ID" {
+		if len(args) != 0 {
+			return nil, errAt(f, "Invalid number of arguments to function 'GROUP_ID'. Was expecting 0 arguments")
+		}
+		return perSet(func(i int) int64 { return dups[i] })
+	}
 	if len(args) == 0 {
 		return nil, errAt(f, "Invalid number of arguments to function '%s'. Was expecting at least 1 argument", name)
 	}
@@ -308,26 +352,9 @@ func groupingCall(f *parser.FuncCall, keyOf func(parser.Expr) (int, error), sets
 		}
 		cols[i] = k
 	}
-	t := types.BigIntType.WithNullable(false)
-	lit := func(v int64) expr.Expr { return expr.Literal(types.Int(v), t) }
-	first := groupingValue(sets[0], cols)
-	same := true
-	for _, s := range sets[1:] {
-		same = same && groupingValue(s, cols) == first
-	}
-	if same || ecol < 0 {
-		return lit(first), nil
-	}
-	var whens, thens []expr.Expr
-	for _, s := range sets[:len(sets)-1] {
-		whens = append(whens, lit(groupingID(s, nk)))
-		thens = append(thens, lit(groupingValue(s, cols)))
-	}
-	x, err := expr.Case(expr.Column(ecol, "$e", t), whens, thens, lit(groupingValue(sets[len(sets)-1], cols)))
-	if err != nil {
-		return nil, errAt(f, "%s", err.Error())
-	}
-	return x, nil
+	return perSet(func(i int) int64 { return groupingValue(sets[i], cols) })
 }
 
-func isGroupingFunction(name string) bool { return name == "GROUPING" || name == "GROUPING_ID" }
+func isGroupingFunction(name string) bool {
+	return name == "GROUPING" || name == "GROUPING_ID" || name == "GROUP_ID"
+}
