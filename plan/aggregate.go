@@ -362,6 +362,12 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	}
 	probe := &binder{scope: inScope, clause: "SELECT", cancel: pc.cancel}
 	keyOf := func(a parser.Expr) (int, error) {
+		if id, ok := a.(*parser.Ident); ok && isTVF {
+			// A window column of the aggregation is in every set.
+			if idx, used, msg := from.scope.resolve(id.Parts); msg == "" && used == len(id.Parts) && idx >= inputWidth && winCols[from.scope.cols[idx].Name] {
+				return inEverySetColumn, nil
+			}
+		}
 		px, err := probe.bind(a)
 		if err != nil {
 			return 0, err

@@ -215,6 +215,10 @@ func groupingID(set uint64, n int) int64 {
 	return id
 }
 
+// inEverySetColumn is what keyOf returns for an argument of GROUPING that
+// is in every set without being a grouping column (a window column).
+const inEverySetColumn = -2
+
 // groupingValue is GROUPING(args)/GROUPING_ID(args) for one set, args the
 // grouping column of each argument.
 func groupingValue(set uint64, args []int) int64 {
@@ -222,7 +226,7 @@ func groupingValue(set uint64, args []int) int64 {
 	for _, a := range args {
 		v <<= 1
 		// Columns past 63 only occur without grouping sets: in the one set.
-		if a < 64 && set&(1<<uint(a)) == 0 {
+		if a >= 0 && a < 64 && set&(1<<uint(a)) == 0 {
 			v |= 1
 		}
 	}
@@ -347,13 +351,17 @@ func groupingCall(f *parser.FuncCall, keyOf func(parser.Expr) (int, error), sets
 		if err != nil {
 			return nil, err
 		}
-		if k < 0 {
+		if k == -1 {
 			return nil, errAt(a, "Argument to %s operator must be a grouped expression", name)
 		}
 		cols[i] = k
 	}
 	return perSet(func(i int) int64 { return groupingValue(sets[i], cols) })
 }
+
+// GroupingFunctions lists GROUPING, GROUPING_ID and GROUP_ID, which a
+// grouped query computes from its grouping sets (for SHOW FUNCTIONS).
+func GroupingFunctions() []string { return []string{"GROUPING", "GROUPING_ID", "GROUP_ID"} }
 
 func isGroupingFunction(name string) bool {
 	return name == "GROUPING" || name == "GROUPING_ID" || name == "GROUP_ID"
