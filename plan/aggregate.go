@@ -37,12 +37,13 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	if isTVF {
 		inputWidth = len(tvf.node.Inputs()[0].Schema())
 	}
+	hasSets := false
 	for _, g := range s.GroupBy {
 		switch x := g.(type) {
 		case *parser.GroupingSet:
-			return nil, unsupportedAt(x, "%s is not supported yet", x.Kind)
+			hasSets = true
 		case *parser.RowExpr:
-			return nil, unsupportedAt(x, "grouping sets are not supported yet")
+			hasSets = hasSets || !x.Explicit
 		case *parser.FuncCall:
 			if isGroupWindowFunction(strings.ToUpper(x.FuncName())) {
 				if legacy != nil {
@@ -61,6 +62,52 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 			}
 		}
 		keyASTs = append(keyASTs, g)
+	}
+	// Grouping sets: the grouping columns are the distinct expressions of
+	// all sets; sets[i] holds the columns of set i. Without grouping sets
+	// the one set holds every GROUP BY expression.
+	var sets []uint64
+	if hasSets {
+		var err error
+		if keyASTs, sets, err = flattenGroupBy(keyASTs); err != nil {
+			return nil, err
+		}
+		if isTVF {
+			// The window columns of a window TVF written inside the sets
+			// window the aggregation when every set holds them.
+			for i := len(keyASTs) - 1; i >= 0; i-- {
+				id, ok := keyASTs[i].(*parser.Ident)
+				if !ok {
+					continue
+				}
+				idx, used, msg := from.scope.resolve(id.Parts)
+				if msg != "" || used != len(id.Parts) || idx < inputWidth || !inEverySet(sets, i) {
+					continue
+				}
+				winCols[from.scope.cols[idx].Name] = true
+				keyASTs, sets = removeGroupingColumn(keyASTs, sets, i)
+			}
+			if !winCols["window_start"] || !winCols["window_end"] {
+				// Not a window aggregation after all: the window columns
+				// found stay grouping columns of a plain aggregation.
+				var err error
+				if keyASTs, sets, err = flattenGroupBy(s.GroupBy); err != nil {
+					return nil, err
+				}
+				winCols = map[string]bool{}
+			}
+		}
+	} else {
+		sets = []uint64{1<<uint(min(len(keyASTs), 64)) - 1}
+	}
+	expandSets := len(sets) > 1
+	var at parser.Node = s
+	if len(s.GroupBy) > 0 {
+		at = s.GroupBy[0]
+	}
+	setIDs, setDups, err := groupingSetIDs(at, sets, len(keyASTs))
+	if err != nil {
+		return nil, err
 	}
 
 	var input Node
@@ -268,16 +315,26 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 			cond = c
 		}
 	}
-	preCalc := newCalc(input, pre, cond, preSchema)
+	var aggInput Node = newCalc(input, pre, cond, preSchema)
 
 	keyCols := make([]int, len(keyExprs))
 	for i := range keyCols {
 		keyCols[i] = i
 	}
-	ex := pc.keyedExchange(preCalc, keyCols)
+	ecol := -1 // the grouping id $e in the aggregate's output
+	if expandSets {
+		e := newExpand(aggInput, len(keyExprs), sets, setIDs)
+		aggInput = e
+		ecol = len(keyExprs)
+		keyCols = append(keyCols, len(pre))
+	}
+	ex := pc.keyedExchange(aggInput, keyCols)
 	var aggSchema types.Schema
-	for i, k := range keyExprs {
-		aggSchema = append(aggSchema, types.Column{Name: keyNames[i], Type: k.Type().WithoutTimeAttr()})
+	for i := range keyExprs {
+		aggSchema = append(aggSchema, types.Column{Name: keyNames[i], Type: aggInput.Schema()[i].Type.WithoutTimeAttr()})
+	}
+	if expandSets {
+		aggSchema = append(aggSchema, aggInput.Schema()[len(pre)])
 	}
 	for _, a := range aggs {
 		aggSchema = append(aggSchema, types.Column{Name: a.name, Type: a.result})
@@ -296,7 +353,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		wagg.inputs, wagg.schema, wagg.mode = []Node{ex}, aggSchema, types.InsertOnly
 		aggNode = wagg
 	}
-	nk, na := len(keyExprs), len(aggs)
+	nk, na := len(keyCols), len(aggs)
 
 	// Pass 2: bind the select list and HAVING over the aggregation's output.
 	legacyArgs := ""
@@ -304,10 +361,32 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		legacyArgs = argsText(legacy)
 	}
 	probe := &binder{scope: inScope, clause: "SELECT", cancel: pc.cancel}
+	keyOf := func(a parser.Expr) (int, error) {
+		if id, ok := a.(*parser.Ident); ok && isTVF {
+			// A window column of the aggregation is in every set.
+			if idx, used, msg := from.scope.resolve(id.Parts); msg == "" && used == len(id.Parts) && idx >= inputWidth && winCols[from.scope.cols[idx].Name] {
+				return inEverySetColumn, nil
+			}
+		}
+		px, err := probe.bind(a)
+		if err != nil {
+			return 0, err
+		}
+		for k, kx := range keyExprs {
+			if kx.String() == px.String() {
+				return k, nil
+			}
+		}
+		return -1, nil
+	}
 	hook := func(e parser.Expr) (expr.Expr, bool, error) {
 		switch x := e.(type) {
 		case *parser.FuncCall:
 			name := strings.ToUpper(x.FuncName())
+			if isGroupingFunction(name) {
+				g, err := groupingCall(x, keyOf, sets, setIDs, setDups, ecol)
+				return g, true, err
+			}
 			if x.Over == nil && isAggregateName(name) {
 				i := aggIndex[parser.FormatExpr(x)]
 				return expr.Column(nk+i, aggs[i].name, aggs[i].result), true, nil

@@ -447,6 +447,13 @@ func (b *binder) funcCall(n *parser.FuncCall) (expr.Expr, error) {
 		}
 		return nil, errAt(n, "Aggregate expression is illegal in %s clause", b.clauseName())
 	}
+	if isGroupingFunction(name) {
+		// A grouped query's SELECT and HAVING bind GROUPING themselves.
+		if c := b.clauseName(); c != "SELECT" && c != "HAVING" {
+			return nil, errAt(n, "%s operator may only occur in SELECT, HAVING or ORDER BY clause", name)
+		}
+		return nil, errAt(n, "%s operator may only occur in an aggregate query", name)
+	}
 	if n.Over != nil {
 		return nil, unsupportedAt(n, "%s OVER (...) is not supported yet", name)
 	}

@@ -196,6 +196,13 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		return appendOp(v, x.Describe(), gb.lookupOp(x)), nil
 	case *TemporalJoinNode:
 		return gb.temporalJoin(x)
+	case *ExpandNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		width, sets := len(x.inputs[0].Schema()), x.Sets
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewExpand(width, sets) }), nil
 	case *UnnestNode:
 		v, err := gb.build(x.inputs[0])
 		if err != nil {

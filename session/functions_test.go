@@ -63,6 +63,7 @@ var functionSamples = map[string]string{
 var aggregateSamples = map[string]string{
 	"avg": "AVG(i)", "json_arrayagg": "JSON_ARRAYAGG(i)", "json_objectagg": "JSON_OBJECTAGG(KEY s VALUE i)", "collect": "COLLECT(i)", "count": "COUNT(i)", "first_value": "FIRST_VALUE(s)", "last_value": "LAST_VALUE(s)",
 	"listagg": "LISTAGG(s)", "max": "MAX(i)", "min": "MIN(i)", "stddev": "STDDEV(d)", "stddev_pop": "STDDEV_POP(d)",
+	"grouping": "GROUPING(i)", "grouping_id": "GROUPING_ID(i)", "group_id": "GROUP_ID()",
 	"stddev_samp": "STDDEV_SAMP(d)", "sum": "SUM(i)", "var_pop": "VAR_POP(d)", "var_samp": "VAR_SAMP(d)", "variance": "VARIANCE(d)",
 }
 

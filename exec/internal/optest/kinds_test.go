@@ -206,6 +206,18 @@ var restoreCases = []restoreCase{
 		want:   []string{"+I(a, 1, 1)", "+I(b, 1, 2)", "-U(a, 1, 1)", "+U(a, 2, 4)", "+I(d, 1, 4)"},
 	},
 	{
+		name:  "grouping sets",
+		query: "SELECT bidder, COUNT(*), SUM(price), GROUPING(bidder) FROM bids GROUP BY ROLLUP(bidder)",
+		// Every row counts for its bidder (GROUPING 0) and then for the
+		// total (bidder NULL, GROUPING 1), in that order (the sets'
+		// order in the Expand).
+		script: []pstep{read(0, 1), read(0, 1), read(0, 2), end()},
+		want: []string{"+I(a, 1, 1, 0)", "+I(NULL, 1, 1, 1)",
+			"+I(b, 1, 2, 0)", "-U(NULL, 1, 1, 1)", "+U(NULL, 2, 3, 1)",
+			"-U(a, 1, 1, 0)", "+U(a, 2, 4, 0)", "-U(NULL, 2, 3, 1)", "+U(NULL, 3, 6, 1)",
+			"+I(d, 1, 4, 0)", "-U(NULL, 3, 6, 1)", "+U(NULL, 4, 10, 1)"},
+	},
+	{
 		name: "window aggregate",
 		query: `SELECT window_start, window_end, COUNT(*), SUM(price)
 FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end`,
