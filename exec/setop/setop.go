@@ -14,8 +14,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -89,24 +91,27 @@ type setOp struct {
 	cols  []int
 	b     *kv.Backend
 	state *kv.ValueState[counts]
-	kbuf  []byte
-	out   *types.Batch
-	// cache holds decoded counts in front of the backend, written back at
-	// every snapshot (and when it outgrows maxCached); a key whose counts
-	// went to zero stays until then to clear its entry.
-	cache     map[string]*cached
-	maxCached int // 0: unbounded (hashmap)
+	// cache holds the decoded counts in front of the backend (KEYED.md
+	// rule 2); a row whose counts go back to zero is removed at once.
+	cache *statecache.Cache[counts]
+	slots countSlots
+	em    exec.Emitter
 }
 
-type cached struct {
-	c     counts
-	hash  uint64
-	dirty bool
-}
+// countSlots holds the cached counts by id.
+type countSlots []counts
 
-// bytesPerCached estimates a cache entry's memory: map slot, key string of
-// a few values, the entry.
-const bytesPerCached = 128
+func (c *countSlots) Grow(n int) {
+	for len(*c) < n {
+		*c = append(*c, counts{})
+	}
+}
+func (c *countSlots) Load(id int32, v counts) error { (*c)[id] = v; return nil }
+func (c *countSlots) Value(id int32) counts         { return (*c)[id] }
+func (c *countSlots) Clear(id int32)                { (*c)[id] = counts{} }
+
+// stateName is the counts' state; its codec's id versions the encoding.
+const stateName = "setop-counts"
 
 // New returns the operator.
 func New(spec Spec) (exec.Operator, error) {
@@ -117,79 +122,39 @@ func New(spec Spec) (exec.Operator, error) {
 	for i := range cols {
 		cols[i] = i
 	}
-	return &setOp{spec: spec, cols: cols, out: types.NewBatch(spec.Width, 0)}, nil
+	s := &setOp{spec: spec, cols: cols}
+	s.em.Init(spec.Width, 0)
+	return s, nil
 }
 
 // OpenKeyedState implements exec.KeyedOperator: the per-row counts live in
 // the backend, with a write-back cache of decoded counts in front.
 func (s *setOp) OpenKeyedState(b *kv.Backend) error {
-	st, err := kv.NewValueState[counts](b, "setop-counts", countsCodec{}, kv.Options{})
+	st, err := kv.NewValueState[counts](b, stateName, countsCodec{}, kv.Options{})
 	if err != nil {
-		return err
+		return fmt.Errorf("setop: %w", err)
+	}
+	fresh, err := statecache.Empty(b)
+	if err != nil {
+		return fmt.Errorf("setop: %w", err)
 	}
 	s.b, s.state = b, st
-	s.cache = map[string]*cached{}
-	if budget := b.MemoryBudget(); budget > 0 {
-		// rocksdb: a quarter of the instance's budget, so that state larger
-		// than memory works.
-		s.maxCached = max(int(budget/4/bytesPerCached), 1024)
-	}
-	if s.spec.MaxCached > 0 {
-		s.maxCached = s.spec.MaxCached
+	s.cache = statecache.New(b, st, &s.slots, statecache.Config{
+		KeyCols: s.cols, ValueBytes: int(unsafe.Sizeof(counts{})), Limit: s.spec.MaxCached,
+	}, fresh)
+	if err := s.cache.Preload(stateName, countsCodec{}); err != nil {
+		return fmt.Errorf("setop: %w", err)
 	}
 	return nil
 }
 
 // PrepareSnapshot implements exec.KeyedOperator: the changed counts are
 // written back to the backend.
-func (s *setOp) PrepareSnapshot(exec.CheckpointID) error { return s.flush(false) }
-
-// flush writes every dirty entry back; with drop it also empties the cache.
-func (s *setOp) flush(drop bool) error {
-	for k, e := range s.cache {
-		if e.dirty {
-			if err := s.b.SetCurrentKey(e.hash, []byte(k)); err != nil {
-				return err
-			}
-			var err error
-			if e.c == (counts{}) {
-				err = s.state.Clear(nil)
-			} else {
-				err = s.state.Put(nil, e.c)
-			}
-			if err != nil {
-				return err
-			}
-			e.dirty = false
-		}
-		if drop || e.c == (counts{}) {
-			delete(s.cache, k)
-		}
+func (s *setOp) PrepareSnapshot(exec.CheckpointID) error {
+	if err := s.cache.Flush(); err != nil {
+		return fmt.Errorf("setop: %w", err)
 	}
 	return nil
-}
-
-// lookup returns the cache entry of the key in kbuf (hash h), loading it
-// from the backend on a miss.
-func (s *setOp) lookup(h uint64) (*cached, error) {
-	if e, ok := s.cache[string(s.kbuf)]; ok {
-		return e, nil
-	}
-	if s.maxCached > 0 && len(s.cache) >= s.maxCached {
-		if err := s.flush(true); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.b.SetCurrentKey(h, s.kbuf); err != nil {
-		return nil, err
-	}
-	c, _, err := s.state.Get(nil)
-	if err != nil {
-		return nil, err
-	}
-	e := &cached{c: c, hash: h}
-	s.cache[string(s.kbuf)] = e
-	return e, nil
 }
 
 func (s *setOp) Open(*exec.OperatorContext) error {
@@ -203,46 +168,53 @@ func (s *setOp) ProcessBatch(input int, b *types.Batch, out exec.Output) error {
 	if input < 0 || input > 1 {
 		return fmt.Errorf("setop: input %d of a two-input operator", input)
 	}
-	s.out.Reset()
+	if b.Width() < s.spec.Width {
+		return fmt.Errorf("setop: rows of %d columns for a set operation over %d", b.Width(), s.spec.Width)
+	}
 	for i, row := range b.Rows {
 		h := types.HashColumns(row, s.cols)
-		buf := s.kbuf[:0]
-		for _, v := range row[:s.spec.Width] {
-			buf = types.AppendValue(buf, v)
-		}
-		s.kbuf = buf
-		e, err := s.lookup(h)
+		id, found, err := s.cache.Get(row, h)
 		if err != nil {
-			return err
+			return fmt.Errorf("setop: %w", err)
 		}
-		before := s.spec.multiplicity(e.c)
-		if b.Kinds[i].IsAccumulate() {
-			e.c[input]++
-			e.dirty = true
-		} else if e.c[input] > 0 {
-			e.c[input]--
-			e.dirty = true
-		} // a retraction of a row never counted leaves the counts alone
-		after := s.spec.multiplicity(e.c)
+		acc := b.Kinds[i].IsAccumulate()
+		if !found {
+			if !acc {
+				continue // a retraction of a row never counted changes nothing
+			}
+			if id, err = s.cache.Create(row, h); err != nil {
+				return fmt.Errorf("setop: %w", err)
+			}
+		}
+		c := &s.slots[id]
+		before := s.spec.multiplicity(*c)
+		if acc {
+			c[input]++
+		} else if c[input] > 0 {
+			c[input]--
+		} else {
+			continue // as above, for this input
+		}
+		after := s.spec.multiplicity(*c)
+		if *c == (counts{}) {
+			if err := s.cache.Remove(id); err != nil {
+				return fmt.Errorf("setop: %w", err)
+			}
+		} else {
+			s.cache.Written(id)
+		}
 		kind := types.Insert
 		n := after - before
 		if n < 0 {
 			kind, n = types.Delete, -n
 		}
 		for ; n > 0; n-- {
-			s.out.AppendRow(kind, row[:s.spec.Width])
-			if s.out.Full() {
-				if err := out.Push(s.out); err != nil {
-					return err
-				}
-				s.out.Reset()
+			if err := s.em.Copy(kind, row[:s.spec.Width], out); err != nil {
+				return err
 			}
 		}
 	}
-	if s.out.Len() > 0 {
-		return out.Push(s.out)
-	}
-	return nil
+	return s.em.Flush(out)
 }
 
 // ProcessWatermark forwards the watermark: the result carries no time
