@@ -14,6 +14,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 	"unsafe"
 
 	"github.com/flinksql/flinksql/exec"
@@ -42,6 +44,11 @@ type Spec struct {
 	// derives from a rocksdb backend's memory budget, and a hashmap
 	// backend's cache holds every key.
 	MaxCached int
+	// StateTTL is table.exec.state.ttl (0: none): a row's counts not
+	// changed for that long are forgotten, as Flink's idle state retention
+	// forgets the state of the aggregates and joins it plans set
+	// operations as.
+	StateTTL time.Duration
 }
 
 // multiplicity is how many times a row with these counts is in the result.
@@ -96,6 +103,8 @@ type setOp struct {
 	cache *statecache.Cache[counts]
 	slots countSlots
 	em    exec.Emitter
+	ttl   statecache.Sweeper
+	ctx   *exec.OperatorContext
 }
 
 // countSlots holds the cached counts by id.
@@ -122,7 +131,10 @@ func New(spec Spec) (exec.Operator, error) {
 	for i := range cols {
 		cols[i] = i
 	}
-	s := &setOp{spec: spec, cols: cols}
+	if spec.StateTTL < 0 {
+		return nil, fmt.Errorf("setop: negative state TTL %v", spec.StateTTL)
+	}
+	s := &setOp{spec: spec, cols: cols, ttl: statecache.NewSweeper(spec.StateTTL)}
 	s.em.Init(spec.Width, 0)
 	return s, nil
 }
@@ -130,7 +142,7 @@ func New(spec Spec) (exec.Operator, error) {
 // OpenKeyedState implements exec.KeyedOperator: the per-row counts live in
 // the backend, with a write-back cache of decoded counts in front.
 func (s *setOp) OpenKeyedState(b *kv.Backend) error {
-	st, err := kv.NewValueState[counts](b, stateName, countsCodec{}, kv.Options{})
+	st, err := kv.NewValueState[counts](b, stateName, countsCodec{}, s.ttl.Options())
 	if err != nil {
 		return fmt.Errorf("setop: %w", err)
 	}
@@ -140,7 +152,7 @@ func (s *setOp) OpenKeyedState(b *kv.Backend) error {
 	}
 	s.b, s.state = b, st
 	s.cache = statecache.New(b, st, &s.slots, statecache.Config{
-		KeyCols: s.cols, ValueBytes: int(unsafe.Sizeof(counts{})), Limit: s.spec.MaxCached,
+		KeyCols: s.cols, TTL: s.ttl.TTL, ValueBytes: int(unsafe.Sizeof(counts{})), Limit: s.spec.MaxCached,
 	}, fresh)
 	if err := s.cache.Preload(stateName, countsCodec{}); err != nil {
 		return fmt.Errorf("setop: %w", err)
@@ -151,15 +163,54 @@ func (s *setOp) OpenKeyedState(b *kv.Backend) error {
 // PrepareSnapshot implements exec.KeyedOperator: the changed counts are
 // written back to the backend.
 func (s *setOp) PrepareSnapshot(exec.CheckpointID) error {
+	if s.ctx != nil {
+		s.cache.SetNow(s.now()) // an entry expired since is not written back
+	}
 	if err := s.cache.Flush(); err != nil {
 		return fmt.Errorf("setop: %w", err)
 	}
 	return nil
 }
 
-func (s *setOp) Open(*exec.OperatorContext) error {
+func (s *setOp) Open(ctx *exec.OperatorContext) error {
 	if s.state == nil {
 		return errors.New("setop: opened without keyed state")
+	}
+	if s.ttl.Enabled() && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
+		return errors.New("setop: state TTL needs a clock and processing timers")
+	}
+	s.ctx = ctx
+	if s.cache.Len() > 0 { // restored: sweep what expires
+		s.schedule(s.now())
+	}
+	return nil
+}
+
+// now is the processing time, or 0 without TTL (nothing reads it then).
+func (s *setOp) now() int64 {
+	if !s.ttl.Enabled() {
+		return 0
+	}
+	return s.ctx.Now()
+}
+
+// schedule arms the sweep for when state last written at oldest expires.
+func (s *setOp) schedule(oldest int64) {
+	if s.ttl.Enabled() {
+		s.ttl.Schedule(s.ctx.RegisterProcessingTimer, oldest+s.ttl.TTL)
+	}
+}
+
+// OnProcessingTime implements exec.ProcessingTimeHandler: the sweep drops
+// the cached counts whose TTL ran out (the backend's TTL hides its own),
+// so idle rows leave memory.
+func (s *setOp) OnProcessingTime(t int64, _ exec.Output) error {
+	if !s.ttl.Due(t) || s.cache == nil {
+		return nil
+	}
+	s.cache.SetNow(t)
+	if oldest := s.cache.Sweep(); oldest != math.MaxInt64 {
+		s.schedule(oldest)
 	}
 	return nil
 }
@@ -171,6 +222,8 @@ func (s *setOp) ProcessBatch(input int, b *types.Batch, out exec.Output) error {
 	if b.Width() < s.spec.Width {
 		return fmt.Errorf("setop: rows of %d columns for a set operation over %d", b.Width(), s.spec.Width)
 	}
+	now := s.now()
+	s.cache.SetNow(now)
 	for i, row := range b.Rows {
 		h := types.HashColumns(row, s.cols)
 		id, found, err := s.cache.Get(row, h)
@@ -214,6 +267,9 @@ func (s *setOp) ProcessBatch(input int, b *types.Batch, out exec.Output) error {
 			}
 		}
 	}
+	if s.cache.Len() > 0 {
+		s.schedule(now)
+	}
 	return s.em.Flush(out)
 }
 
@@ -224,4 +280,7 @@ func (s *setOp) ProcessWatermark(wm int64, out exec.Output) error { return out.P
 func (s *setOp) Finish(exec.Output) error { return nil }
 func (s *setOp) Close() error             { return nil }
 
-var _ exec.KeyedOperator = (*setOp)(nil)
+var (
+	_ exec.KeyedOperator         = (*setOp)(nil)
+	_ exec.ProcessingTimeHandler = (*setOp)(nil)
+)
