@@ -94,7 +94,7 @@ func (gb *graphBuilder) setOpVertex(x *SetOpNode) (*exec.Vertex, error) {
 	}
 	v := gb.newVertex("", gb.p.cfg.Parallelism)
 	v.Inputs = inputs
-	spec := setop.Spec{Kind: setop.Intersect, All: x.All, Width: len(x.schema)}
+	spec := setop.Spec{Kind: setop.Intersect, All: x.All, Width: len(x.schema), StateTTL: gb.p.cfg.StateTTL}
 	if x.Op == "EXCEPT" {
 		spec.Kind = setop.Except
 	}

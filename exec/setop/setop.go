@@ -14,8 +14,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"time"
+	"unsafe"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -40,6 +44,11 @@ type Spec struct {
 	// derives from a rocksdb backend's memory budget, and a hashmap
 	// backend's cache holds every key.
 	MaxCached int
+	// StateTTL is table.exec.state.ttl (0: none): a row's counts not
+	// changed for that long are forgotten, as Flink's idle state retention
+	// forgets the state of the aggregates and joins it plans set
+	// operations as.
+	StateTTL time.Duration
 }
 
 // multiplicity is how many times a row with these counts is in the result.
@@ -89,24 +98,29 @@ type setOp struct {
 	cols  []int
 	b     *kv.Backend
 	state *kv.ValueState[counts]
-	kbuf  []byte
-	out   *types.Batch
-	// cache holds decoded counts in front of the backend, written back at
-	// every snapshot (and when it outgrows maxCached); a key whose counts
-	// went to zero stays until then to clear its entry.
-	cache     map[string]*cached
-	maxCached int // 0: unbounded (hashmap)
+	// cache holds the decoded counts in front of the backend (KEYED.md
+	// rule 2); a row whose counts go back to zero is removed at once.
+	cache *statecache.Cache[counts]
+	slots countSlots
+	em    exec.Emitter
+	ttl   statecache.Sweeper
+	ctx   *exec.OperatorContext
 }
 
-type cached struct {
-	c     counts
-	hash  uint64
-	dirty bool
-}
+// countSlots holds the cached counts by id.
+type countSlots []counts
 
-// bytesPerCached estimates a cache entry's memory: map slot, key string of
-// a few values, the entry.
-const bytesPerCached = 128
+func (c *countSlots) Grow(n int) {
+	for len(*c) < n {
+		*c = append(*c, counts{})
+	}
+}
+func (c *countSlots) Load(id int32, v counts) error { (*c)[id] = v; return nil }
+func (c *countSlots) Value(id int32) counts         { return (*c)[id] }
+func (c *countSlots) Clear(id int32)                { (*c)[id] = counts{} }
+
+// stateName is the counts' state; its codec's id versions the encoding.
+const stateName = "setop-counts"
 
 // New returns the operator.
 func New(spec Spec) (exec.Operator, error) {
@@ -117,84 +131,86 @@ func New(spec Spec) (exec.Operator, error) {
 	for i := range cols {
 		cols[i] = i
 	}
-	return &setOp{spec: spec, cols: cols, out: types.NewBatch(spec.Width, 0)}, nil
+	if spec.StateTTL < 0 {
+		return nil, fmt.Errorf("setop: negative state TTL %v", spec.StateTTL)
+	}
+	s := &setOp{spec: spec, cols: cols, ttl: statecache.NewSweeper(spec.StateTTL)}
+	s.em.Init(spec.Width, 0)
+	return s, nil
 }
 
 // OpenKeyedState implements exec.KeyedOperator: the per-row counts live in
 // the backend, with a write-back cache of decoded counts in front.
 func (s *setOp) OpenKeyedState(b *kv.Backend) error {
-	st, err := kv.NewValueState[counts](b, "setop-counts", countsCodec{}, kv.Options{})
+	st, err := kv.NewValueState[counts](b, stateName, countsCodec{}, s.ttl.Options())
 	if err != nil {
-		return err
+		return fmt.Errorf("setop: %w", err)
+	}
+	fresh, err := statecache.Empty(b)
+	if err != nil {
+		return fmt.Errorf("setop: %w", err)
 	}
 	s.b, s.state = b, st
-	s.cache = map[string]*cached{}
-	if budget := b.MemoryBudget(); budget > 0 {
-		// rocksdb: a quarter of the instance's budget, so that state larger
-		// than memory works.
-		s.maxCached = max(int(budget/4/bytesPerCached), 1024)
-	}
-	if s.spec.MaxCached > 0 {
-		s.maxCached = s.spec.MaxCached
+	s.cache = statecache.New(b, st, &s.slots, statecache.Config{
+		KeyCols: s.cols, TTL: s.ttl.TTL, ValueBytes: int(unsafe.Sizeof(counts{})), Limit: s.spec.MaxCached,
+	}, fresh)
+	if err := s.cache.Preload(stateName, countsCodec{}); err != nil {
+		return fmt.Errorf("setop: %w", err)
 	}
 	return nil
 }
 
 // PrepareSnapshot implements exec.KeyedOperator: the changed counts are
 // written back to the backend.
-func (s *setOp) PrepareSnapshot(exec.CheckpointID) error { return s.flush(false) }
-
-// flush writes every dirty entry back; with drop it also empties the cache.
-func (s *setOp) flush(drop bool) error {
-	for k, e := range s.cache {
-		if e.dirty {
-			if err := s.b.SetCurrentKey(e.hash, []byte(k)); err != nil {
-				return err
-			}
-			var err error
-			if e.c == (counts{}) {
-				err = s.state.Clear(nil)
-			} else {
-				err = s.state.Put(nil, e.c)
-			}
-			if err != nil {
-				return err
-			}
-			e.dirty = false
-		}
-		if drop || e.c == (counts{}) {
-			delete(s.cache, k)
-		}
+func (s *setOp) PrepareSnapshot(exec.CheckpointID) error {
+	if s.ctx != nil {
+		s.cache.SetNow(s.now()) // an entry expired since is not written back
+	}
+	if err := s.cache.Flush(); err != nil {
+		return fmt.Errorf("setop: %w", err)
 	}
 	return nil
 }
 
-// lookup returns the cache entry of the key in kbuf (hash h), loading it
-// from the backend on a miss.
-func (s *setOp) lookup(h uint64) (*cached, error) {
-	if e, ok := s.cache[string(s.kbuf)]; ok {
-		return e, nil
-	}
-	if s.maxCached > 0 && len(s.cache) >= s.maxCached {
-		if err := s.flush(true); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.b.SetCurrentKey(h, s.kbuf); err != nil {
-		return nil, err
-	}
-	c, _, err := s.state.Get(nil)
-	if err != nil {
-		return nil, err
-	}
-	e := &cached{c: c, hash: h}
-	s.cache[string(s.kbuf)] = e
-	return e, nil
-}
-
-func (s *setOp) Open(*exec.OperatorContext) error {
+func (s *setOp) Open(ctx *exec.OperatorContext) error {
 	if s.state == nil {
 		return errors.New("setop: opened without keyed state")
+	}
+	if s.ttl.Enabled() && (ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil) {
+		return errors.New("setop: state TTL needs a clock and processing timers")
+	}
+	s.ctx = ctx
+	if s.cache.Len() > 0 { // restored: sweep what expires
+		s.schedule(s.now())
+	}
+	return nil
+}
+
+// now is the processing time, or 0 without TTL (nothing reads it then).
+func (s *setOp) now() int64 {
+	if !s.ttl.Enabled() {
+		return 0
+	}
+	return s.ctx.Now()
+}
+
+// schedule arms the sweep for when state last written at oldest expires.
+func (s *setOp) schedule(oldest int64) {
+	if s.ttl.Enabled() {
+		s.ttl.Schedule(s.ctx.RegisterProcessingTimer, oldest+s.ttl.TTL)
+	}
+}
+
+// OnProcessingTime implements exec.ProcessingTimeHandler: the sweep drops
+// the cached counts whose TTL ran out (the backend's TTL hides its own),
+// so idle rows leave memory.
+func (s *setOp) OnProcessingTime(t int64, _ exec.Output) error {
+	if !s.ttl.Due(t) || s.cache == nil {
+		return nil
+	}
+	s.cache.SetNow(t)
+	if oldest := s.cache.Sweep(); oldest != math.MaxInt64 {
+		s.schedule(oldest)
 	}
 	return nil
 }
@@ -203,46 +219,58 @@ func (s *setOp) ProcessBatch(input int, b *types.Batch, out exec.Output) error {
 	if input < 0 || input > 1 {
 		return fmt.Errorf("setop: input %d of a two-input operator", input)
 	}
-	s.out.Reset()
+	if b.Width() < s.spec.Width {
+		return fmt.Errorf("setop: rows of %d columns for a set operation over %d", b.Width(), s.spec.Width)
+	}
+	now := s.now()
+	s.cache.SetNow(now)
 	for i, row := range b.Rows {
 		h := types.HashColumns(row, s.cols)
-		buf := s.kbuf[:0]
-		for _, v := range row[:s.spec.Width] {
-			buf = types.AppendValue(buf, v)
-		}
-		s.kbuf = buf
-		e, err := s.lookup(h)
+		id, found, err := s.cache.Get(row, h)
 		if err != nil {
-			return err
+			return fmt.Errorf("setop: %w", err)
 		}
-		before := s.spec.multiplicity(e.c)
-		if b.Kinds[i].IsAccumulate() {
-			e.c[input]++
-			e.dirty = true
-		} else if e.c[input] > 0 {
-			e.c[input]--
-			e.dirty = true
-		} // a retraction of a row never counted leaves the counts alone
-		after := s.spec.multiplicity(e.c)
+		acc := b.Kinds[i].IsAccumulate()
+		if !found {
+			if !acc {
+				continue // a retraction of a row never counted changes nothing
+			}
+			if id, err = s.cache.Create(row, h); err != nil {
+				return fmt.Errorf("setop: %w", err)
+			}
+		}
+		c := &s.slots[id]
+		before := s.spec.multiplicity(*c)
+		if acc {
+			c[input]++
+		} else if c[input] > 0 {
+			c[input]--
+		} else {
+			continue // as above, for this input
+		}
+		after := s.spec.multiplicity(*c)
+		if *c == (counts{}) {
+			if err := s.cache.Remove(id); err != nil {
+				return fmt.Errorf("setop: %w", err)
+			}
+		} else {
+			s.cache.Written(id)
+		}
 		kind := types.Insert
 		n := after - before
 		if n < 0 {
 			kind, n = types.Delete, -n
 		}
 		for ; n > 0; n-- {
-			s.out.AppendRow(kind, row[:s.spec.Width])
-			if s.out.Full() {
-				if err := out.Push(s.out); err != nil {
-					return err
-				}
-				s.out.Reset()
+			if err := s.em.Copy(kind, row[:s.spec.Width], out); err != nil {
+				return err
 			}
 		}
 	}
-	if s.out.Len() > 0 {
-		return out.Push(s.out)
+	if s.cache.Len() > 0 {
+		s.schedule(now)
 	}
-	return nil
+	return s.em.Flush(out)
 }
 
 // ProcessWatermark forwards the watermark: the result carries no time
@@ -252,4 +280,7 @@ func (s *setOp) ProcessWatermark(wm int64, out exec.Output) error { return out.P
 func (s *setOp) Finish(exec.Output) error { return nil }
 func (s *setOp) Close() error             { return nil }
 
-var _ exec.KeyedOperator = (*setOp)(nil)
+var (
+	_ exec.KeyedOperator         = (*setOp)(nil)
+	_ exec.ProcessingTimeHandler = (*setOp)(nil)
+)

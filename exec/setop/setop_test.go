@@ -2,9 +2,11 @@ package setop
 
 import (
 	"testing"
+	"time"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
+	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -126,5 +128,59 @@ func TestEviction(t *testing.T) {
 			want = []string{"+I(a, 1)", "+I(a, 1)", "-D(a, 1)", "-D(a, 1)", "+I(NULL, 3)", "-D(NULL, 3)", "+I(b, 2)"}
 		}
 		check(t, spec, want...)
+	}
+}
+
+// timed advances the processing-time clock to clock (firing the sweep
+// timers due) and then feeds its changes.
+type timed struct {
+	clock   int64
+	changes step
+}
+
+func (s timed) Run(t *testing.T, op exec.Operator, rt *optest.Runtime, c *optest.Collector) {
+	t.Helper()
+	rt.AdvanceTo(t, s.clock, op, c)
+	s.changes.Run(t, op, rt, c)
+}
+
+// TestStateTTL: with table.exec.state.ttl of 10 s a row's counts are
+// forgotten 10 s after their last change (Flink's OnCreateAndWrite and
+// NeverReturnExpired), through every restore, on both backends, and also
+// when the counts go through the backend at almost every row.
+func TestStateTTL(t *testing.T) {
+	script := []timed{
+		{0, step{l(ins, "a", 1)}},     // a (1,0): in the result
+		{5000, step{r(ins, "b", 2)}},  // b (0,1)
+		{11000, step{r(ins, "a", 1)}}, // a expired at 10 s: (0,1), nothing to retract
+		{14000, step{l(ins, "b", 2)}}, // b written at 5 s, live until 15 s: (1,1)
+		// a written at 11 s, expired at 21 s: (1,0) again; b written at
+		// 14 s, expired at 24 s: its retraction finds nothing
+		{26000, step{l(ins, "a", 1), l(del, "b", 2)}},
+		{27000, step{r(ins, "b", 2), l(ins, "b", 2)}}, // b (1,1): nothing
+	}
+	for _, limit := range []int{0, 1} {
+		spec := Spec{Kind: Except, Width: 2, StateTTL: 10 * time.Second, MaxCached: limit}
+		optest.CheckRestores(t, func() (exec.Operator, error) { return New(spec) },
+			func() *optest.Collector { return &optest.Collector{} }, 0, script, 0,
+			"+I(a, 1)",
+			"+I(a, 1)")
+	}
+}
+
+// TestStateTTLNeedsClock: TTL without processing time is refused at Open,
+// and a negative TTL by New.
+func TestStateTTLNeedsClock(t *testing.T) {
+	if _, err := New(Spec{Kind: Intersect, Width: 1, StateTTL: -time.Second}); err == nil {
+		t.Error("negative TTL accepted")
+	}
+	op, err := New(Spec{Kind: Intersect, Width: 1, StateTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := optest.NewKeyed(t, image.Hashmap)
+	k.Open(t, op.(exec.KeyedOperator))
+	if err := op.Open(&exec.OperatorContext{}); err == nil {
+		t.Error("TTL without a clock accepted")
 	}
 }
