@@ -468,4 +468,4 @@ func varint(src []byte) (int64, []byte, error) {
 }
 
 func (o *operator) Finish(exec.Output) error { return nil }
-func (o *operator) Close() error              { o.pending = nil; return nil }
+func (o *operator) Close() error             { o.pending = nil; return nil }
