@@ -196,19 +196,8 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	if o.out == nil {
-		o.width = b.Width()
-		for _, c := range o.spec.KeyCols {
-			if c >= o.width {
-				return fmt.Errorf("over aggregate: key column %d out of range for rows of width %d", c, o.width)
-			}
-		}
-		if o.spec.TimeCol >= o.width {
-			return fmt.Errorf("over aggregate: time column %d out of range for rows of width %d", o.spec.TimeCol, o.width)
-		}
-		o.out = types.NewBatch(o.width+o.spec.Aggs.NumAggs(), types.DefaultBatchSize)
-	} else if b.Width() != o.width {
-		return fmt.Errorf("over aggregate: input rows of width %d after rows of width %d", b.Width(), o.width)
+	if err := o.init(b.Width()); err != nil {
+		return err
 	}
 	for i, row := range b.Rows {
 		if k := b.Kinds[i]; k != types.Insert {
@@ -250,6 +239,28 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 		}
 	}
 	return o.flush(out)
+}
+
+// init sizes the output for input rows of width w (from the first batch, or
+// from restored rows when a watermark comes first after a restore).
+func (o *operator) init(w int) error {
+	if o.out != nil {
+		if w != o.width {
+			return fmt.Errorf("over aggregate: input rows of width %d after rows of width %d", w, o.width)
+		}
+		return nil
+	}
+	for _, c := range o.spec.KeyCols {
+		if c >= w {
+			return fmt.Errorf("over aggregate: key column %d out of range for rows of width %d", c, w)
+		}
+	}
+	if o.spec.TimeCol >= w {
+		return fmt.Errorf("over aggregate: time column %d out of range for rows of width %d", o.spec.TimeCol, w)
+	}
+	o.width = w
+	o.out = types.NewBatch(w+o.spec.Aggs.NumAggs(), types.DefaultBatchSize)
+	return nil
 }
 
 func (o *operator) flush(out exec.Output) error {
@@ -355,6 +366,9 @@ func (o *operator) processGroup(ts int64, out exec.Output) error {
 	}
 	rangeFrame := !o.spec.Rows
 	emit := func(row types.Row) error {
+		if err := o.init(len(row)); err != nil {
+			return err
+		}
 		if err := h.Result(o.acc, o.res); err != nil {
 			return fmt.Errorf("over aggregate: %w", err)
 		}
