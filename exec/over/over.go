@@ -16,9 +16,11 @@ package over
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -82,6 +84,35 @@ type pendingKey struct {
 	min  int64 // smallest buffered timestamp
 }
 
+// frameRow is a row retained in a bounded frame.
+type frameRow struct {
+	ts  int64
+	row types.Row
+}
+
+// group is the buffered rows of one timestamp, in arrival order.
+type group struct {
+	ts   int64
+	rows []types.Row
+}
+
+// keyState is the decoded state of one key, cached in front of the
+// backend: the frame's accumulator, its retained rows (sequence numbers
+// first…next-1) and, on event time, the rows waiting for the watermark.
+// Changes are written back at a checkpoint and on eviction.
+type keyState struct {
+	hash uint64
+	key  []byte
+	acc  []types.Value
+
+	first, next   int64
+	rows          []frameRow // the rows first…next-1
+	sFirst, sNext int64      // the rows the backend holds
+	pend          []group    // sorted by timestamp
+
+	dirty, bufDirty bool
+}
+
 type operator struct {
 	spec    Spec
 	b       *kv.Backend
@@ -93,14 +124,16 @@ type operator struct {
 	pending map[string]pendingKey // event time: keys with buffered rows
 	width   int
 
+	cache     map[string]*keyState
+	limit     int // keys the cache may hold before it is written back and emptied
+	maxCached int // overrides limit (tests)
+
 	out    *types.Batch
-	acc    []types.Value
 	res    []types.Value
 	keyBuf []byte
 	buf    []byte
-	group  []types.Row // rows of one timestamp being processed
-	ts     []int64
-	row    types.Row
+	slab   []types.Value // backing store of buffered and retained rows
+	due    []string
 }
 
 func (o *operator) bounded() bool { return o.spec.Preceding != Unbounded }
@@ -121,6 +154,16 @@ func (o *operator) OpenKeyedState(b *kv.Backend) error {
 		}
 	}
 	o.b = b
+	o.cache = map[string]*keyState{}
+	o.limit = 0 // unbounded on hashmap: the backend holds everything in memory anyway
+	if b.Kind() == image.RocksDB {
+		// A quarter of the budget at a rough 4 KB per key (accumulator
+		// and a frame of rows).
+		o.limit = max(16, int(b.MemoryBudget()/4/4096))
+	}
+	if o.maxCached > 0 {
+		o.limit = o.maxCached
+	}
 	if o.buffer == nil {
 		return nil
 	}
@@ -170,26 +213,168 @@ func decodeKey(src []byte, n int) (types.Row, error) {
 	return vals, nil
 }
 
-// PrepareSnapshot: everything lives in the backend.
-func (o *operator) PrepareSnapshot(exec.CheckpointID) error { return nil }
+// PrepareSnapshot writes the changed cached keys back to the backend.
+func (o *operator) PrepareSnapshot(exec.CheckpointID) error {
+	for _, ks := range o.cache {
+		if err := o.writeBack(ks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evict writes back and empties the cache once it holds more keys than
+// its bound (rocksdb: state larger than memory).
+func (o *operator) evict() error {
+	if o.limit == 0 || len(o.cache) <= o.limit {
+		return nil
+	}
+	if err := o.PrepareSnapshot(0); err != nil {
+		return err
+	}
+	clear(o.cache)
+	o.slab = nil
+	return nil
+}
+
+func (o *operator) writeBack(ks *keyState) error {
+	if !ks.dirty && !ks.bufDirty {
+		return nil
+	}
+	if err := o.b.SetCurrentKey(ks.hash, ks.key); err != nil {
+		return fmt.Errorf("over aggregate: %w", err)
+	}
+	if ks.dirty {
+		if o.rows != nil {
+			for seq := ks.sFirst; seq < min(ks.first, ks.sNext); seq++ {
+				if err := o.rows.Delete(nil, seq); err != nil {
+					return fmt.Errorf("over aggregate: %w", err)
+				}
+			}
+			for seq := max(ks.sNext, ks.first); seq < ks.next; seq++ {
+				r := ks.rows[seq-ks.first]
+				o.buf = types.AppendRow(binary.AppendVarint(o.buf[:0], r.ts), r.row)
+				if err := o.rows.Put(nil, seq, o.buf); err != nil {
+					return fmt.Errorf("over aggregate: %w", err)
+				}
+			}
+		}
+		o.buf = binary.AppendVarint(o.buf[:0], ks.first)
+		o.buf = binary.AppendVarint(o.buf, ks.next)
+		o.buf = types.AppendRow(o.buf, ks.acc)
+		if err := o.meta.Put(nil, o.buf); err != nil {
+			return fmt.Errorf("over aggregate: %w", err)
+		}
+		ks.sFirst, ks.sNext, ks.dirty = ks.first, ks.next, false
+	}
+	if ks.bufDirty {
+		if err := o.buffer.Clear(nil); err != nil {
+			return fmt.Errorf("over aggregate: %w", err)
+		}
+		for _, g := range ks.pend {
+			o.buf = o.buf[:0]
+			for _, r := range g.rows {
+				o.buf = types.AppendRow(o.buf, r)
+			}
+			if err := o.buffer.Put(nil, g.ts, o.buf); err != nil {
+				return fmt.Errorf("over aggregate: %w", err)
+			}
+		}
+		ks.bufDirty = false
+	}
+	return nil
+}
+
+// lookup returns the cached state of the key (keyBuf, hash), loading it
+// from the backend on a miss.
+func (o *operator) lookup(hash uint64, key []byte) (*keyState, error) {
+	if ks, ok := o.cache[string(key)]; ok {
+		return ks, nil
+	}
+	ks := &keyState{hash: hash, key: append([]byte(nil), key...), acc: make([]types.Value, o.spec.Aggs.AccWidth())}
+	if err := o.b.SetCurrentKey(hash, key); err != nil {
+		return nil, fmt.Errorf("over aggregate: %w", err)
+	}
+	m, ok, err := o.meta.Get(nil)
+	if err != nil {
+		return nil, fmt.Errorf("over aggregate: %w", err)
+	}
+	if ok {
+		var acc types.Row
+		if ks.first, m, err = varint(m); err == nil {
+			if ks.next, m, err = varint(m); err == nil {
+				acc, _, err = types.DecodeRow(m)
+			}
+		}
+		if err != nil || len(acc) != len(ks.acc) {
+			return nil, fmt.Errorf("over aggregate: corrupt frame state")
+		}
+		copy(ks.acc, acc)
+		for seq := ks.first; seq < ks.next && o.rows != nil; seq++ {
+			v, ok, err := o.rows.Get(nil, seq)
+			if err != nil {
+				return nil, fmt.Errorf("over aggregate: %w", err)
+			}
+			if !ok {
+				return nil, fmt.Errorf("over aggregate: corrupt frame state: row %d missing", seq)
+			}
+			ts, v, err := varint(v)
+			if err != nil {
+				return nil, fmt.Errorf("over aggregate: corrupt frame state: %w", err)
+			}
+			r, _, err := types.DecodeRow(v)
+			if err != nil {
+				return nil, fmt.Errorf("over aggregate: corrupt frame state: %w", err)
+			}
+			ks.rows = append(ks.rows, frameRow{ts: ts, row: r})
+		}
+		ks.sFirst, ks.sNext = ks.first, ks.next
+	} else {
+		o.spec.Aggs.Init(ks.acc)
+	}
+	if o.buffer != nil {
+		var derr error
+		err := o.buffer.Ascend(nil, nil, func(ts int64, v []byte) bool {
+			g := group{ts: ts}
+			for len(v) > 0 {
+				var r types.Row
+				if r, v, derr = types.DecodeRow(v); derr != nil {
+					return false
+				}
+				g.rows = append(g.rows, r)
+			}
+			ks.pend = append(ks.pend, g)
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("over aggregate: buffered rows: %w", err)
+		}
+	}
+	o.cache[string(ks.key)] = ks
+	return ks, nil
+}
+
+// copyRow copies r into the slab, so that it outlives the input batch.
+func (o *operator) copyRow(r types.Row) types.Row {
+	if len(o.slab) < len(r) {
+		o.slab = make([]types.Value, max(4096, len(r)))
+	}
+	c := o.slab[:len(r):len(r)]
+	o.slab = o.slab[len(r):]
+	copy(c, r)
+	return c
+}
 
 func (o *operator) Open(ctx *exec.OperatorContext) error {
 	if o.b == nil {
 		return fmt.Errorf("over aggregate: opened without its keyed state backend")
 	}
 	o.ctx = ctx
-	o.acc = make([]types.Value, o.spec.Aggs.AccWidth())
 	o.res = make([]types.Value, o.spec.Aggs.NumAggs())
 	return nil
-}
-
-func (o *operator) setKey(row types.Row) (uint64, error) {
-	h := types.HashColumns(row, o.spec.KeyCols)
-	o.keyBuf = o.keyBuf[:0]
-	for _, c := range o.spec.KeyCols {
-		o.keyBuf = types.AppendValue(o.keyBuf, row[c])
-	}
-	return h, o.b.SetCurrentKey(h, o.keyBuf)
 }
 
 func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
@@ -203,13 +388,17 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 		if k := b.Kinds[i]; k != types.Insert {
 			return fmt.Errorf("over aggregate: the input must be insert-only, got a %s row", k)
 		}
-		h, err := o.setKey(row)
-		if err != nil {
-			return fmt.Errorf("over aggregate: %w", err)
+		h := types.HashColumns(row, o.spec.KeyCols)
+		o.keyBuf = o.keyBuf[:0]
+		for _, c := range o.spec.KeyCols {
+			o.keyBuf = types.AppendValue(o.keyBuf, row[c])
 		}
 		if o.spec.TimeCol < 0 {
-			o.group = append(o.group[:0], row)
-			if err := o.processGroup(o.ctx.Now(), out); err != nil {
+			ks, err := o.lookup(h, o.keyBuf)
+			if err != nil {
+				return err
+			}
+			if err := o.processGroup(ks, o.ctx.Now(), []types.Row{row}, out); err != nil {
 				return err
 			}
 			continue
@@ -223,22 +412,28 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 			o.ctx.Metrics.LateRowsDropped.Add(1)
 			continue
 		}
-		old, _, err := o.buffer.Get(nil, ts)
+		ks, err := o.lookup(h, o.keyBuf)
 		if err != nil {
-			return fmt.Errorf("over aggregate: %w", err)
+			return err
 		}
-		o.buf = types.AppendRow(append(o.buf[:0], old...), row)
-		if err := o.buffer.Put(nil, ts, o.buf); err != nil {
-			return fmt.Errorf("over aggregate: %w", err)
+		j := sort.Search(len(ks.pend), func(i int) bool { return ks.pend[i].ts >= ts })
+		if j < len(ks.pend) && ks.pend[j].ts == ts {
+			ks.pend[j].rows = append(ks.pend[j].rows, o.copyRow(row))
+		} else {
+			ks.pend = slices.Insert(ks.pend, j, group{ts: ts, rows: []types.Row{o.copyRow(row)}})
 		}
+		ks.bufDirty = true
 		if p, ok := o.pending[string(o.keyBuf)]; !ok {
-			o.pending[string(o.keyBuf)] = pendingKey{hash: h, key: append([]byte(nil), o.keyBuf...), min: ts}
+			o.pending[string(ks.key)] = pendingKey{hash: h, key: ks.key, min: ts}
 		} else if ts < p.min {
 			p.min = ts
-			o.pending[string(o.keyBuf)] = p
+			o.pending[string(ks.key)] = p
 		}
 	}
-	return o.flush(out)
+	if err := o.flush(out); err != nil {
+		return err
+	}
+	return o.evict()
 }
 
 // init sizes the output for input rows of width w (from the first batch, or
@@ -276,19 +471,22 @@ func (o *operator) ProcessWatermark(wm int64, out exec.Output) error {
 	o.wm = wm
 	if o.buffer != nil && len(o.pending) > 0 {
 		// Keys in a stable order, so that output is deterministic.
-		var due []string
+		o.due = o.due[:0]
 		for k, p := range o.pending {
 			if p.min <= wm {
-				due = append(due, k)
+				o.due = append(o.due, k)
 			}
 		}
-		sort.Strings(due)
-		for _, k := range due {
+		sort.Strings(o.due)
+		for _, k := range o.due {
 			if err := o.fire(k, wm, out); err != nil {
 				return err
 			}
 		}
 		if err := o.flush(out); err != nil {
+			return err
+		}
+		if err := o.evict(); err != nil {
 			return err
 		}
 	}
@@ -298,42 +496,24 @@ func (o *operator) ProcessWatermark(wm int64, out exec.Output) error {
 // fire processes the buffered rows of key k up to the watermark.
 func (o *operator) fire(k string, wm int64, out exec.Output) error {
 	p := o.pending[k]
-	if err := o.b.SetCurrentKey(p.hash, p.key); err != nil {
-		return fmt.Errorf("over aggregate: %w", err)
-	}
-	o.ts = o.ts[:0]
-	var groups [][]byte
-	next, more := int64(0), false
-	err := o.buffer.Ascend(nil, nil, func(ts int64, v []byte) bool {
-		if ts > wm {
-			next, more = ts, true
-			return false
-		}
-		o.ts = append(o.ts, ts)
-		groups = append(groups, append([]byte(nil), v...))
-		return true
-	})
+	ks, err := o.lookup(p.hash, p.key)
 	if err != nil {
-		return fmt.Errorf("over aggregate: %w", err)
+		return err
 	}
-	for i, ts := range o.ts {
-		o.group = o.group[:0]
-		for src := groups[i]; len(src) > 0; {
-			r, rest, err := types.DecodeRow(src)
-			if err != nil {
-				return fmt.Errorf("over aggregate: corrupt buffered row: %w", err)
-			}
-			o.group, src = append(o.group, r), rest
-		}
-		if err := o.buffer.Delete(nil, ts); err != nil {
-			return fmt.Errorf("over aggregate: %w", err)
-		}
-		if err := o.processGroup(ts, out); err != nil {
+	n := 0
+	for n < len(ks.pend) && ks.pend[n].ts <= wm {
+		if err := o.processGroup(ks, ks.pend[n].ts, ks.pend[n].rows, out); err != nil {
 			return err
 		}
+		n++
 	}
-	if more {
-		p.min = next
+	if n > 0 {
+		clear(ks.pend[:n])
+		ks.pend = slices.Delete(ks.pend, 0, n)
+		ks.bufDirty = true
+	}
+	if len(ks.pend) > 0 {
+		p.min = ks.pend[0].ts
 		o.pending[k] = p
 	} else {
 		delete(o.pending, k)
@@ -341,35 +521,15 @@ func (o *operator) fire(k string, wm int64, out exec.Output) error {
 	return nil
 }
 
-// processGroup runs the rows of o.group, all of timestamp ts and of the
-// current key, through the frame and emits them.
-func (o *operator) processGroup(ts int64, out exec.Output) error {
+// processGroup runs rows, all of timestamp ts and of key ks, through the
+// frame and emits them.
+func (o *operator) processGroup(ks *keyState, ts int64, rows []types.Row, out exec.Output) error {
 	h := o.spec.Aggs
-	first, next := int64(0), int64(0)
-	m, ok, err := o.meta.Get(nil)
-	if err != nil {
-		return fmt.Errorf("over aggregate: %w", err)
-	}
-	if ok {
-		var acc types.Row
-		if first, m, err = varint(m); err == nil {
-			if next, m, err = varint(m); err == nil {
-				acc, _, err = types.DecodeRow(m)
-			}
-		}
-		if err != nil || len(acc) != len(o.acc) {
-			return fmt.Errorf("over aggregate: corrupt frame state")
-		}
-		copy(o.acc, acc)
-	} else {
-		h.Init(o.acc)
-	}
-	rangeFrame := !o.spec.Rows
 	emit := func(row types.Row) error {
 		if err := o.init(len(row)); err != nil {
 			return err
 		}
-		if err := h.Result(o.acc, o.res); err != nil {
+		if err := h.Result(ks.acc, o.res); err != nil {
 			return fmt.Errorf("over aggregate: %w", err)
 		}
 		if o.out.Full() {
@@ -382,94 +542,60 @@ func (o *operator) processGroup(ts int64, out exec.Output) error {
 		copy(dst[o.width:], o.res)
 		return nil
 	}
-	for _, row := range o.group {
-		if err := h.Accumulate(o.acc, row); err != nil {
+	ks.dirty = true
+	for _, row := range rows {
+		if err := h.Accumulate(ks.acc, row); err != nil {
 			return fmt.Errorf("over aggregate: %w", err)
 		}
 		if o.bounded() {
-			o.buf = types.AppendRow(binary.AppendVarint(o.buf[:0], ts), row)
-			if err := o.rows.Put(nil, next, o.buf); err != nil {
-				return fmt.Errorf("over aggregate: %w", err)
+			r := row
+			if o.spec.TimeCol < 0 {
+				r = o.copyRow(row) // a proctime row is still the input batch's
 			}
-			next++
+			ks.rows = append(ks.rows, frameRow{ts: ts, row: r})
+			ks.next++
 			if o.spec.Rows {
 				// The frame holds the current row and Preceding rows before it.
-				for next-first > o.spec.Preceding+1 {
-					if err := o.retract(first); err != nil {
+				for ks.next-ks.first > o.spec.Preceding+1 {
+					if err := o.retract(ks); err != nil {
 						return err
 					}
-					first++
 				}
 			}
 		}
-		if !rangeFrame {
+		if o.spec.Rows {
 			if err := emit(row); err != nil {
 				return err
 			}
 		}
 	}
-	if rangeFrame {
-		if o.bounded() {
-			// Rows older than ts - Preceding leave the frame.
-			for first < next {
-				v, ok, err := o.rows.Get(nil, first)
-				if err != nil {
-					return fmt.Errorf("over aggregate: %w", err)
-				}
-				if !ok {
-					return fmt.Errorf("over aggregate: corrupt frame state: row %d missing", first)
-				}
-				rts, _, err := varint(v)
-				if err != nil {
-					return fmt.Errorf("over aggregate: corrupt frame state: %w", err)
-				}
-				if rts >= ts-o.spec.Preceding {
-					break
-				}
-				if err := o.retract(first); err != nil {
-					return err
-				}
-				first++
-			}
-		}
-		for _, row := range o.group {
-			if err := emit(row); err != nil {
+	if o.spec.Rows {
+		return nil
+	}
+	if o.bounded() {
+		// Rows older than ts - Preceding leave the frame.
+		for len(ks.rows) > 0 && ks.rows[0].ts < ts-o.spec.Preceding {
+			if err := o.retract(ks); err != nil {
 				return err
 			}
 		}
 	}
-	o.buf = binary.AppendVarint(o.buf[:0], first)
-	o.buf = binary.AppendVarint(o.buf, next)
-	o.buf = types.AppendRow(o.buf, o.acc)
-	if err := o.meta.Put(nil, o.buf); err != nil {
-		return fmt.Errorf("over aggregate: %w", err)
+	for _, row := range rows {
+		if err := emit(row); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// retract removes retained row seq from the frame.
-func (o *operator) retract(seq int64) error {
-	v, ok, err := o.rows.Get(nil, seq)
-	if err != nil {
+// retract removes the oldest retained row from the frame of ks.
+func (o *operator) retract(ks *keyState) error {
+	if err := o.spec.Aggs.Retract(ks.acc, ks.rows[0].row); err != nil {
 		return fmt.Errorf("over aggregate: %w", err)
 	}
-	if !ok {
-		return fmt.Errorf("over aggregate: corrupt frame state: row %d missing", seq)
-	}
-	_, v, err = varint(v)
-	if err != nil {
-		return fmt.Errorf("over aggregate: corrupt frame state: %w", err)
-	}
-	r, _, err := types.DecodeRow(v)
-	if err != nil {
-		return fmt.Errorf("over aggregate: corrupt frame state: %w", err)
-	}
-	if err := o.spec.Aggs.Retract(o.acc, r); err != nil {
-		return fmt.Errorf("over aggregate: %w", err)
-	}
-	if err := o.rows.Delete(nil, seq); err != nil {
-		return fmt.Errorf("over aggregate: %w", err)
-	}
+	ks.rows[0] = frameRow{}
+	ks.rows = ks.rows[1:]
+	ks.first++
 	return nil
 }
 
@@ -482,4 +608,4 @@ func varint(src []byte) (int64, []byte, error) {
 }
 
 func (o *operator) Finish(exec.Output) error { return nil }
-func (o *operator) Close() error             { o.pending = nil; return nil }
+func (o *operator) Close() error             { o.pending, o.cache = nil, nil; return nil }

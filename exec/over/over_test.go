@@ -76,6 +76,24 @@ func builder(t *testing.T, spec Spec, aggs ...string) func() (exec.Operator, err
 	}
 }
 
+// checkRestores runs optest.CheckRestores twice: with the cache as the
+// backend sizes it, and with a cache of one key, so that every batch and
+// watermark ends by writing back and dropping the cached keys and every
+// key is loaded from the backend again: the output must not change.
+func checkRestores(t *testing.T, build func() (exec.Operator, error), script []step, late int64, want ...string) {
+	t.Helper()
+	optest.CheckRestores(t, build, newCollector, 0, script, late, want...)
+	t.Run("evicting", func(t *testing.T) {
+		optest.CheckRestores(t, func() (exec.Operator, error) {
+			op, err := build()
+			if err == nil {
+				op.(*operator).maxCached = 1
+			}
+			return op, err
+		}, newCollector, 0, script, late, want...)
+	})
+}
+
 // The input of the event-time tests: a 2 and a 3 share 3 s (peers); a 4
 // at 2 s arrives after the watermark 2 s and is late.
 var script = []step{
@@ -89,8 +107,8 @@ var script = []step{
 // TestRowsPreceding: ROWS BETWEEN 2 PRECEDING AND CURRENT ROW; peers are
 // separate rows in arrival order; leaving rows are retracted (MAX too).
 func TestRowsPreceding(t *testing.T) {
-	optest.CheckRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: 2, Rows: true, Preceding: 2}, "SUM", "COUNT", "MAX"),
-		newCollector, 0, script, 1,
+	checkRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: 2, Rows: true, Preceding: 2}, "SUM", "COUNT", "MAX"),
+		script, 1,
 		"+I(a, 1, 1s, 1, 1, 1)",
 		"WM(2s)",
 		"+I(a, 2, 3s, 3, 2, 2)",
@@ -106,8 +124,8 @@ func TestRowsPreceding(t *testing.T) {
 // TestRangePreceding: RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND
 // CURRENT ROW: rows in [T - 2 s, T], peers included.
 func TestRangePreceding(t *testing.T) {
-	optest.CheckRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: 2, Preceding: 2000}, "SUM", "COUNT(*)", "MIN"),
-		newCollector, 0, script, 1,
+	checkRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: 2, Preceding: 2000}, "SUM", "COUNT(*)", "MIN"),
+		script, 1,
 		"+I(a, 1, 1s, 1, 1, 1)",
 		"WM(2s)",
 		"+I(a, 2, 3s, 6, 3, 1)",
@@ -123,15 +141,15 @@ func TestRangePreceding(t *testing.T) {
 // TestUnbounded: ROWS and RANGE UNBOUNDED PRECEDING differ on peers.
 func TestUnbounded(t *testing.T) {
 	t.Run("rows", func(t *testing.T) {
-		optest.CheckRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: 2, Rows: true, Preceding: Unbounded}, "SUM"),
-			newCollector, 0, script, 1,
+		checkRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: 2, Rows: true, Preceding: Unbounded}, "SUM"),
+			script, 1,
 			"+I(a, 1, 1s, 1)", "WM(2s)",
 			"+I(a, 2, 3s, 3)", "+I(a, 3, 3s, 6)", "+I(b, 5, 3s, 5)", "WM(4s)",
 			"+I(a, 6, 5s, 12)", "+I(a, 7, 6s, 19)", "WM(max)")
 	})
 	t.Run("range", func(t *testing.T) {
-		optest.CheckRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: 2, Preceding: Unbounded}, "SUM"),
-			newCollector, 0, script, 1,
+		checkRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: 2, Preceding: Unbounded}, "SUM"),
+			script, 1,
 			"+I(a, 1, 1s, 1)", "WM(2s)",
 			"+I(a, 2, 3s, 6)", "+I(a, 3, 3s, 6)", "+I(b, 5, 3s, 5)", "WM(4s)",
 			"+I(a, 6, 5s, 12)", "+I(a, 7, 6s, 19)", "WM(max)")
@@ -141,8 +159,8 @@ func TestUnbounded(t *testing.T) {
 // TestProcTime: ordered by processing time, rows are processed on arrival
 // (nothing is late, nothing waits for a watermark).
 func TestProcTime(t *testing.T) {
-	optest.CheckRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: -1, Rows: true, Preceding: 1}, "SUM"),
-		newCollector, 0, script, 0,
+	checkRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: -1, Rows: true, Preceding: 1}, "SUM"),
+		script, 0,
 		"+I(a, 1, 1s, 1)", "+I(a, 2, 3s, 3)", "+I(b, 5, 3s, 5)", "+I(a, 3, 3s, 5)",
 		"WM(2s)",
 		"+I(a, 4, 2s, 7)", "+I(a, 6, 5s, 10)",
