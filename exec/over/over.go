@@ -14,6 +14,7 @@
 package over
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -59,7 +60,7 @@ func New(spec Spec) (exec.Operator, error) {
 			return nil, fmt.Errorf("over aggregate: invalid key column %d", c)
 		}
 	}
-	return &operator{spec: spec, wm: exec.MinWatermark, pending: map[string]pendingKey{}}, nil
+	return &operator{spec: spec, wm: exec.MinWatermark, pending: map[string]*pendingKey{}}, nil
 }
 
 // State names. buffer: event-time rows waiting for the watermark, by
@@ -81,7 +82,8 @@ func (c codec) Decode(src []byte) ([]byte, error)  { return src, nil }
 type pendingKey struct {
 	hash uint64
 	key  []byte
-	min  int64 // smallest buffered timestamp
+	min  int64     // smallest buffered timestamp
+	ks   *keyState // the key's cached state, nil when not cached
 }
 
 // frameRow is a row retained in a bounded frame.
@@ -111,6 +113,7 @@ type keyState struct {
 	pend          []group    // sorted by timestamp
 
 	dirty, bufDirty bool
+	pk              *pendingKey // the key's entry in pending, if any
 }
 
 type operator struct {
@@ -121,7 +124,7 @@ type operator struct {
 	rows    *kv.MapState[int64, []byte]
 	ctx     *exec.OperatorContext
 	wm      int64
-	pending map[string]pendingKey // event time: keys with buffered rows
+	pending map[string]*pendingKey // event time: keys with buffered rows
 	width   int
 
 	cache     map[string]*keyState
@@ -133,7 +136,7 @@ type operator struct {
 	keyBuf []byte
 	buf    []byte
 	slab   []types.Value // backing store of buffered and retained rows
-	due    []string
+	due    []*pendingKey
 }
 
 func (o *operator) bounded() bool { return o.spec.Preceding != Unbounded }
@@ -183,7 +186,7 @@ func (o *operator) OpenKeyedState(b *kv.Backend) error {
 			if err != nil {
 				return err
 			}
-			p = pendingKey{hash: types.HashColumns(vals, allCols(len(vals))), key: []byte(k), min: ts}
+			p = &pendingKey{hash: types.HashColumns(vals, allCols(len(vals))), key: []byte(k), min: ts}
 		}
 		if ts < p.min {
 			p.min = ts
@@ -233,6 +236,9 @@ func (o *operator) evict() error {
 		return err
 	}
 	clear(o.cache)
+	for _, p := range o.pending {
+		p.ks = nil
+	}
 	o.slab = nil
 	return nil
 }
@@ -353,6 +359,9 @@ func (o *operator) lookup(hash uint64, key []byte) (*keyState, error) {
 			return nil, fmt.Errorf("over aggregate: buffered rows: %w", err)
 		}
 	}
+	if p, ok := o.pending[string(ks.key)]; ok {
+		p.ks, ks.pk = ks, p
+	}
 	o.cache[string(ks.key)] = ks
 	return ks, nil
 }
@@ -423,11 +432,11 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 			ks.pend = slices.Insert(ks.pend, j, group{ts: ts, rows: []types.Row{o.copyRow(row)}})
 		}
 		ks.bufDirty = true
-		if p, ok := o.pending[string(o.keyBuf)]; !ok {
-			o.pending[string(ks.key)] = pendingKey{hash: h, key: ks.key, min: ts}
+		if p := ks.pk; p == nil {
+			ks.pk = &pendingKey{hash: h, key: ks.key, min: ts, ks: ks}
+			o.pending[string(ks.key)] = ks.pk
 		} else if ts < p.min {
 			p.min = ts
-			o.pending[string(ks.key)] = p
 		}
 	}
 	if err := o.flush(out); err != nil {
@@ -472,17 +481,18 @@ func (o *operator) ProcessWatermark(wm int64, out exec.Output) error {
 	if o.buffer != nil && len(o.pending) > 0 {
 		// Keys in a stable order, so that output is deterministic.
 		o.due = o.due[:0]
-		for k, p := range o.pending {
+		for _, p := range o.pending {
 			if p.min <= wm {
-				o.due = append(o.due, k)
+				o.due = append(o.due, p)
 			}
 		}
-		sort.Strings(o.due)
-		for _, k := range o.due {
-			if err := o.fire(k, wm, out); err != nil {
+		slices.SortFunc(o.due, func(a, b *pendingKey) int { return bytes.Compare(a.key, b.key) })
+		for _, p := range o.due {
+			if err := o.fire(p, wm, out); err != nil {
 				return err
 			}
 		}
+		clear(o.due)
 		if err := o.flush(out); err != nil {
 			return err
 		}
@@ -494,11 +504,13 @@ func (o *operator) ProcessWatermark(wm int64, out exec.Output) error {
 }
 
 // fire processes the buffered rows of key k up to the watermark.
-func (o *operator) fire(k string, wm int64, out exec.Output) error {
-	p := o.pending[k]
-	ks, err := o.lookup(p.hash, p.key)
-	if err != nil {
-		return err
+func (o *operator) fire(p *pendingKey, wm int64, out exec.Output) error {
+	ks := p.ks
+	if ks == nil {
+		var err error
+		if ks, err = o.lookup(p.hash, p.key); err != nil {
+			return err
+		}
 	}
 	n := 0
 	for n < len(ks.pend) && ks.pend[n].ts <= wm {
@@ -514,9 +526,9 @@ func (o *operator) fire(k string, wm int64, out exec.Output) error {
 	}
 	if len(ks.pend) > 0 {
 		p.min = ks.pend[0].ts
-		o.pending[k] = p
 	} else {
-		delete(o.pending, k)
+		delete(o.pending, string(p.key))
+		ks.pk, p.ks = nil, nil
 	}
 	return nil
 }
