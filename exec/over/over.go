@@ -136,6 +136,8 @@ type operator struct {
 	keyBuf []byte
 	buf    []byte
 	slab   []types.Value // backing store of buffered and retained rows
+	rslab  []types.Row   // backing store of one-row groups
+	one    [1]types.Row
 	due    []*pendingKey
 }
 
@@ -239,7 +241,7 @@ func (o *operator) evict() error {
 	for _, p := range o.pending {
 		p.ks = nil
 	}
-	o.slab = nil
+	o.slab, o.rslab = nil, nil
 	return nil
 }
 
@@ -407,7 +409,8 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 			if err != nil {
 				return err
 			}
-			if err := o.processGroup(ks, o.ctx.Now(), []types.Row{row}, out); err != nil {
+			o.one[0] = row
+			if err := o.processGroup(ks, o.ctx.Now(), o.one[:], out); err != nil {
 				return err
 			}
 			continue
@@ -429,7 +432,13 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 		if j < len(ks.pend) && ks.pend[j].ts == ts {
 			ks.pend[j].rows = append(ks.pend[j].rows, o.copyRow(row))
 		} else {
-			ks.pend = slices.Insert(ks.pend, j, group{ts: ts, rows: []types.Row{o.copyRow(row)}})
+			if len(o.rslab) == 0 {
+				o.rslab = make([]types.Row, 1024)
+			}
+			one := o.rslab[:1:1]
+			o.rslab = o.rslab[1:]
+			one[0] = o.copyRow(row)
+			ks.pend = slices.Insert(ks.pend, j, group{ts: ts, rows: one})
 		}
 		ks.bufDirty = true
 		if p := ks.pk; p == nil {
