@@ -443,7 +443,7 @@ func (b *binder) funcCall(n *parser.FuncCall) (expr.Expr, error) {
 	name := strings.ToUpper(n.FuncName())
 	if agg.IsAggregate(name) {
 		if n.Over != nil {
-			return nil, unsupportedAt(n, "OVER aggregations are not supported yet")
+			return nil, errAt(n, "Windowed aggregate expression is illegal in %s clause", b.clauseName())
 		}
 		return nil, errAt(n, "Aggregate expression is illegal in %s clause", b.clauseName())
 	}

@@ -171,6 +171,12 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			SortKeys: x.SortKeys, RankStart: x.RankStart, RankEnd: x.RankEnd, OutputRankNumber: x.OutputRankNumber,
 			Deduplicate: x.Deduplicate, Loc: x.Loc}
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return rank.NewWindowRank(spec) }), nil
+	case *OverAggNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		return appendOp(v, x.Describe(), gb.overOperator(x)), nil
 	case *WindowTVFNode:
 		v, err := gb.build(x.inputs[0])
 		if err != nil {

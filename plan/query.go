@@ -424,8 +424,9 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 	if err := restoreHints(); err != nil {
 		return nil, err
 	}
-	if len(s.Windows) > 0 {
-		return nil, unsupportedAt(s.Windows[0], "the WINDOW clause is not supported yet")
+	overCalls := overAggregates(s)
+	if len(s.Windows) > 0 && len(overCalls) == 0 {
+		return nil, unsupportedAt(s.Windows[0], "the WINDOW clause is only supported for OVER aggregates")
 	}
 	if m, ok := from.node.(*overRankMarker); ok && s.Where != nil {
 		// WHERE rn <= N over a ROW_NUMBER() subquery: Top-N or deduplication.
@@ -436,6 +437,9 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 		where := *s
 		where.Where = rest
 		s, from = &where, rel
+	}
+	if len(overCalls) > 0 {
+		return pc.planOver(s, from, overCalls)
 	}
 	if pos, call, err := rowNumberItem(s); err != nil {
 		return nil, err

@@ -72,7 +72,7 @@ var notPlanned = map[string]string{
 func operatorTypes(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, dir := range []string{"exec", "exec/window", "exec/rank", "exec/groupagg", "exec/join", "exec/lookup", "exec/temporal", "exec/unnest", "exec/setop"} {
+	for _, dir := range []string{"exec", "exec/window", "exec/rank", "exec/groupagg", "exec/join", "exec/lookup", "exec/temporal", "exec/unnest", "exec/setop", "exec/over"} {
 		pkgs, err := parser.ParseDir(token.NewFileSet(), "../../../"+dir, func(fi fs.FileInfo) bool {
 			return !strings.HasSuffix(fi.Name(), "_test.go")
 		}, 0)
@@ -198,6 +198,15 @@ var restoreCases = []restoreCase{
 		query:  "SELECT bidder, price FROM bids ORDER BY price DESC LIMIT 3",
 		script: []pstep{read(0, 1), read(0, 2), wm(0, sec(5)), read(0, 1), end()},
 		want:   []string{"+I(d, 4)", "+I(a, 3)", "+I(b, 2)"},
+	},
+	{
+		name: "over aggregate",
+		query: `SELECT bidder, price, SUM(price) OVER (PARTITION BY bidder ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)
+FROM bids`,
+		// Rows wait for the watermark: 5 s releases a 1 and b 2, the end a 3
+		// (with a 1 before it in the frame) and d 4.
+		script: []pstep{read(0, 1), read(0, 1), wm(0, day(5)), read(0, 1), read(0, 1), end()},
+		want:   []string{"+I(a, 1, 1)", "+I(b, 2, 2)", "+I(a, 3, 4)", "+I(d, 4, 4)"},
 	},
 	{
 		name:   "group aggregate",

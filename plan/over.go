@@ -1,0 +1,354 @@
+package plan
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/over"
+	"github.com/flinksql/flinksql/sql/expr"
+	"github.com/flinksql/flinksql/sql/expr/agg"
+	"github.com/flinksql/flinksql/sql/parser"
+	"github.com/flinksql/flinksql/types"
+)
+
+// OverAggNode is an OVER aggregation: each input row with the aggregates of
+// its frame appended. Insert-only in and out.
+type OverAggNode struct {
+	base
+	PartitionCols []int
+	OrderCol      int  // the ORDER BY time attribute
+	EventTime     bool // ORDER BY a rowtime attribute (else proctime)
+	Rows          bool // ROWS frame; else RANGE
+	Preceding     int64
+	Aggs          []AggCall
+}
+
+func (n *OverAggNode) Describe() string {
+	in := n.inputs[0].Schema()
+	var b strings.Builder
+	b.WriteString("OverAggregate(")
+	if len(n.PartitionCols) > 0 {
+		b.WriteString("partitionBy=[" + colNames(in, n.PartitionCols) + "], ")
+	}
+	b.WriteString("orderBy=[" + in[n.OrderCol].Name + " ASC], window=[")
+	// Flink prints a RANGE frame as RANG.
+	if n.Rows {
+		b.WriteString("ROWS")
+	} else {
+		b.WriteString("RANG")
+	}
+	b.WriteString(" BETWEEN ")
+	if n.Preceding < 0 {
+		b.WriteString("UNBOUNDED")
+	} else {
+		b.WriteString(strconv.FormatInt(n.Preceding, 10))
+	}
+	b.WriteString(" PRECEDING AND CURRENT ROW], select=[")
+	items := in.Names()
+	for _, a := range n.Aggs {
+		items = append(items, a.Text+" AS "+a.Name)
+	}
+	b.WriteString(strings.Join(items, ", ") + "])")
+	return b.String()
+}
+
+// isOverAggregate reports whether f is an aggregate function with OVER.
+func isOverAggregate(f *parser.FuncCall) bool {
+	return f.Over != nil && agg.IsAggregate(strings.ToUpper(f.FuncName()))
+}
+
+// overAggregates lists the aggregate calls with OVER in the select items.
+func overAggregates(s *parser.Select) []*parser.FuncCall {
+	var calls []*parser.FuncCall
+	for _, it := range s.Items {
+		walkExpr(it.Expr, func(x parser.Expr) {
+			if f, ok := x.(*parser.FuncCall); ok && isOverAggregate(f) {
+				calls = append(calls, f)
+			}
+		})
+	}
+	return calls
+}
+
+// resolveWindow replaces a reference to a WINDOW clause item by its
+// specification (with what the OVER adds to it).
+func resolveWindow(s *parser.Select, spec *parser.WindowSpec) (*parser.WindowSpec, error) {
+	if spec.Ref == "" {
+		return spec, nil
+	}
+	for _, w := range s.Windows {
+		if strings.EqualFold(w.Name, spec.Ref) {
+			base, err := resolveWindow(s, w.Spec)
+			if err != nil {
+				return nil, err
+			}
+			r := *base
+			r.Ref = ""
+			if len(spec.PartitionBy) > 0 {
+				if len(base.PartitionBy) > 0 {
+					return nil, errAt(spec, "PARTITION BY not allowed with existing window reference")
+				}
+				r.PartitionBy = spec.PartitionBy
+			}
+			if len(spec.OrderBy) > 0 {
+				if len(base.OrderBy) > 0 {
+					return nil, errAt(spec, "ORDER BY not allowed in both base and referenced windows")
+				}
+				r.OrderBy = spec.OrderBy
+			}
+			if spec.Frame != nil {
+				r.Frame = spec.Frame
+			}
+			return &r, nil
+		}
+	}
+	return nil, errAt(spec, "Window '%s' not found", spec.Ref)
+}
+
+func overWindowKey(w *parser.WindowSpec) string {
+	var parts []string
+	for _, e := range w.PartitionBy {
+		parts = append(parts, parser.FormatExpr(e))
+	}
+	s := strings.Join(parts, ",") + "|"
+	for _, o := range w.OrderBy {
+		s += parser.FormatExpr(o.Expr) + " " + strconv.FormatBool(o.Desc) + o.Nulls + ","
+	}
+	if f := w.Frame; f != nil {
+		s += "|" + f.Unit + " " + f.Start.Kind
+		if f.Start.Offset != nil {
+			s += parser.FormatExpr(f.Start.Offset)
+		}
+		if f.End != nil {
+			s += " " + f.End.Kind
+			if f.End.Offset != nil {
+				s += parser.FormatExpr(f.End.Offset)
+			}
+		}
+	}
+	return s
+}
+
+// planOver plans a SELECT whose items hold aggregates with OVER: a
+// projection of the input plus the aggregates' arguments, hashed by the
+// PARTITION BY columns into an OverAggregate, then the select items.
+func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parser.FuncCall) (*relation, error) {
+	if len(s.GroupBy) > 0 || s.Having != nil || s.Distinct || hasAggregate(s) {
+		return nil, unsupportedAt(calls[0], "OVER aggregates together with GROUP BY, HAVING, DISTINCT or other aggregates in the same SELECT are not supported; aggregate in a subquery first")
+	}
+	for _, it := range s.Items {
+		var err error
+		walkExpr(it.Expr, func(x parser.Expr) {
+			if f, ok := x.(*parser.FuncCall); ok && f.Over != nil && !isOverAggregate(f) && err == nil {
+				err = unsupportedAt(f, "%s() OVER (...) together with OVER aggregates is not supported yet", strings.ToUpper(f.FuncName()))
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var win *parser.WindowSpec
+	for _, f := range calls {
+		w, err := resolveWindow(s, f.Over)
+		if err != nil {
+			return nil, err
+		}
+		if win == nil {
+			win = w
+		} else if overWindowKey(w) != overWindowKey(win) {
+			return nil, tableError("Over Agg: Unsupported use of OVER windows. All aggregates must be computed on the same window.")
+		}
+	}
+	node := from.node
+	if s.Where != nil {
+		cond, err := pc.bindCondition(from.scope, s.Where)
+		if err != nil {
+			return nil, err
+		}
+		node = newCalc(node, nil, cond, node.Schema())
+	}
+	if err := requireInsertOnly("OverAggregate", node); err != nil {
+		return nil, err
+	}
+	inSchema := node.Schema()
+	pre := make([]expr.Expr, len(inSchema))
+	preSchema := append(types.Schema(nil), inSchema...)
+	for i, c := range inSchema {
+		pre[i] = expr.Column(i, c.Name, c.Type)
+	}
+	add := func(x expr.Expr) int {
+		if ref, ok := x.(*expr.ColumnRef); ok && ref.Index < len(inSchema) {
+			return ref.Index
+		}
+		for i, p := range pre {
+			if p.String() == x.String() {
+				return i
+			}
+		}
+		pre = append(pre, x)
+		preSchema = append(preSchema, types.Column{Name: "$" + strconv.Itoa(len(pre)-1), Type: x.Type()})
+		return len(pre) - 1
+	}
+	b := &binder{scope: from.scope, clause: "OVER", cancel: pc.cancel}
+	n := &OverAggNode{}
+	// ORDER BY: one time attribute, ascending.
+	if len(win.OrderBy) != 1 {
+		if len(win.OrderBy) == 0 {
+			return nil, tableError("OVER windows' ordering in stream mode must be defined on a time attribute.")
+		}
+		return nil, tableError("The window can only be ordered by a single time column.")
+	}
+	ord, err := b.bind(win.OrderBy[0].Expr)
+	if err != nil {
+		return nil, err
+	}
+	ref, ok := ord.(*expr.ColumnRef)
+	if !ok || !ord.Type().IsTimeAttr() {
+		return nil, tableError("OVER windows' ordering in stream mode must be defined on a time attribute.")
+	}
+	if win.OrderBy[0].Desc {
+		return nil, tableError("The window can only be ordered in ASCENDING mode.")
+	}
+	n.OrderCol = ref.Index
+	n.EventTime = ord.Type().TimeAttr == types.RowtimeAttr
+	for _, e := range win.PartitionBy {
+		x, err := b.bind(e)
+		if err != nil {
+			return nil, err
+		}
+		n.PartitionCols = append(n.PartitionCols, add(x))
+	}
+	// The frame; without one, RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW.
+	n.Preceding = -1
+	if fr := win.Frame; fr != nil {
+		n.Rows = strings.EqualFold(fr.Unit, "ROWS")
+		unit := "RANGE"
+		if n.Rows {
+			unit = "ROWS"
+		}
+		if fr.End != nil && fr.End.Kind != "CURRENT ROW" || fr.Start.Kind == "FOLLOWING" || fr.Start.Kind == "UNBOUNDED FOLLOWING" {
+			return nil, tableError("OVER " + unit + " FOLLOWING windows are not supported yet.")
+		}
+		switch fr.Start.Kind {
+		case "UNBOUNDED PRECEDING":
+		case "CURRENT ROW":
+			n.Preceding = 0
+		case "PRECEDING":
+			if n.Rows {
+				v, ok := pc.constantInt(fr.Start.Offset)
+				if !ok || v < 0 {
+					return nil, errAt(fr.Start.Offset, "ROWS frame offset must be a non-negative integer literal, such as 2 PRECEDING")
+				}
+				n.Preceding = v
+			} else {
+				ms, err := pc.intervalMillis(fr.Start.Offset, "a RANGE frame")
+				if err != nil {
+					return nil, err
+				}
+				if ms < 0 {
+					return nil, errAt(fr.Start.Offset, "RANGE frame offset must not be negative")
+				}
+				n.Preceding = ms
+			}
+		}
+	}
+	// The aggregates, in the order written; equal calls share one column.
+	cols := map[*parser.FuncCall]int{}
+	byText := map[string]int{}
+	for _, f := range calls {
+		plain := *f
+		plain.Over = nil
+		text := parser.FormatExpr(&plain)
+		if i, ok := byText[text]; ok {
+			cols[f] = i
+			continue
+		}
+		r, err := pc.bindAggregate(&plain, from.scope)
+		if err != nil {
+			return nil, err
+		}
+		c := agg.Call{Name: r.fn, Distinct: r.distinct, FilterCol: -1, ResultType: r.result, ConstArgs: r.consts}
+		for _, a := range r.args {
+			c.ArgCols = append(c.ArgCols, add(a))
+			c.ArgTypes = append(c.ArgTypes, a.Type())
+		}
+		if r.filter != nil {
+			c.FilterCol = add(r.filter)
+		}
+		byText[text] = len(n.Aggs)
+		cols[f] = len(n.Aggs)
+		n.Aggs = append(n.Aggs, AggCall{Call: c, Text: text, Name: "w0$o" + strconv.Itoa(len(n.Aggs))})
+	}
+	var in Node = node
+	if len(pre) > len(inSchema) {
+		in = newCalc(node, pre, nil, preSchema)
+	}
+	n.inputs = []Node{pc.keyedExchange(in, n.PartitionCols)}
+	n.schema = append(types.Schema(nil), preSchema...)
+	for _, a := range n.Aggs {
+		n.schema = append(n.schema, types.Column{Name: a.Name, Type: a.Call.ResultType})
+	}
+	n.mode = types.InsertOnly
+	aggBase := len(preSchema)
+	sb := &binder{scope: from.scope, clause: "SELECT", cancel: pc.cancel}
+	sb.hook = func(e parser.Expr) (expr.Expr, bool, error) {
+		f, ok := e.(*parser.FuncCall)
+		if !ok {
+			return nil, false, nil
+		}
+		i, ok := cols[f]
+		if !ok {
+			return nil, false, nil
+		}
+		c := n.schema[aggBase+i]
+		return expr.Column(aggBase+i, c.Name, c.Type), true, nil
+	}
+	items := *s
+	items.Where = nil
+	proj, out, err := pc.bindSelectList(&items, from.scope, sb)
+	if err != nil {
+		return nil, err
+	}
+	calc := newCalc(n, proj, nil, out)
+	return &relation{node: calc, scope: newScope("", out)}, nil
+}
+
+// constantInt evaluates a constant integer expression.
+func (pc *planContext) constantInt(e parser.Expr) (int64, bool) {
+	b := &binder{scope: &scope{}}
+	x, err := b.bind(e)
+	if err != nil || !expr.IsConstant(x) {
+		return 0, false
+	}
+	v, err := expr.EvalConstant(x, pc.p.exprConfig())
+	if err != nil || v.K != types.KindInt {
+		return 0, false
+	}
+	return v.Int(), true
+}
+
+// overOperator builds the operator of an OverAggNode.
+func (gb *graphBuilder) overOperator(x *OverAggNode) func() (exec.Operator, error) {
+	calls := make([]agg.Call, len(x.Aggs))
+	for i, a := range x.Aggs {
+		calls[i] = a.Call
+	}
+	spec := over.Spec{KeyCols: x.PartitionCols, TimeCol: -1, Rows: x.Rows, Preceding: x.Preceding}
+	if x.EventTime {
+		spec.TimeCol = x.OrderCol
+	}
+	return func() (exec.Operator, error) {
+		h, err := agg.NewHandle(calls, agg.Options{NeedsRetraction: spec.Preceding >= 0})
+		if err != nil {
+			return nil, err
+		}
+		sp := spec
+		sp.Aggs = h
+		return over.New(sp)
+	}
+}
+
+// tableError is an error Flink's planner raises as a TableException: no
+// source position, its message as is.
+func tableError(msg string) error { return &UnsupportedError{Msg: msg} }
