@@ -157,7 +157,7 @@ func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parse
 		if win == nil {
 			win = w
 		} else if overWindowKey(w) != overWindowKey(win) {
-			return nil, tableError("Over Agg: Unsupported use of OVER windows. All aggregates must be computed on the same window.")
+			return nil, tableError("Over Agg: Unsupported use of OVER windows. All aggregates must be computed on the same window. please re-check the over window statement.")
 		}
 	}
 	node := from.node
