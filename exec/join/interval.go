@@ -121,6 +121,14 @@ type interval struct {
 	pErr     error
 	probeFn  func(uk, v []byte) bool
 	fromKey  []byte
+
+	// expire's and expireKey's state for dueOne and expireOne, made once
+	// as method values: a closure per key would allocate.
+	eNow, eNext, eBound int64
+	eKG, eSide          int
+	eOut                exec.Output
+	eErr                error
+	dueFn, expireFn     func(uk, v []byte) bool
 }
 
 type dueTimer struct {
@@ -526,17 +534,12 @@ func (j *interval) expire(now int64, out exec.Output) error {
 				return err
 			}
 			j.due, j.dueKeys = j.due[:0], j.dueKeys[:0]
-			err := j.timers[s].Ascend(nil, nil, func(tk, _ []byte) bool {
-				d := readTime(tk)
-				if d > now {
-					next = min(next, d)
-					return false
-				}
-				st := len(j.dueKeys)
-				j.dueKeys = append(j.dueKeys, tk...)
-				j.due = append(j.due, dueTimer{kg: kg, tk: j.dueKeys[st:len(j.dueKeys):len(j.dueKeys)], deadline: d})
-				return true
-			})
+			j.eNow, j.eNext, j.eKG = now, next, kg
+			if j.dueFn == nil {
+				j.dueFn = j.dueOne
+			}
+			err := j.timers[s].Ascend(nil, nil, j.dueFn)
+			next = j.eNext
 			if err != nil {
 				return err
 			}
@@ -567,40 +570,15 @@ func (j *interval) expireKey(s, kg int, key []byte, now int64, out exec.Output) 
 	}
 	bound := now - j.rel[s] - 1
 	j.expBuf, j.expEnds = j.expBuf[:0], j.expEnds[:0]
-	var ferr error
-	err := j.rows[s].Ascend(nil, nil, func(uk, v []byte) bool {
-		if readTime(uk) > bound {
-			return false
-		}
-		if j.outer[s] {
-			count, w := binary.Uvarint(v)
-			emitted, w2 := binary.Uvarint(v[max(w, 0):])
-			if w <= 0 || w2 <= 0 {
-				ferr = fmt.Errorf("interval join: corrupt state: bad row counts")
-				return false
-			}
-			if emitted < count {
-				r := j.scratch[s]
-				if _, err := decodeRowInto(r, uk[8:]); err != nil {
-					ferr = fmt.Errorf("interval join: %w", err)
-					return false
-				}
-				for range count - emitted {
-					if err := j.emit(s, r, nil, out); err != nil {
-						ferr = err
-						return false
-					}
-				}
-			}
-		}
-		st := len(j.expBuf)
-		j.expBuf = append(j.expBuf, uk...)
-		j.expEnds = append(j.expEnds, [2]int{st, len(j.expBuf)})
-		return true
-	})
-	if err == nil {
-		err = ferr
+	j.eBound, j.eSide, j.eOut, j.eErr = bound, s, out, nil
+	if j.expireFn == nil {
+		j.expireFn = j.expireOne
 	}
+	err := j.rows[s].Ascend(nil, nil, j.expireFn)
+	if err == nil {
+		err = j.eErr
+	}
+	j.eOut = nil
 	if err != nil {
 		return err
 	}
@@ -610,4 +588,51 @@ func (j *interval) expireKey(s, kg int, key []byte, now int64, out exec.Output) 
 		}
 	}
 	return nil
+}
+
+// dueOne is expire's visit of one timer: it collects the due ones.
+func (j *interval) dueOne(tk, _ []byte) bool {
+	d := readTime(tk)
+	if d > j.eNow {
+		j.eNext = min(j.eNext, d)
+		return false
+	}
+	st := len(j.dueKeys)
+	j.dueKeys = append(j.dueKeys, tk...)
+	j.due = append(j.due, dueTimer{kg: j.eKG, tk: j.dueKeys[st:len(j.dueKeys):len(j.dueKeys)], deadline: d})
+	return true
+}
+
+// expireOne is expireKey's visit of one stored row: it collects the
+// expired ones, emitting an outer side's unmatched copies padded.
+func (j *interval) expireOne(uk, v []byte) bool {
+	s := j.eSide
+	if readTime(uk) > j.eBound {
+		return false
+	}
+	if j.outer[s] {
+		count, w := binary.Uvarint(v)
+		emitted, w2 := binary.Uvarint(v[max(w, 0):])
+		if w <= 0 || w2 <= 0 {
+			j.eErr = fmt.Errorf("interval join: corrupt state: bad row counts")
+			return false
+		}
+		if emitted < count {
+			r := j.scratch[s]
+			if _, err := decodeRowInto(r, uk[8:]); err != nil {
+				j.eErr = fmt.Errorf("interval join: %w", err)
+				return false
+			}
+			for range count - emitted {
+				if err := j.emit(s, r, nil, j.eOut); err != nil {
+					j.eErr = err
+					return false
+				}
+			}
+		}
+	}
+	st := len(j.expBuf)
+	j.expBuf = append(j.expBuf, uk...)
+	j.expEnds = append(j.expEnds, [2]int{st, len(j.expBuf)})
+	return true
 }

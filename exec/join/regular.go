@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -110,6 +111,12 @@ type regular struct {
 	joined types.Row // scratch: [left..., right...] for the residual
 	keyBuf []byte
 
+	// cache, when not nil, holds both sides' rows decoded per join key
+	// (see rowCache); dirty lists the keys changed since the last
+	// write-back.
+	cache map[string]*keyState
+	dirty []*keyState
+
 	// matches of the row being processed on the other side; their rows
 	// live in arena.
 	matches []match
@@ -129,6 +136,7 @@ type match struct {
 	count int    // copies of the row (NoUniqueKey), else 1
 	assoc int    // its matches, when its side is outer
 	ukey  []byte // its map key: unique key or row bytes (nil for value state)
+	idx   int    // its position in the other side's cached rows
 }
 
 var _ exec.KeyedOperator = (*regular)(nil)
@@ -140,12 +148,51 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 		}
 	}
 	j.b = b
+	// A restore (or a first open) starts from the backend: nothing cached.
+	j.cache, j.dirty = nil, nil
+	if b.Kind() == image.Hashmap && j.spec.Left.TTL == 0 && j.spec.Right.TTL == 0 {
+		j.cache = make(map[string]*keyState)
+	}
+	for _, s := range j.sides {
+		s.cache, s.cur, s.curKey, s.dirty = nil, nil, nil, &j.dirty
+		if j.cache != nil {
+			s.cache = newRowCache(s.spec.Width)
+		}
+	}
 	return nil
 }
 
-// PrepareSnapshot implements exec.KeyedOperator: the state is the
-// backend's, nothing is held outside it.
-func (j *regular) PrepareSnapshot(exec.CheckpointID) error { return nil }
+// PrepareSnapshot implements exec.KeyedOperator: it writes the cached
+// changes back to the backend.
+func (j *regular) PrepareSnapshot(exec.CheckpointID) error {
+	if j.cache == nil {
+		return nil
+	}
+	return j.writeBack()
+}
+
+// setKey makes the join key of row (of side input) current: the
+// backend's current key, or, with the cache, both sides' cached rows of
+// it (read from the backend on a miss).
+func (j *regular) setKey(input int, row types.Row) error {
+	me := j.sides[input]
+	j.keyBuf = appendKey(j.keyBuf[:0], row, me.spec.Keys)
+	hash := types.HashColumns(row, me.spec.Keys)
+	if j.cache == nil {
+		if err := j.b.SetCurrentKey(hash, j.keyBuf); err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+		return nil
+	}
+	ks, err := j.cached(j.keyBuf, hash)
+	if err != nil {
+		return err
+	}
+	for i, s := range j.sides {
+		s.cur, s.curKey = &ks.sides[i], ks
+	}
+	return nil
+}
 
 func (j *regular) Open(*exec.OperatorContext) error {
 	if j.b == nil {
@@ -229,9 +276,8 @@ func (j *regular) process(input int, row types.Row, kind types.RowKind, out exec
 		}
 		return j.emitPair(types.Delete, input, row, nil, out)
 	}
-	j.keyBuf = appendKey(j.keyBuf[:0], row, me.spec.Keys)
-	if err := j.b.SetCurrentKey(types.HashColumns(row, me.spec.Keys), j.keyBuf); err != nil {
-		return fmt.Errorf("join: %w", err)
+	if err := j.setKey(input, row); err != nil {
+		return err
 	}
 	if err := j.collect(input, row, other); err != nil {
 		return err
@@ -326,6 +372,9 @@ func (j *regular) collect(input int, row types.Row, other *sideView) error {
 			copy(j.joined[j.spec.Left.Width:], row)
 		}
 	}
+	if other.cache != nil {
+		return j.collectCached(input, other)
+	}
 	j.cInput, j.cOther, j.cErr = input, other, nil
 	if j.collectFn == nil {
 		// A method value made once: a closure per row would allocate.
@@ -351,6 +400,31 @@ func (j *regular) collect(input int, row types.Row, other *sideView) error {
 			j.matches[i].ukey = j.ukeys[uo : uo+n : uo+n]
 			uo += n
 		}
+	}
+	return nil
+}
+
+// collectCached is collect from the other side's cached rows, which the
+// matches refer to directly.
+func (j *regular) collectCached(input int, other *sideView) error {
+	lw := j.spec.Left.Width
+	for i := range other.cur.rows {
+		cr := &other.cur.rows[i]
+		if j.spec.Residual != nil {
+			if input == 0 {
+				copy(j.joined[lw:], cr.row)
+			} else {
+				copy(j.joined, cr.row)
+			}
+			ok, err := j.spec.Residual.Test(j.joined)
+			if err != nil {
+				return fmt.Errorf("join: %w", err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		j.matches = append(j.matches, match{row: cr.row, count: cr.count, assoc: cr.assoc, ukey: cr.ukey, idx: i})
 	}
 	return nil
 }
@@ -411,6 +485,12 @@ type sideView struct {
 	m     *kv.MapState[[]byte, []byte]
 	buf   []byte
 	ukBuf []byte
+	// cache, when not nil, holds the side's rows decoded (see rowCache);
+	// cur is the current join key's, curKey the key's cached state.
+	cache  *rowCache
+	cur    *keyRows
+	curKey *keyState
+	dirty  *[]*keyState // the join's dirty list
 
 	// scan's state for visit
 	fn     func(rec, ukey []byte, count, assoc int) bool
@@ -518,6 +598,10 @@ func (s *sideView) counts(count, assoc int) []byte {
 
 // add stores row with assoc matches.
 func (s *sideView) add(row types.Row, assoc int) error {
+	if s.cache != nil {
+		s.addCached(row, assoc)
+		return nil
+	}
 	switch s.spec.Spec {
 	case JoinKeyContainsUniqueKey:
 		return s.value.Put(nil, s.record(row, assoc))
@@ -543,6 +627,10 @@ func (s *sideView) add(row types.Row, assoc int) error {
 
 // retract removes one copy of row.
 func (s *sideView) retract(row types.Row) error {
+	if s.cache != nil {
+		s.retractCached(row)
+		return nil
+	}
 	switch s.spec.Spec {
 	case JoinKeyContainsUniqueKey:
 		return s.value.Clear(nil)
@@ -579,6 +667,12 @@ func (s *sideView) setAssoc(m *match, assoc int) error {
 		assoc = 0
 	}
 	m.assoc = assoc
+	if s.cache != nil {
+		r := &s.cur.rows[m.idx]
+		r.assoc, r.dirty = assoc, true
+		s.markDirty()
+		return nil
+	}
 	switch s.spec.Spec {
 	case JoinKeyContainsUniqueKey:
 		return s.value.Put(nil, s.record(m.row, assoc))
@@ -605,9 +699,8 @@ func (j *regular) processSemiAnti(input int, row types.Row, kind types.RowKind, 
 		}
 		return nil
 	}
-	j.keyBuf = appendKey(j.keyBuf[:0], row, me.spec.Keys)
-	if err := j.b.SetCurrentKey(types.HashColumns(row, me.spec.Keys), j.keyBuf); err != nil {
-		return fmt.Errorf("join: %w", err)
+	if err := j.setKey(input, row); err != nil {
+		return err
 	}
 	if err := j.collect(input, row, other); err != nil {
 		return err

@@ -21,6 +21,9 @@ const (
 	// heapEntryOverhead approximates the bytes an entry costs beyond its
 	// key and value: its slot, its map bucket share and string header.
 	heapEntryOverhead = 64
+	// Bounds of the emptied buckets kept for reuse.
+	maxSpareBuckets = 4096
+	maxSpareSlots   = 64
 )
 
 // Marks of a heap entry for change tracking.
@@ -43,10 +46,14 @@ type heapEngine struct {
 	ents    []heapEntry
 	free    []uint32
 	buckets map[string]*heapBucket
-	gen     uint32
-	live    int
-	bytes   int64
-	lastID  int64
+	// spare are emptied buckets kept for reuse: a key whose map entries
+	// come and go (an interval join's rows, a window's) would otherwise
+	// allocate a bucket and grow its slots anew each time.
+	spare  []*heapBucket
+	gen    uint32
+	live   int
+	bytes  int64
+	lastID int64
 
 	// last is the slot of the last key looked up, lastOK whether it is
 	// still that key's: an operator reads a key and then writes it, and
@@ -230,7 +237,13 @@ func (e *heapEngine) add(k, v []byte) {
 	if bl := bucketLen(k); bl > 0 {
 		b := e.buckets[string(k[:bl])]
 		if b == nil {
-			b = &heapBucket{}
+			if n := len(e.spare); n > 0 {
+				b = e.spare[n-1]
+				e.spare[n-1] = nil
+				e.spare = e.spare[:n-1]
+			} else {
+				b = &heapBucket{}
+			}
 			e.buckets[ent.key[:bl]] = b
 		}
 		i := e.bucketSearch(b, ent.key)
@@ -262,6 +275,10 @@ func (e *heapEngine) del(k []byte) error {
 			}
 			if len(b.slots) == 0 {
 				delete(e.buckets, string(k[:bl]))
+				// Bounded: a few thousand small buckets at most.
+				if len(e.spare) < maxSpareBuckets && cap(b.slots) <= maxSpareSlots {
+					e.spare = append(e.spare, b)
+				}
 			}
 		}
 	}
@@ -470,7 +487,7 @@ func (e *heapEngine) sizes() Sizes {
 }
 
 func (e *heapEngine) close() error {
-	e.index, e.ents, e.buckets, e.free = nil, nil, nil, nil
+	e.index, e.ents, e.buckets, e.free, e.spare = nil, nil, nil, nil, nil
 	if err := os.Remove(filepath.Join(e.dir, heapMarker)); err != nil && !os.IsNotExist(err) {
 		return err
 	}

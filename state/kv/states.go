@@ -247,6 +247,16 @@ type MapState[K, V any] struct {
 	vc   Codec[V]
 	dead []byte // stored keys of expired entries found during a scan
 	ends []int
+
+	// The running scan's state for visit, and visit as a func value made
+	// once: a closure per scan would allocate (it escapes into the
+	// engine interface), which is per row for an operator scanning a key
+	// per row.
+	scanFn   func(uk K, v V) bool
+	scanBLen int
+	scanNow  int64
+	scanErr  error
+	visitFn  func(k, v []byte) bool
 }
 
 // NewMapState declares a map state.
@@ -259,7 +269,9 @@ func newMapState[K, V any](b *Backend, name string, kind stateKind, kc Codec[K],
 	if err != nil {
 		return nil, err
 	}
-	return &MapState[K, V]{b: b, sid: d.sid, ttl: d.ttl, kc: kc, vc: vc}, nil
+	s := &MapState[K, V]{b: b, sid: d.sid, ttl: d.ttl, kc: kc, vc: vc}
+	s.visitFn = s.visit
+	return s, nil
 }
 
 func (s *MapState[K, V]) key(ns []byte, uk K) ([]byte, error) {
@@ -345,31 +357,12 @@ func (s *MapState[K, V]) scan(ns []byte, from *K, reverse bool, fn func(uk K, v 
 		now = s.b.clock()
 	}
 	s.dead, s.ends = s.dead[:0], s.ends[:0]
-	var ferr error
-	err = s.b.eng.scanBucket(bucket, fromKey, reverse, func(k, v []byte) bool {
-		if s.ttl > 0 {
-			if expiredAt(s.ttl, v, now) {
-				s.dead = append(s.dead, k...)
-				s.ends = append(s.ends, len(s.dead))
-				return true
-			}
-			v = v[ttlLen:]
-		}
-		uk, err := s.kc.Decode(k[len(bucket):])
-		if err != nil {
-			ferr = fmt.Errorf("kv: decoding user key of %x: %w", prefix32(k), err)
-			return false
-		}
-		val, err := s.vc.Decode(v)
-		if err != nil {
-			ferr = fmt.Errorf("kv: decoding value of %x: %w", prefix32(k), err)
-			return false
-		}
-		return fn(uk, val)
-	})
+	s.scanFn, s.scanBLen, s.scanNow, s.scanErr = fn, len(bucket), now, nil
+	err = s.b.eng.scanBucket(bucket, fromKey, reverse, s.visitFn)
 	if err == nil {
-		err = ferr
+		err = s.scanErr
 	}
+	s.scanFn, s.scanErr = nil, nil
 	start := 0
 	for _, end := range s.ends {
 		if derr := s.b.eng.del(s.dead[start:end]); derr != nil && err == nil {
@@ -378,6 +371,29 @@ func (s *MapState[K, V]) scan(ns []byte, from *K, reverse bool, fn func(uk K, v 
 		start = end
 	}
 	return err
+}
+
+// visit is scan's visit of one stored entry.
+func (s *MapState[K, V]) visit(k, v []byte) bool {
+	if s.ttl > 0 {
+		if expiredAt(s.ttl, v, s.scanNow) {
+			s.dead = append(s.dead, k...)
+			s.ends = append(s.ends, len(s.dead))
+			return true
+		}
+		v = v[ttlLen:]
+	}
+	uk, err := s.kc.Decode(k[s.scanBLen:])
+	if err != nil {
+		s.scanErr = fmt.Errorf("kv: decoding user key of %x: %w", prefix32(k), err)
+		return false
+	}
+	val, err := s.vc.Decode(v)
+	if err != nil {
+		s.scanErr = fmt.Errorf("kv: decoding value of %x: %w", prefix32(k), err)
+		return false
+	}
+	return s.scanFn(uk, val)
 }
 
 // Iterate calls fn with the entries of the current key in ns, in user-key
@@ -433,7 +449,9 @@ func NewSortedMapState[K, V any](b *Backend, name string, kc OrderedCodec[K], vc
 	if err != nil {
 		return nil, err
 	}
-	return &SortedMapState[K, V]{MapState: *m}, nil
+	sm := &SortedMapState[K, V]{MapState: *m}
+	sm.visitFn = sm.MapState.visit // bound to this copy, not to m
+	return sm, nil
 }
 
 // Ascend calls fn with the entries in ascending order from the smallest
