@@ -63,7 +63,7 @@ func NewInterval(spec IntervalSpec) (exec.Operator, error) {
 			return nil, fmt.Errorf("interval join: time column %d out of range for an input of width %d", tc, s.Width)
 		}
 	}
-	j := &interval{spec: spec, wm: exec.MinWatermark, savedWM: exec.MinWatermark, nextDue: math.MinInt64}
+	j := &interval{spec: spec, wm: exec.MinWatermark, nextDue: math.MinInt64}
 	// A left row at t joins right rows in [t - upper, t - lower]: the
 	// right side's relative size is upper, the left's -lower.
 	j.rel = [2]int64{-spec.LowerBound, spec.UpperBound}
@@ -92,9 +92,8 @@ type interval struct {
 	widths [2]int
 	keys   [2][]int
 
-	wm      int64
-	wmState *kv.ValueState[int64]
-	savedWM int64 // the watermark in wmState
+	wm   int64
+	kept keptWatermark // the watermark at the last checkpoint
 	// nextDue is a lower bound of the earliest expiry in the index
 	// (MinInt64: unknown, as after a restore).
 	nextDue int64
@@ -167,27 +166,11 @@ func (j *interval) OpenKeyedState(b *kv.Backend) error {
 		}
 	}
 	var err error
-	if j.wmState, err = kv.NewValueState[int64](b, "watermark", kv.Int64{}, kv.Options{}); err != nil {
+	j.b = b
+	if j.kept, err = openKeptWatermark(b); err != nil {
 		return fmt.Errorf("interval join: %w", err)
 	}
-	j.b = b
-	// The watermark the operator had at the checkpoint decides which rows
-	// are late, so it is kept, in every key group (the lowest wins when
-	// key groups of several instances meet after rescaling).
-	kgs := b.KeyGroups()
-	for kg := kgs.First; kg <= kgs.Last; kg++ {
-		if err := b.SetCurrentKeyInGroup(kg, timerKey); err != nil {
-			return err
-		}
-		w, ok, err := j.wmState.Get(nil)
-		if err != nil {
-			return fmt.Errorf("interval join: %w", err)
-		}
-		if ok && (j.savedWM == exec.MinWatermark || w < j.savedWM) {
-			j.savedWM = w
-		}
-	}
-	j.wm = j.savedWM
+	j.wm = j.kept.saved
 	return nil
 }
 
@@ -195,19 +178,12 @@ func (j *interval) OpenKeyedState(b *kv.Backend) error {
 // index are in the backend already; the watermark is written to it when
 // it moved since the last checkpoint.
 func (j *interval) PrepareSnapshot(exec.CheckpointID) error {
-	if !j.spec.EventTime || j.wm == j.savedWM {
+	if !j.spec.EventTime {
 		return nil
 	}
-	kgs := j.b.KeyGroups()
-	for kg := kgs.First; kg <= kgs.Last; kg++ {
-		if err := j.b.SetCurrentKeyInGroup(kg, timerKey); err != nil {
-			return err
-		}
-		if err := j.wmState.Put(nil, j.wm); err != nil {
-			return fmt.Errorf("interval join: %w", err)
-		}
+	if err := j.kept.save(j.wm); err != nil {
+		return fmt.Errorf("interval join: %w", err)
 	}
-	j.savedWM = j.wm
 	return nil
 }
 

@@ -45,7 +45,7 @@ func NewWindow(spec WindowSpec) (exec.Operator, error) {
 			}
 		}
 	}
-	j := &windowJoin{spec: spec, wm: exec.MinWatermark, savedWM: exec.MinWatermark, nextDue: minInt64}
+	j := &windowJoin{spec: spec, wm: exec.MinWatermark, nextDue: minInt64}
 	j.widths = [2]int{spec.Left.Width, spec.Right.Width}
 	j.keys = [2][]int{spec.Left.Keys, spec.Right.Keys}
 	j.ends = [2]int{spec.LeftEndCol, spec.RightEndCol}
@@ -71,9 +71,9 @@ type windowJoin struct {
 	keys   [2][]int
 	ends   [2]int
 
-	wm, savedWM int64
-	wmState     *kv.ValueState[int64]
-	nextDue     int64 // lower bound of the earliest window end in the index; minInt64: unknown
+	wm      int64
+	kept    keptWatermark // the watermark at the last checkpoint
+	nextDue int64         // lower bound of the earliest window end in the index; minInt64: unknown
 
 	out    *types.Batch
 	joined types.Row
@@ -102,45 +102,20 @@ func (j *windowJoin) OpenKeyedState(b *kv.Backend) error {
 	if j.timers, err = kv.NewSortedMapState[[]byte, []byte](b, "windows", orderedCodec{stateCodec{"join.window.end-key/1"}}, stateCodec{"empty"}, kv.Options{}); err != nil {
 		return fmt.Errorf("window join: %w", err)
 	}
-	if j.wmState, err = kv.NewValueState[int64](b, "watermark", kv.Int64{}, kv.Options{}); err != nil {
+	j.b = b
+	if j.kept, err = openKeptWatermark(b); err != nil {
 		return fmt.Errorf("window join: %w", err)
 	}
-	j.b = b
-	// The watermark decides which rows are late: it is kept in every key
-	// group at checkpoints (the lowest wins after rescaling).
-	kgs := b.KeyGroups()
-	for kg := kgs.First; kg <= kgs.Last; kg++ {
-		if err := b.SetCurrentKeyInGroup(kg, timerKey); err != nil {
-			return err
-		}
-		w, ok, err := j.wmState.Get(nil)
-		if err != nil {
-			return fmt.Errorf("window join: %w", err)
-		}
-		if ok && (j.savedWM == exec.MinWatermark || w < j.savedWM) {
-			j.savedWM = w
-		}
-	}
-	j.wm = j.savedWM
+	j.wm = j.kept.saved
 	return nil
 }
 
 // PrepareSnapshot implements exec.KeyedOperator: rows and windows are in
 // the backend; the watermark is written when it moved.
 func (j *windowJoin) PrepareSnapshot(exec.CheckpointID) error {
-	if j.wm == j.savedWM {
-		return nil
+	if err := j.kept.save(j.wm); err != nil {
+		return fmt.Errorf("window join: %w", err)
 	}
-	kgs := j.b.KeyGroups()
-	for kg := kgs.First; kg <= kgs.Last; kg++ {
-		if err := j.b.SetCurrentKeyInGroup(kg, timerKey); err != nil {
-			return err
-		}
-		if err := j.wmState.Put(nil, j.wm); err != nil {
-			return fmt.Errorf("window join: %w", err)
-		}
-	}
-	j.savedWM = j.wm
 	return nil
 }
 
