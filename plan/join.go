@@ -3,7 +3,6 @@ package plan
 import (
 	"strings"
 
-	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/join"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
@@ -346,15 +345,7 @@ func (pc *planContext) planRegular(at parser.Node, typ join.Type, left, right *r
 	for i := range sc.cols {
 		sc.cols[i].Type = sc.cols[i].Type.WithoutTimeAttr()
 	}
-	names := make([]string, len(sc.cols))
-	for i, c := range sc.cols {
-		names[i] = c.Name
-	}
-	names = uniqueNames(names)
-	out := make(types.Schema, len(sc.cols))
-	for i, c := range sc.cols {
-		out[i] = types.Column{Name: names[i], Type: c.Type}
-	}
+	names, out := joinOutput(sc)
 	n := &JoinNode{Type: typ, LeftKeys: jc.LeftKeys, RightKeys: jc.RightKeys, NullSafe: jc.NullSafe}
 	all := append(append([]expr.Expr(nil), jc.Equi...), residual...)
 	if len(all) > 0 {
@@ -363,13 +354,7 @@ func (pc *planContext) planRegular(at parser.Node, typ join.Type, left, right *r
 	if len(residual) > 0 {
 		n.Residual = andExprs(residual)
 	}
-	var lpart, rpart exec.Partitioner
-	if len(jc.LeftKeys) == 0 {
-		lpart, rpart = exec.Partitioner{Kind: exec.Global}, exec.Partitioner{Kind: exec.Global}
-	} else {
-		lpart = exec.Partitioner{Kind: exec.Hash, KeyCols: jc.LeftKeys}
-		rpart = exec.Partitioner{Kind: exec.Hash, KeyCols: jc.RightKeys}
-	}
+	lpart, rpart := joinPartitioners(jc.LeftKeys, jc.RightKeys)
 	n.LeftSpec, n.LeftUnique = inputSpec(left.node, jc.LeftKeys)
 	n.RightSpec, n.RightUnique = inputSpec(right.node, jc.RightKeys)
 	n.LeftTTL = pc.ttlHints.sideTTL(left, pc.p.cfg.StateTTL)

@@ -116,15 +116,7 @@ func (pc *planContext) planIntervalJoin(at parser.Node, typ join.Type, left, rig
 			sc.cols[i].Type = sc.cols[i].Type.WithoutTimeAttr()
 		}
 	}
-	names := make([]string, len(sc.cols))
-	for i, c := range sc.cols {
-		names[i] = c.Name
-	}
-	names = uniqueNames(names)
-	out := make(types.Schema, len(sc.cols))
-	for i, c := range sc.cols {
-		out[i] = types.Column{Name: names[i], Type: c.Type}
-	}
+	names, out := joinOutput(sc)
 	n := &IntervalJoinNode{Type: typ, LeftKeys: jc.LeftKeys, RightKeys: jc.RightKeys, NullSafe: jc.NullSafe,
 		RowTime: lt == types.RowtimeAttr, LeftTimeCol: lc, RightTimeCol: rc, LowerBound: lower, UpperBound: upper}
 	all := append(append([]expr.Expr(nil), jc.Equi...), residual...)
@@ -132,13 +124,7 @@ func (pc *planContext) planIntervalJoin(at parser.Node, typ join.Type, left, rig
 	if len(rest) > 0 {
 		n.Residual = andExprs(rest)
 	}
-	var lpart, rpart exec.Partitioner
-	if len(jc.LeftKeys) == 0 {
-		lpart, rpart = exec.Partitioner{Kind: exec.Global}, exec.Partitioner{Kind: exec.Global}
-	} else {
-		lpart = exec.Partitioner{Kind: exec.Hash, KeyCols: jc.LeftKeys}
-		rpart = exec.Partitioner{Kind: exec.Hash, KeyCols: jc.RightKeys}
-	}
+	lpart, rpart := joinPartitioners(jc.LeftKeys, jc.RightKeys)
 	n.inputs = []Node{pc.exchange(left.node, lpart), pc.exchange(right.node, rpart)}
 	n.schema, n.mode = out, types.InsertOnly
 	return &relation{node: n, scope: sc}, true, nil

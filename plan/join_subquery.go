@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/join"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
@@ -197,13 +196,7 @@ func (pc *planContext) planSemiAnti(typ join.Type, left, right *relation, conds 
 	if len(residual) > 0 {
 		n.Residual = andExprs(residual)
 	}
-	var lpart, rpart exec.Partitioner
-	if len(jc.LeftKeys) == 0 {
-		lpart, rpart = exec.Partitioner{Kind: exec.Global}, exec.Partitioner{Kind: exec.Global}
-	} else {
-		lpart = exec.Partitioner{Kind: exec.Hash, KeyCols: jc.LeftKeys}
-		rpart = exec.Partitioner{Kind: exec.Hash, KeyCols: jc.RightKeys}
-	}
+	lpart, rpart := joinPartitioners(jc.LeftKeys, jc.RightKeys)
 	n.LeftSpec, n.LeftUnique = inputSpec(left.node, jc.LeftKeys)
 	n.RightSpec, n.RightUnique = inputSpec(right.node, jc.RightKeys)
 	n.LeftTTL, n.RightTTL = pc.p.cfg.StateTTL, pc.p.cfg.StateTTL

@@ -137,15 +137,7 @@ func (pc *planContext) planWindowJoin(at parser.Node, typ join.Type, left, right
 	for i := range sc.cols {
 		sc.cols[i].Type = sc.cols[i].Type.WithoutTimeAttr()
 	}
-	names := make([]string, len(sc.cols))
-	for i, c := range sc.cols {
-		names[i] = c.Name
-	}
-	names = uniqueNames(names)
-	out := make(types.Schema, len(sc.cols))
-	for i, c := range sc.cols {
-		out[i] = types.Column{Name: names[i], Type: c.Type}
-	}
+	names, out := joinOutput(sc)
 	n := &WindowJoinNode{Type: typ, LeftKeys: lkeys, RightKeys: rkeys, NullSafe: nullSafe,
 		LeftEndCol: le, RightEndCol: re, LeftWindow: lt, RightWindow: rt}
 	if all := append(equi, residual...); len(all) > 0 {
@@ -154,13 +146,7 @@ func (pc *planContext) planWindowJoin(at parser.Node, typ join.Type, left, right
 	if len(residual) > 0 {
 		n.Residual = andExprs(residual)
 	}
-	var lpart, rpart exec.Partitioner
-	if len(lkeys) == 0 {
-		lpart, rpart = exec.Partitioner{Kind: exec.Global}, exec.Partitioner{Kind: exec.Global}
-	} else {
-		lpart = exec.Partitioner{Kind: exec.Hash, KeyCols: lkeys}
-		rpart = exec.Partitioner{Kind: exec.Hash, KeyCols: rkeys}
-	}
+	lpart, rpart := joinPartitioners(lkeys, rkeys)
 	n.inputs = []Node{pc.exchange(left.node, lpart), pc.exchange(right.node, rpart)}
 	n.schema, n.mode = out, types.InsertOnly
 	return &relation{node: n, scope: sc}, true, nil

@@ -3,6 +3,7 @@ package plan
 import (
 	"strings"
 
+	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
 	"github.com/flinksql/flinksql/types"
@@ -326,4 +327,28 @@ func projectOutColumns(rel *relation, spans ...[2]int) *relation {
 		sc.cols = append(sc.cols, rel.scope.cols[i])
 	}
 	return &relation{node: newCalc(rel.node, proj, nil, out), scope: sc}
+}
+
+// joinOutput names a join's output columns (made unique, as Calcite
+// derives a join's row type) and gives its schema.
+func joinOutput(sc *scope) ([]string, types.Schema) {
+	names := make([]string, len(sc.cols))
+	for i, c := range sc.cols {
+		names[i] = c.Name
+	}
+	names = uniqueNames(names)
+	out := make(types.Schema, len(sc.cols))
+	for i, c := range sc.cols {
+		out[i] = types.Column{Name: names[i], Type: c.Type}
+	}
+	return names, out
+}
+
+// joinPartitioners routes both inputs of a join by their keys; without
+// keys (a join with a bounded side) both go to one task.
+func joinPartitioners(leftKeys, rightKeys []int) (exec.Partitioner, exec.Partitioner) {
+	if len(leftKeys) == 0 {
+		return exec.Partitioner{Kind: exec.Global}, exec.Partitioner{Kind: exec.Global}
+	}
+	return exec.Partitioner{Kind: exec.Hash, KeyCols: leftKeys}, exec.Partitioner{Kind: exec.Hash, KeyCols: rightKeys}
 }
