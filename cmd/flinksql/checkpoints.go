@@ -41,20 +41,10 @@ func runCheckpoints(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, checkpointsUsage)
 		fs.PrintDefaults()
 	}
-	// Flags may follow DIR: parse again after each positional argument.
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if err == flag.ErrHelp {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+	// Flags may follow DIR.
+	positional, rc := parseInterspersed(fs, args)
+	if rc >= 0 {
+		return rc
 	}
 	if len(positional) != 1 {
 		fmt.Fprintf(stderr, "flinksql checkpoints: expected one checkpoint directory, got %d arguments\n", len(positional))

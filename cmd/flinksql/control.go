@@ -201,7 +201,9 @@ func controlFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, *string)
 	return fs, dir
 }
 
-// parseInterspersed parses flags that may follow the positional argument.
+// parseInterspersed parses flags that may come before and after the
+// positional arguments, which it returns. rc is the exit code when the
+// command ends here (0 after -help, 2 on a bad flag), else -1.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int) {
 	var positional []string
 	for {

@@ -41,19 +41,9 @@ func runSavepoints(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, savepointsUsage)
 		fs.PrintDefaults()
 	}
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if err == flag.ErrHelp {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+	positional, rc := parseInterspersed(fs, args)
+	if rc >= 0 {
+		return rc
 	}
 	if len(positional) != 1 {
 		fmt.Fprintf(stderr, "flinksql savepoints: expected one savepoint or savepoint directory, got %d arguments\n", len(positional))
