@@ -124,11 +124,8 @@ func hasSubquery(e parser.Expr) bool {
 // planJoinWhere plans the join r with the extra conditions where (the
 // WHERE of the SELECT over an inner join; nil otherwise).
 func (pc *planContext) planJoinWhere(r *parser.Join, where []parser.Expr, env *cteEnv) (*relation, error) {
-	if r.Natural {
-		return nil, unsupportedAt(r, "NATURAL JOIN is not supported yet; name the join condition with ON")
-	}
-	if len(r.Using) > 0 {
-		return nil, unsupportedAt(r, "JOIN … USING is not supported yet; name the join condition with ON")
+	if r.Natural || len(r.Using) > 0 {
+		return pc.planUsingJoin(r, where, env)
 	}
 	if innerKind(r.Kind) {
 		return pc.planInnerJoins(r, where, env)
@@ -170,10 +167,9 @@ func (pc *planContext) planInnerJoins(r *parser.Join, where []parser.Expr, env *
 	var conds []parser.Expr
 	var flatten func(t parser.TableRef) error
 	flatten = func(t parser.TableRef) error {
-		if j, ok := t.(*parser.Join); ok && innerKind(j.Kind) && isRegularJoin(j) {
-			if j.Natural || len(j.Using) > 0 {
-				return unsupportedAt(j, "NATURAL JOIN and JOIN … USING are not supported yet; name the join condition with ON")
-			}
+		// A NATURAL or USING join is a leaf: its merged columns exist only
+		// over its own output.
+		if j, ok := t.(*parser.Join); ok && innerKind(j.Kind) && isRegularJoin(j) && !j.Natural && len(j.Using) == 0 {
 			if err := flatten(j.Left); err != nil {
 				return err
 			}

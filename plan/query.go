@@ -558,9 +558,7 @@ func (pc *planContext) bindSelectList(s *parser.Select, sc *scope, b *binder) ([
 		if star, ok := item.Expr.(*parser.Star); ok {
 			var idx []int
 			if len(star.Qualifier) == 0 {
-				for i := range sc.cols {
-					idx = append(idx, i)
-				}
+				idx = sc.starColumns()
 			} else {
 				idx = sc.qualifierColumns(star.Qualifier[len(star.Qualifier)-1])
 				if len(idx) == 0 {

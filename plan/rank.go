@@ -313,7 +313,7 @@ func itemColumns(it *parser.SelectItem, sc *scope) int {
 		return 1
 	}
 	if len(star.Qualifier) == 0 {
-		return len(sc.cols)
+		return len(sc.starColumns())
 	}
 	return len(sc.qualifierColumns(star.Qualifier[len(star.Qualifier)-1]))
 }

@@ -13,6 +13,10 @@ type scopeColumn struct {
 	Qualifier string
 	Name      string
 	Type      types.Type
+	// Hidden marks a column of a NATURAL or USING join's input that the
+	// join's merged column stands for: it is reachable qualified (a.k) and
+	// by a.*, but not by its bare name nor by an unqualified *.
+	Hidden bool
 }
 
 // scope is the list of columns an expression can reference, in row order.
@@ -72,7 +76,7 @@ func (s *scope) resolve(parts []string) (idx, used int, msg string) {
 	}
 	found := -1
 	for i, c := range s.cols {
-		if c.Name == parts[0] {
+		if c.Name == parts[0] && !c.Hidden {
 			if found >= 0 {
 				return 0, 0, fmt.Sprintf("Column '%s' is ambiguous", parts[0])
 			}
@@ -87,11 +91,23 @@ func (s *scope) resolve(parts []string) (idx, used int, msg string) {
 	}
 	// Calcite suggests a column that differs only in case.
 	for _, c := range s.cols {
-		if strings.EqualFold(c.Name, parts[0]) {
+		if strings.EqualFold(c.Name, parts[0]) && !c.Hidden {
 			return 0, 0, fmt.Sprintf("Column '%s' not found in any table; did you mean '%s'?", parts[0], c.Name)
 		}
 	}
 	return 0, 0, fmt.Sprintf("Column '%s' not found in any table", parts[0])
+}
+
+// starColumns returns the indexes of the columns an unqualified * stands
+// for: all but the hidden ones.
+func (s *scope) starColumns() []int {
+	idx := make([]int, 0, len(s.cols))
+	for i, c := range s.cols {
+		if !c.Hidden {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // qualifierColumns returns the indexes of the columns of table q (for q.*).
