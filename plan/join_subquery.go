@@ -54,56 +54,56 @@ func (pc *planContext) planWhereSubqueries(rel *relation, conds []parser.Expr, e
 	return rel, nil
 }
 
-// planInSubquery plans x [NOT] IN (q).
+// planInSubquery plans x [NOT] IN (q), where x is an expression over the
+// outer row or a row of them ((a, b) IN (SELECT x, y …)) matched column by
+// column. Equalities of expressions or of columns of different types
+// become computed join keys (computedKeys), as in a regular join.
 func (pc *planContext) planInSubquery(at parser.Expr, left *relation, x parser.Expr, q *parser.Query, not bool, env *cteEnv) (*relation, error) {
-	if _, isRow := x.(*parser.RowExpr); isRow {
-		return nil, unsupportedAt(at, "IN with a row of several values and a subquery is not supported yet")
+	xs := []parser.Expr{x}
+	if row, isRow := x.(*parser.RowExpr); isRow {
+		xs = row.Fields
 	}
 	right, err := pc.planQuery(q, env)
 	if err != nil {
 		return nil, err
 	}
-	if len(right.scope.cols) != 1 {
-		return nil, errAt(at, "Values passed to IN operator must have compatible types; the subquery returns %d columns, not 1", len(right.scope.cols))
+	if len(right.scope.cols) != len(xs) {
+		return nil, errAt(at, "Values passed to IN operator must have compatible types; the subquery returns %d columns, not %d", len(right.scope.cols), len(xs))
 	}
 	b := &binder{scope: left.scope, clause: "WHERE", cancel: pc.cancel}
-	xv, err := b.bind(x)
-	if err != nil {
-		return nil, err
-	}
-	lc, lt, plain := plainColumn(xv)
-	rt := right.scope.cols[0].Type
-	if !plain {
-		return nil, unsupportedAt(x, "IN (subquery) on an expression is not supported yet; compare a column, or compute it in a subquery first")
-	}
-	if !sameKeyRepresentation(lt, rt) {
-		return nil, unsupportedAt(x, "IN (subquery) between %s and %s is not supported yet; cast one side to the other's type", lt, rt)
-	}
 	lw := len(left.scope.cols)
-	y := expr.Column(lw, right.scope.cols[0].Name, rt)
-	eq, err := expr.Call("=", expr.Column(lc, left.scope.cols[lc].Name, lt), y)
-	if err != nil {
-		return nil, errAt(at, "%s", err.Error())
+	conds := make([]expr.Expr, 0, len(xs))
+	for i, xi := range xs {
+		xv, err := b.bind(xi)
+		if err != nil {
+			return nil, err
+		}
+		rc := right.scope.cols[i]
+		y := expr.Column(lw+i, rc.Name, rc.Type)
+		eq, err := expr.Call("=", xv, y)
+		if err != nil {
+			return nil, errAt(at, "Values passed to IN operator must have compatible types: %s", err.Error())
+		}
+		if not && (!xv.Type().NotNull || !rc.Type.NotNull) {
+			// NOT IN: a row is rejected by a subquery row unless some
+			// column pair is known to differ, so a NULL on either side
+			// counts as a match: x = y OR x IS NULL OR y IS NULL.
+			xn, err1 := expr.Call("IS NULL", xv)
+			yn, err2 := expr.Call("IS NULL", y)
+			if err1 != nil || err2 != nil {
+				return nil, errInternal("IS NULL of an IN operand")
+			}
+			if eq, err = expr.Call("OR", eq, xn, yn); err != nil {
+				return nil, errAt(at, "%s", err.Error())
+			}
+		}
+		conds = append(conds, eq)
 	}
 	typ := join.Semi
 	if not {
 		typ = join.Anti
 	}
-	if not && (!lt.NotNull || !rt.NotNull) {
-		// NOT IN: a NULL on either side rejects the row (unless the
-		// subquery is empty): x = y OR x IS NULL OR y IS NULL.
-		xn, err1 := expr.Call("IS NULL", expr.Column(lc, left.scope.cols[lc].Name, lt))
-		yn, err2 := expr.Call("IS NULL", y)
-		if err1 != nil || err2 != nil {
-			return nil, errInternal("IS NULL of a column")
-		}
-		or, err := expr.Call("OR", eq, xn, yn)
-		if err != nil {
-			return nil, errAt(at, "%s", err.Error())
-		}
-		return pc.planSemiAnti(typ, left, right, []expr.Expr{or})
-	}
-	return pc.planSemiAnti(typ, left, right, []expr.Expr{eq})
+	return pc.planSemiAnti(typ, left, right, conds)
 }
 
 // planExists plans [NOT] EXISTS (q), decorrelating the conditions of q's
@@ -173,6 +173,20 @@ func (pc *planContext) planSemiAnti(typ join.Type, left, right *relation, conds 
 		residual = append(residual, jc.LeftOnly...)
 	}
 	right = filterRelation(right, jc.RightOnly)
+	// Equalities of expressions become keys on computed columns; the
+	// left side's are projected out of the result again.
+	jc, residual, left, right, el, _ := computedKeys(jc, residual, left, right)
+	rel, err := pc.planSemiAntiJoin(typ, left, right, jc, residual)
+	if err != nil || el == 0 {
+		return rel, err
+	}
+	return projectOutColumns(rel, [2]int{len(rel.scope.cols) - el, el}), nil
+}
+
+// planSemiAntiJoin is planSemiAnti once the condition is split into keys
+// and a residual.
+func (pc *planContext) planSemiAntiJoin(typ join.Type, left, right *relation, jc joinCondition, residual []expr.Expr) (*relation, error) {
+	lw := len(left.scope.cols)
 	// Two window TVFs on window_start and window_end: a window semi or
 	// anti join, emitted when the window fires.
 	if rel, ok, err := pc.planWindowJoin(nil, typ, left, right, jc, residual); err != nil {
