@@ -357,7 +357,7 @@ func (b *binder) convert(e parser.Expr) (expr.Expr, error) {
 	case *parser.TimeUnitExpr:
 		return expr.Symbol(n.Unit), nil
 	case *parser.SubqueryExpr:
-		return nil, unsupportedAt(n, "scalar subqueries are not supported yet")
+		return nil, unsupportedAt(n, "a scalar subquery is supported in the SELECT list of a query without aggregation and in WHERE, not in %s", b.clause)
 	case *parser.ExistsExpr:
 		return nil, unsupportedAt(n, "EXISTS subqueries are not supported yet")
 	case *parser.Star:

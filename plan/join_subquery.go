@@ -39,7 +39,11 @@ func (pc *planContext) planWhereSubqueries(rel *relation, conds []parser.Expr, e
 	for _, c := range conds {
 		q, x, exists, not, ok := subqueryConjunct(c)
 		if !ok {
-			return nil, unsupportedAt(c, "subqueries in WHERE are supported as conjuncts of the forms x [NOT] IN (SELECT …) and [NOT] EXISTS (SELECT …)")
+			var err error
+			if rel, err = pc.planScalarCondition(rel, c, env); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		var err error
 		if exists {

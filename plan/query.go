@@ -464,6 +464,14 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 		node = newCalc(node, nil, cond, node.Schema())
 	}
 	b := &binder{scope: from.scope, clause: "SELECT", cancel: pc.cancel}
+	if sqs := scalarSubqueries(selectExprs(s)...); len(sqs) > 0 {
+		joined, values, err := pc.attachScalarSubqueries(&relation{node: node, scope: from.scope}, sqs, env)
+		if err != nil {
+			return nil, err
+		}
+		node, from = joined.node, joined
+		b = &binder{scope: from.scope, clause: "SELECT", cancel: pc.cancel, hook: scalarHook(values)}
+	}
 	proj, out, err := pc.bindSelectList(s, from.scope, b)
 	if err != nil {
 		return nil, err
