@@ -453,6 +453,9 @@ type TemporalJoinNode struct {
 	LeftTime, RightTime int
 	Residual            expr.Expr // over [left, right] rows
 	Cond                expr.Expr // the whole ON condition, for EXPLAIN
+	// StateTTL (ms) drops a key's state once idle that long
+	// (table.exec.state.ttl); 0 keeps it.
+	StateTTL int64
 }
 
 func (n *TemporalJoinNode) Describe() string {
@@ -490,12 +493,6 @@ func (pc *planContext) planVersionedJoin(r *parser.Join, right *parser.TableName
 	if rightTime < 0 {
 		return nil, errAt(right, "Event-Time Temporal Table Join requires both primary key and row time attribute in versioned table, but no row time attribute can be found.")
 	}
-	if ttl := pc.p.cfg.StateTTL; ttl > 0 {
-		// Flink clears a key's temporal join state after it was idle for
-		// the TTL; per-entry expiry would drop versions of keys still
-		// probed, so rather than run with other semantics, refuse.
-		return nil, unsupportedAt(r, "'table.exec.state.ttl' (set to %d ms) is not supported by event-time temporal joins yet: their state is cleaned up by the watermark; set it to '0 ms' for this query", ttl.Milliseconds())
-	}
 	if err := requireInsertOnly("TemporalJoin", left.node); err != nil {
 		return nil, errAt(r, "%s", err.Error())
 	}
@@ -520,7 +517,8 @@ func (pc *planContext) planVersionedJoin(r *parser.Join, right *parser.TableName
 	if err != nil {
 		return nil, err
 	}
-	n := &TemporalJoinNode{LeftOuter: r.Kind == parser.JoinLeft, LeftTime: leftTime, RightTime: rightTime, Residual: residual, Cond: cond}
+	n := &TemporalJoinNode{LeftOuter: r.Kind == parser.JoinLeft, LeftTime: leftTime, RightTime: rightTime, Residual: residual, Cond: cond,
+		StateTTL: pc.p.cfg.StateTTL.Milliseconds()}
 	inKeys := map[int]bool{}
 	for _, k := range keys {
 		ref, isRef := k.Left.(*expr.ColumnRef)
@@ -578,7 +576,7 @@ func (gb *graphBuilder) temporalJoin(x *TemporalJoinNode) (*exec.Vertex, error) 
 	v.Inputs = inputs
 	cfg := gb.cfg
 	spec := temporal.Spec{LeftKeys: x.LeftKeys, RightKeys: x.RightKeys, LeftTime: x.LeftTime, RightTime: x.RightTime,
-		LeftWidth: len(x.inputs[0].Schema()), RightWidth: len(x.inputs[1].Schema()), LeftOuter: x.LeftOuter}
+		LeftWidth: len(x.inputs[0].Schema()), RightWidth: len(x.inputs[1].Schema()), LeftOuter: x.LeftOuter, StateTTL: x.StateTTL}
 	if res := x.Residual; res != nil {
 		spec.Residual = func() (exec.Predicate, error) { return expr.NewPredicate(res, cfg), nil }
 	}

@@ -13,6 +13,13 @@
 // (exec.KeyedOperator): the waiting left rows by time, the versions by
 // time, and per key group an index of (time, key) timers telling the
 // watermark which keys to visit.
+//
+// With a state TTL (table.exec.state.ttl), a key's whole state is dropped
+// once the key has been idle, in processing time, for between the TTL and
+// 1.5 times it, as Flink's operator does with its cleanup timers: any row
+// of the key that comes within the TTL of the cleanup time moves it to
+// 1.5 TTL ahead. Left rows still waiting for the watermark then are
+// dropped with it, which is what the user chose by setting the TTL.
 package temporal
 
 import (
@@ -38,6 +45,9 @@ type Spec struct {
 	// Residual, when set, is the rest of the join condition, tested on
 	// the joined row with the version found.
 	Residual func() (exec.Predicate, error)
+	// StateTTL is the idle time (ms, processing time) after which a key's
+	// state is dropped; 0 keeps it until the watermark frees it.
+	StateTTL int64
 }
 
 // NewJoin returns the temporal join operator of spec.
@@ -57,6 +67,10 @@ type join struct {
 	left   *kv.SortedMapState[int64, []byte] // time → the left rows of that time, encoded one after the other
 	right  *kv.SortedMapState[int64, []byte] // time → [kind][row]: the version starting then
 	timers *kv.SortedMapState[[]byte, []byte]
+	// With a TTL: the key's registered cleanup time, and the service
+	// whose processing-time timers fire it.
+	cleanupAt *kv.ValueState[int64]
+	cleanup   *kv.TimerService
 
 	out    *types.Batch
 	joined types.Row
@@ -74,7 +88,16 @@ func (j *join) OpenKeyedState(b *kv.Backend) error {
 	if j.right, err = kv.NewSortedMapState[int64, []byte](b, "temporal-right", kv.Int64{}, kv.Bytes{}, kv.Options{}); err != nil {
 		return err
 	}
-	j.timers, err = kv.NewSortedMapState[[]byte, []byte](b, "temporal-timers", kv.Bytes{}, kv.Bytes{}, kv.Options{})
+	if j.timers, err = kv.NewSortedMapState[[]byte, []byte](b, "temporal-timers", kv.Bytes{}, kv.Bytes{}, kv.Options{}); err != nil {
+		return err
+	}
+	if j.spec.StateTTL <= 0 {
+		return nil
+	}
+	if j.cleanupAt, err = kv.NewValueState[int64](b, "temporal-cleanup-time", kv.Int64{}, kv.Options{}); err != nil {
+		return err
+	}
+	j.cleanup, err = kv.NewTimerService(b, "temporal-cleanup")
 	return err
 }
 
@@ -92,7 +115,58 @@ func (j *join) Open(ctx *exec.OperatorContext) error {
 	}
 	j.joined = make(types.Row, j.spec.LeftWidth+j.spec.RightWidth)
 	j.out = types.NewBatch(j.spec.LeftWidth+j.spec.RightWidth, types.DefaultBatchSize)
+	if j.cleanup != nil {
+		if ctx == nil || ctx.Now == nil || ctx.RegisterProcessingTimer == nil {
+			return fmt.Errorf("temporal join: a state TTL needs the runtime's processing-time timers")
+		}
+		return j.cleanup.Start(ctx.RegisterProcessingTimer)
+	}
 	return nil
+}
+
+// touch moves the current key's cleanup time when a row of it comes
+// within the TTL of it (or it has none): to 1.5 TTL from now, so that a
+// busy key does not register a timer per row.
+func (j *join) touch() error {
+	if j.cleanup == nil {
+		return nil
+	}
+	now, ttl := j.ctx.Now(), j.spec.StateTTL
+	cur, ok, err := j.cleanupAt.Get(nil)
+	if err != nil {
+		return err
+	}
+	if ok && now+ttl <= cur {
+		return nil
+	}
+	if ok {
+		if err := j.cleanup.Delete(kv.ProcessingTime, cur, nil); err != nil {
+			return err
+		}
+	}
+	next := now + ttl + ttl/2
+	if err := j.cleanup.Register(kv.ProcessingTime, next, nil); err != nil {
+		return err
+	}
+	return j.cleanupAt.Put(nil, next)
+}
+
+// OnProcessingTime drops the state of the keys whose cleanup time came.
+func (j *join) OnProcessingTime(t int64, out exec.Output) error {
+	if j.cleanup == nil {
+		return nil
+	}
+	return j.cleanup.Advance(kv.ProcessingTime, t, func(kv.Timer) error {
+		if err := j.left.Clear(nil); err != nil {
+			return err
+		}
+		if err := j.right.Clear(nil); err != nil {
+			return err
+		}
+		// The key's entries in the watermark's index stay; visiting a key
+		// without state finds nothing to do.
+		return j.cleanupAt.Clear(nil)
+	})
 }
 
 // key encodes the key columns of r, or reports a NULL among them (which
@@ -157,6 +231,9 @@ func (j *join) processLeft(b *types.Batch, out exec.Output) error {
 		if err := j.b.SetCurrentKey(h, key); err != nil {
 			return err
 		}
+		if err := j.touch(); err != nil {
+			return err
+		}
 		prev, _, err := j.left.Get(nil, t)
 		if err != nil {
 			return err
@@ -197,6 +274,9 @@ func (j *join) processRight(b *types.Batch) error {
 		}
 		h := types.HashColumns(r, j.spec.RightKeys)
 		if err := j.b.SetCurrentKey(h, key); err != nil {
+			return err
+		}
+		if err := j.touch(); err != nil {
 			return err
 		}
 		j.buf = types.AppendRow(append(j.buf[:0], byte(kind)), r)

@@ -50,15 +50,25 @@ type step struct {
 	input int
 	rows  []row
 	wm    int64
+	// clock, when set, moves the processing time to now instead, firing
+	// the timers due.
+	clock bool
+	now   int64
 }
 
 func left(rows ...row) step  { return step{input: 0, rows: rows} }
 func right(rows ...row) step { return step{input: 1, rows: rows} }
 func wm(t int64) step        { return step{wm: t} }
+func clock(now int64) step   { return step{clock: true, now: now} }
 
 func (s step) Run(t *testing.T, op exec.Operator, rt *optest.Runtime, c *optest.Collector) {
 	t.Helper()
 	tmp := newCollector()
+	if s.clock {
+		rt.AdvanceTo(t, s.now, op, tmp)
+		c.Events = append(c.Events, tmp.Take()...)
+		return
+	}
 	var err error
 	if s.rows != nil {
 		err = op.ProcessBatch(s.input, batch(s.rows), tmp)
@@ -173,4 +183,28 @@ func TestStateCleanup(t *testing.T) {
 		t.Fatalf("%d entries at the end of input, want 0: %v", n, optest.Dump(t, b))
 	}
 	optest.Expect(t, "output", c.Take(), "+I(o1, EUR, 2, EUR, 114, 1)", "WM(5)", "WM(max)")
+}
+
+// With a state TTL of 10 ms, a key idle for between 10 and 15 ms of
+// processing time loses its state (Flink's cleanup timers: a row moves
+// the key's cleanup time to 15 ms ahead when it is within 10 ms of it).
+// EUR is touched at 0 only (cleanup at 15); USD at 0 (cleanup at 15) and
+// at 8, which is within 10 of 15, so USD moves to 23. At 15 EUR's state
+// goes, with o1 still waiting for the watermark; USD's stays, and o2
+// joins its version at WM 5. Without the TTL o1 would join EUR 114.
+func TestStateTTLDropsIdleKeys(t *testing.T) {
+	s := spec(false)
+	s.StateTTL = 10
+	build := func() (exec.Operator, error) { return NewJoin(s) }
+	optest.CheckRestores(t, build, newCollector, 0, []step{
+		right(ins("EUR", 114, 1), ins("USD", 1, 1)),
+		left(ins("o1", "EUR", 2)),
+		clock(8),
+		left(ins("o2", "USD", 3)),
+		clock(15),
+		wm(5),
+		clock(22),
+		left(ins("o3", "USD", 4)),
+		wm(6),
+	}, 0, "+I(o2, USD, 3, USD, 1, 1)", "WM(5)", "+I(o3, USD, 4, USD, 1, 1)", "WM(6)")
 }
