@@ -69,6 +69,15 @@ func joinOn(t testing.TB, lk *connectors.Lookup, now *int64) exec.Operator {
 	return op
 }
 
+// reloaded waits for the reload of the full cache a probe started (it
+// runs in the background while the old cache serves).
+func reloaded(t *testing.T, op exec.Operator) {
+	t.Helper()
+	if err := op.(interface{ AwaitReload() error }).AwaitReload(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func probe(t *testing.T, op exec.Operator, keys ...int64) string {
 	t.Helper()
 	b := types.NewBatch(2, len(keys))
@@ -104,6 +113,12 @@ func TestLookupReloadsChangedFiles(t *testing.T) {
 		t.Fatalf("before the check: %q", got)
 	}
 	now++
+	// The probe at the check starts the reload, and the old cache serves
+	// it; the rows after the reload are the new ones.
+	if got := probe(t, op, 1); got != "0:one" {
+		t.Fatalf("at the check: %q", got)
+	}
+	reloaded(t, op)
 	if got := probe(t, op, 1, 2, 3); got != "0:uno 1:dos 2:three" {
 		t.Fatalf("after the check: %q", got)
 	}
@@ -112,6 +127,8 @@ func TestLookupReloadsChangedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	now += 10_000
+	probe(t, op, 3)
+	reloaded(t, op)
 	if got := probe(t, op, 3); got != "0:" {
 		t.Fatalf("after removal: %q", got)
 	}

@@ -86,7 +86,11 @@ type join struct {
 
 	full       *fullIndex
 	nextReload int64 // epoch ms; 0: never
-	partial    *partialCache
+	// reload is the full cache's load in the background, when one runs:
+	// lookups use the old cache until it is done (as Flink's full cache
+	// does), and ProcessBatch swaps the new one in.
+	reload  *reloading
+	partial *partialCache
 
 	keys    []types.Value // KeyWidth per input row of the batch
 	joined  types.Row
@@ -143,29 +147,65 @@ func (j *join) bg() context.Context {
 	return context.Background()
 }
 
-// load (re)fills the full cache; due is when the load was scheduled.
+// load fills the full cache, on the task's goroutine: the first load,
+// which the join waits for (as Flink's does); due is when the load was
+// scheduled.
 func (j *join) load(due int64) error {
 	start := j.now()
-	ix := newFullIndex(j.spec.DimKeyCols)
-	err := j.spec.Loader.Load(j.bg(), func(r types.Row) error {
-		d, err := j.prepared(r)
-		if err != nil {
-			return err
-		}
-		ix.add(d)
-		return nil
-	})
+	ix, err := j.loadIndex(j.bg(), j.prepare)
 	if err != nil {
-		return fmt.Errorf("loading the full lookup cache of table %s: %w", j.spec.Table, err)
+		return err
 	}
-	ix.build(j.spec.DimWidth)
 	j.full = ix
 	j.nextReload = nextReload(j.spec.Cache, start, j.now(), due)
 	return nil
 }
 
-// maybeReload reloads the full cache when its reload is due.
+// loadIndex reads the whole table into a new index, turning its rows into
+// dimension rows with prepare (nil: as they are).
+func (j *join) loadIndex(ctx context.Context, prepare exec.Projector) (*fullIndex, error) {
+	ix := newFullIndex(j.spec.DimKeyCols)
+	err := j.spec.Loader.Load(ctx, func(r types.Row) error {
+		if prepare != nil {
+			d := make(types.Row, j.spec.DimWidth)
+			if err := prepare.Project(r, d); err != nil {
+				return err
+			}
+			r = d
+		}
+		ix.add(r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading the full lookup cache of table %s: %w", j.spec.Table, err)
+	}
+	ix.build(j.spec.DimWidth)
+	return ix, nil
+}
+
+// reloading is a reload of the full cache running on a goroutine the
+// join owns (Close waits for it).
+type reloading struct {
+	start, due int64
+	cancel     context.CancelFunc
+	done       chan struct{}
+	// Set by the goroutine before done is closed: the new index (nil when
+	// the table had not changed), or why the reload failed.
+	ix  *fullIndex
+	err error
+}
+
+// maybeReload starts a reload of the full cache in the background when
+// it is due, and swaps in the one that finished.
 func (j *join) maybeReload() error {
+	if r := j.reload; r != nil {
+		select {
+		case <-r.done:
+		default:
+			return nil // still loading: the old cache serves
+		}
+		return j.finishReload()
+	}
 	if j.nextReload == 0 {
 		return nil
 	}
@@ -173,18 +213,59 @@ func (j *join) maybeReload() error {
 	if now < j.nextReload {
 		return nil
 	}
-	due := j.nextReload
-	if j.spec.Cache.OnlyWhenChanged {
-		changed, err := j.spec.Loader.Changed(j.bg())
-		if err != nil {
-			return fmt.Errorf("checking lookup table %s for changes: %w", j.spec.Table, err)
-		}
-		if !changed {
-			j.nextReload = nextReload(j.spec.Cache, now, now, due)
-			return nil
+	prepare := exec.Projector(nil)
+	if j.spec.Prepare != nil {
+		// The goroutine's own projector: a projector is not shared.
+		var err error
+		if prepare, err = j.spec.Prepare(); err != nil {
+			return err
 		}
 	}
-	return j.load(due)
+	ctx, cancel := context.WithCancel(j.bg())
+	r := &reloading{start: now, due: j.nextReload, cancel: cancel, done: make(chan struct{})}
+	j.reload = r
+	go func() {
+		defer close(r.done)
+		if j.spec.Cache.OnlyWhenChanged {
+			changed, err := j.spec.Loader.Changed(ctx)
+			if err != nil {
+				r.err = fmt.Errorf("checking lookup table %s for changes: %w", j.spec.Table, err)
+				return
+			}
+			if !changed {
+				return
+			}
+		}
+		r.ix, r.err = j.loadIndex(ctx, prepare)
+	}()
+	return nil
+}
+
+// finishReload swaps in the cache a finished reload built. A failed
+// reload fails the job, as it does in Flink.
+func (j *join) finishReload() error {
+	r := j.reload
+	j.reload = nil
+	r.cancel()
+	if r.err != nil {
+		return r.err
+	}
+	if r.ix != nil {
+		j.full = r.ix
+	}
+	j.nextReload = nextReload(j.spec.Cache, r.start, j.now(), r.due)
+	return nil
+}
+
+// AwaitReload waits for a reload of the full cache in flight, if any, and
+// swaps its cache in (as the next batch would once it is done); tests of
+// a connector's Loader use it to see a reload's outcome at a known point.
+func (j *join) AwaitReload() error {
+	if j.reload == nil {
+		return nil
+	}
+	<-j.reload.done
+	return j.finishReload()
 }
 
 // prepareAll turns fetched rows into dimension rows, in place.
@@ -621,6 +702,15 @@ func (j *join) flush(out exec.Output) error {
 
 func (j *join) ProcessWatermark(wm int64, out exec.Output) error { return out.PushWatermark(wm) }
 func (j *join) Finish(exec.Output) error                         { return nil }
-func (j *join) Close() error                                     { return nil }
+
+// Close stops a reload in flight and waits for its goroutine.
+func (j *join) Close() error {
+	if r := j.reload; r != nil {
+		r.cancel()
+		<-r.done
+		j.reload = nil
+	}
+	return nil
+}
 
 var _ exec.StatelessOperator = (*join)(nil)

@@ -41,6 +41,9 @@ type table struct {
 	hook    func(ctx context.Context, key int64, attempt int) ([]types.Row, bool, error)
 	changed bool
 	loads   int
+	// gate, when set, holds a Load until it is closed (or the load is
+	// cancelled).
+	gate chan struct{}
 }
 
 func newTable(rows ...types.Row) *table { return &table{rows: rows, fetches: map[int64]int{}} }
@@ -66,12 +69,20 @@ func (t *table) Fetch(ctx context.Context, key types.Row, dst []types.Row) ([]ty
 	return dst, nil
 }
 
-func (t *table) Load(_ context.Context, fn func(types.Row) error) error {
+func (t *table) Load(ctx context.Context, fn func(types.Row) error) error {
 	t.mu.Lock()
 	rows := t.rows
 	t.loads++
 	t.changed = false
+	gate := t.gate
 	t.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for _, r := range rows {
 		if err := fn(r); err != nil {
 			return err
@@ -241,33 +252,91 @@ func TestPartialCache(t *testing.T) {
 }
 
 func TestFullCacheReload(t *testing.T) {
+	// reloaded waits for the background reload a batch started.
+	reloaded := func(t *testing.T, h *harness) {
+		t.Helper()
+		if err := h.op.(*join).AwaitReload(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Run("periodic fixed delay", func(t *testing.T) {
 		tab := newTable(dimRow(10, "a"))
 		h := open(t, spec(tab, Cache{Kind: CacheFull, ReloadInterval: 100 * time.Millisecond}))
 		tab.set(dimRow(10, "b"))
 		optest.Expect(t, "before the interval", h.rows(99, 1, 10), "+I(1, 10, 10, a)")
-		optest.Expect(t, "at the interval", h.rows(100, 2, 10), "+I(2, 10, 10, b)")
+		// The batch at the interval starts the reload and is served by
+		// the cache it has.
+		optest.Expect(t, "at the interval", h.rows(100, 2, 10), "+I(2, 10, 10, a)")
+		reloaded(t, h)
+		optest.Expect(t, "after the reload", h.rows(101, 3, 10), "+I(3, 10, 10, b)")
 		if tab.loads != 2 {
 			t.Fatalf("%d loads, want 2", tab.loads)
 		}
-		// Without a change the cache is loaded again all the same.
-		h.rows(200, 3, 10)
+		// Without a change the cache is loaded again all the same, the
+		// delay after the last load's end (100): at 200, not at 199.
+		h.rows(199, 4, 10)
+		if h.op.(*join).reload != nil {
+			t.Fatal("a reload started before the delay after the last one")
+		}
+		h.rows(200, 5, 10)
+		reloaded(t, h)
 		if tab.loads != 3 {
 			t.Fatalf("%d loads, want 3", tab.loads)
+		}
+	})
+	t.Run("lookups go on while a reload runs", func(t *testing.T) {
+		tab := newTable(dimRow(10, "a"))
+		h := open(t, spec(tab, Cache{Kind: CacheFull, ReloadInterval: 100 * time.Millisecond}))
+		tab.mu.Lock()
+		tab.gate = make(chan struct{})
+		tab.mu.Unlock()
+		tab.set(dimRow(10, "b"))
+		optest.Expect(t, "starting the reload", h.rows(100, 1, 10), "+I(1, 10, 10, a)")
+		optest.Expect(t, "while it runs", h.rows(150, 2, 10), "+I(2, 10, 10, a)")
+		close(tab.gate)
+		reloaded(t, h)
+		optest.Expect(t, "once it is done", h.rows(160, 3, 10), "+I(3, 10, 10, b)")
+	})
+	t.Run("close stops a reload", func(t *testing.T) {
+		tab := newTable(dimRow(10, "a"))
+		h := open(t, spec(tab, Cache{Kind: CacheFull, ReloadInterval: 100 * time.Millisecond}))
+		tab.mu.Lock()
+		tab.gate = make(chan struct{}) // never opened: only the cancellation ends the load
+		tab.mu.Unlock()
+		h.rows(100, 1, 10)
+		if err := h.op.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a failed reload fails the job", func(t *testing.T) {
+		tab := newTable(dimRow(10, "a"))
+		s := spec(tab, Cache{Kind: CacheFull, ReloadInterval: 100 * time.Millisecond})
+		s.Prepare = func() (exec.Projector, error) { return failAfter{tab: tab}, nil }
+		h := open(t, s)
+		tab.set(dimRow(10, "bad"))
+		h.rows(100, 1, 10)
+		err := h.op.(*join).AwaitReload()
+		if err == nil || !strings.Contains(err.Error(), "loading the full lookup cache of table dim") {
+			t.Fatalf("reload error %v, want the failed load named", err)
 		}
 	})
 	t.Run("only when changed", func(t *testing.T) {
 		tab := newTable(dimRow(10, "a"))
 		h := open(t, spec(tab, Cache{Kind: CacheFull, ReloadInterval: 100 * time.Millisecond, OnlyWhenChanged: true}))
 		h.rows(100, 1, 10)
+		reloaded(t, h)
 		h.rows(200, 1, 10)
+		reloaded(t, h)
 		if tab.loads != 1 {
 			t.Fatalf("%d loads of an unchanged table, want 1", tab.loads)
 		}
-		// Checked at 100, 200 and 300: a change at 250 is seen at 300.
+		// Checked at 100, 200 and 300: a change at 250 is seen at 300,
+		// once the reload it starts is done.
 		tab.set(dimRow(10, "c"))
 		optest.Expect(t, "changed, before the check", h.rows(250, 2, 10), "+I(2, 10, 10, a)")
-		optest.Expect(t, "changed, at the check", h.rows(300, 3, 10), "+I(3, 10, 10, c)")
+		h.rows(300, 3, 10)
+		reloaded(t, h)
+		optest.Expect(t, "changed, after the check", h.rows(301, 4, 10), "+I(4, 10, 10, c)")
 	})
 	t.Run("no interval never reloads", func(t *testing.T) {
 		tab := newTable(dimRow(10, "a"))
@@ -275,6 +344,18 @@ func TestFullCacheReload(t *testing.T) {
 		tab.set(dimRow(10, "b"))
 		optest.Expect(t, "much later", h.rows(1e9, 1, 10), "+I(1, 10, 10, a)")
 	})
+}
+
+// failAfter is a Prepare projector that fails on a dimension row named
+// "bad".
+type failAfter struct{ tab *table }
+
+func (f failAfter) Project(in, out types.Row) error {
+	if in[1].Str() == "bad" {
+		return errors.New("bad row")
+	}
+	copy(out, in)
+	return nil
 }
 
 func TestNextReload(t *testing.T) {
