@@ -130,22 +130,7 @@ func (pc *planContext) planJoinWhere(r *parser.Join, where []parser.Expr, env *c
 	if innerKind(r.Kind) {
 		return pc.planInnerJoins(r, where, env)
 	}
-	var typ join.Type
-	switch strings.ToUpper(r.Kind) {
-	case parser.JoinLeft:
-		typ = join.LeftOuter
-	case parser.JoinRight:
-		typ = join.RightOuter
-	case parser.JoinFull:
-		typ = join.FullOuter
-	default:
-		return nil, unsupportedAt(r, "%s JOIN is not supported", r.Kind)
-	}
-	left, err := pc.planFrom(r.Left, env)
-	if err != nil {
-		return nil, err
-	}
-	right, err := pc.planFrom(r.Right, env)
+	typ, left, right, err := pc.planJoinSides(r, env)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +140,33 @@ func (pc *planContext) planJoinWhere(r *parser.Join, where []parser.Expr, env *c
 		return nil, err
 	}
 	return pc.joinRelations(r, typ, left, right, conds)
+}
+
+// planJoinSides gives the type of the join r (INNER, CROSS and comma
+// joins are Inner) and plans its two sides.
+func (pc *planContext) planJoinSides(r *parser.Join, env *cteEnv) (join.Type, *relation, *relation, error) {
+	var typ join.Type
+	switch strings.ToUpper(r.Kind) {
+	case parser.JoinInner, parser.JoinCross, parser.JoinComma:
+		typ = join.Inner
+	case parser.JoinLeft:
+		typ = join.LeftOuter
+	case parser.JoinRight:
+		typ = join.RightOuter
+	case parser.JoinFull:
+		typ = join.FullOuter
+	default:
+		return 0, nil, nil, unsupportedAt(r, "%s JOIN is not supported", r.Kind)
+	}
+	left, err := pc.planFrom(r.Left, env)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	right, err := pc.planFrom(r.Right, env)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return typ, left, right, nil
 }
 
 // planInnerJoins plans a tree of inner joins as one: its leaves (tables,

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strings"
-
 	"github.com/flinksql/flinksql/exec/join"
 	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/parser"
@@ -19,24 +17,7 @@ import (
 // means the merged column. where are the WHERE conjuncts of an inner join
 // handed down by planFromWhere; they are applied over the join's row.
 func (pc *planContext) planUsingJoin(r *parser.Join, where []parser.Expr, env *cteEnv) (*relation, error) {
-	var typ join.Type
-	switch strings.ToUpper(r.Kind) {
-	case parser.JoinInner, parser.JoinCross, parser.JoinComma:
-		typ = join.Inner
-	case parser.JoinLeft:
-		typ = join.LeftOuter
-	case parser.JoinRight:
-		typ = join.RightOuter
-	case parser.JoinFull:
-		typ = join.FullOuter
-	default:
-		return nil, unsupportedAt(r, "%s JOIN is not supported", r.Kind)
-	}
-	left, err := pc.planFrom(r.Left, env)
-	if err != nil {
-		return nil, err
-	}
-	right, err := pc.planFrom(r.Right, env)
+	typ, left, right, err := pc.planJoinSides(r, env)
 	if err != nil {
 		return nil, err
 	}
