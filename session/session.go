@@ -99,6 +99,12 @@ func (s *Session) logLine(msg string) { s.logf("%s", msg) }
 // Get returns the current value of an option.
 func (s *Session) Get(key string) string { return s.conf.Get(key) }
 
+// IsSet reports whether an option was given a value (-D or SET).
+func (s *Session) IsSet(key string) bool {
+	_, ok := s.conf.Raw(key)
+	return ok
+}
+
 // Completions returns table and view names and SQL keywords for the REPL.
 func (s *Session) Completions() []string {
 	words := append([]string{}, s.cat.TableNames()...)
@@ -278,6 +284,9 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 	case *parser.Set:
 		if x.Key == "" {
 			return &Result{Table: &StaticTable{Columns: []string{"key", "value"}, Rows: s.conf.List()}}, nil
+		}
+		if options.IsStartupOption(x.Key) {
+			return nil, fmt.Errorf("'%s' is read when flinksql starts and cannot be changed in a running session; start flinksql with -D %s=%s", x.Key, x.Key, x.Value)
 		}
 		warning, err := s.conf.Set(x.Key, x.Value)
 		if err != nil {

@@ -118,6 +118,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Deferred after the session's Close, so it runs first: no request
 	// reaches a closing session.
 	defer startControl(sess.Jobs(), stderr)()
+	interactive := *file == "" && *sqlText == ""
+	stopMonitor, err := startMonitor(sess, interactive, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "flinksql: %v\n", err)
+		return 1
+	}
+	defer stopMonitor()
 
 	switch {
 	case *file != "" || *sqlText != "":
