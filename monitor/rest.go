@@ -803,4 +803,3 @@ func (a *restAPI) savepointStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": map[string]string{"id": "COMPLETED"}, "operation": operation})
 }
-
