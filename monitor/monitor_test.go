@@ -527,3 +527,52 @@ func TestRESTCancel(t *testing.T) {
 		t.Errorf("checkpoints of a job without checkpointing: %d", code)
 	}
 }
+
+// TestRESTExceptions: a job whose every attempt fails (a NULL into a NOT
+// NULL column) is restarted twice and fails; its exception history holds
+// the three failures, newest first, and the root exception is the last.
+func TestRESTExceptions(t *testing.T) {
+	e := newEnv(t, map[string]string{"restart-strategy.type": "fixed-delay",
+		"restart-strategy.fixed-delay.attempts": "2", "restart-strategy.fixed-delay.delay": "10 ms"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job := e.submit(ctx, `
+CREATE TABLE src (id INT, name STRING) WITH ('connector' = 'values', 'data' = '
+1,a
+,b
+');
+CREATE TABLE out_nn (id INT NOT NULL, name STRING) WITH ('connector' = 'blackhole');
+INSERT INTO out_nn SELECT id, name FROM src;`)
+	<-job.Done()
+	var ex struct {
+		Root      string `json:"root-exception"`
+		Timestamp int64  `json:"timestamp"`
+		History   struct {
+			Entries []struct {
+				Stacktrace string `json:"stacktrace"`
+				Timestamp  int64  `json:"timestamp"`
+			} `json:"entries"`
+		} `json:"exceptionHistory"`
+	}
+	e.get("/jobs/"+job.ID+"/exceptions", &ex)
+	const cause = "Column 'id' is NOT NULL, however, a null value is being written into it."
+	if len(ex.History.Entries) != 3 {
+		t.Fatalf("exception history: %+v, want the 3 failed attempts", ex.History.Entries)
+	}
+	for i, en := range ex.History.Entries {
+		if !strings.Contains(en.Stacktrace, cause) {
+			t.Errorf("exception %d: %s", i, en.Stacktrace)
+		}
+		if i > 0 && en.Timestamp > ex.History.Entries[i-1].Timestamp {
+			t.Errorf("exceptions not newest first: %+v", ex.History.Entries)
+		}
+	}
+	if !strings.Contains(ex.Root, cause) || !strings.Contains(ex.Root, "after 2 restarts") || ex.Timestamp != ex.History.Entries[0].Timestamp {
+		t.Errorf("root exception %q at %d", ex.Root, ex.Timestamp)
+	}
+	var js jobJSON
+	e.get("/jobs/"+job.ID, &js)
+	if js.State != "FAILED" {
+		t.Errorf("state: %s", js.State)
+	}
+}

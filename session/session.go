@@ -336,6 +336,8 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		return nil, fmt.Errorf("No statement set to END; start one with BEGIN STATEMENT SET")
 	case *parser.StopJob:
 		return s.stopJob(ctx, x)
+	case *parser.DescribeJob:
+		return s.describeJob(x)
 	}
 	return nil, &plan.UnsupportedError{Msg: fmt.Sprintf("Unsupported statement: %s", firstLine(st.Text()))}
 }
@@ -450,6 +452,60 @@ func (s *Session) stopJob(ctx context.Context, x *parser.StopJob) (*Result, erro
 	return okResult, nil
 }
 
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// lastCheckpoint describes a job's latest completed checkpoint for SHOW
+// JOBS: "-" without checkpointing, "none" before the first.
+func lastCheckpoint(rj *jobs.Job) string {
+	cs, on := rj.CheckpointStats()
+	switch {
+	case !on:
+		return "-"
+	case cs.LatestCompleted == nil:
+		return "none"
+	}
+	c := cs.LatestCompleted
+	return fmt.Sprintf("%d at %s", c.ID, c.LatestAck.UTC().Format(timeLayout))
+}
+
+// describeJob is DESCRIBE JOB 'id': one job's status, restarts,
+// checkpoints and latest failure, one property per row.
+func (s *Session) describeJob(x *parser.DescribeJob) (*Result, error) {
+	rj, ok := s.jobs.Lookup(x.JobID)
+	if !ok {
+		return nil, fmt.Errorf("Could not describe job %s: no such job in this session", x.JobID)
+	}
+	st := rj.Status()
+	rows := [][]string{{"job id", st.ID}, {"job name", st.Name}, {"status", st.State},
+		{"start time", st.Start.UTC().Format(timeLayout)}}
+	if !st.End.IsZero() {
+		rows = append(rows, []string{"end time", st.End.UTC().Format(timeLayout)})
+	}
+	rows = append(rows, []string{"restarts", fmt.Sprint(st.Restarts)})
+	if cs, on := rj.CheckpointStats(); !on {
+		rows = append(rows, []string{"checkpointing", "off"})
+	} else {
+		rows = append(rows, []string{"checkpoints", fmt.Sprintf("%d completed, %d failed, %d in progress", cs.Completed, cs.Failed, cs.InProgress)})
+		if c := cs.LatestCompleted; c != nil {
+			rows = append(rows, []string{"last checkpoint", fmt.Sprintf("%d at %s, %d bytes (%d uploaded), %s",
+				c.ID, c.LatestAck.UTC().Format(timeLayout), c.StateSize, c.CheckpointedSize, c.EndToEnd())})
+		} else {
+			rows = append(rows, []string{"last checkpoint", "none"})
+		}
+		if c := cs.LatestFailed; c != nil {
+			rows = append(rows, []string{"last failed checkpoint", fmt.Sprintf("%d at %s: %s", c.ID, c.Failure.UTC().Format(timeLayout), c.FailureMessage)})
+		}
+		if r := cs.LatestRestored; r != nil {
+			rows = append(rows, []string{"restored from", fmt.Sprintf("%d (%s)", r.ID, r.ExternalPath)})
+		}
+	}
+	if len(st.Exceptions) > 0 {
+		e := st.Exceptions[0]
+		rows = append(rows, []string{"last failure", fmt.Sprintf("%s: %s", e.Time.UTC().Format(timeLayout), e.Message)})
+	}
+	return &Result{Table: &StaticTable{Columns: []string{"property", "value"}, Rows: rows}}, nil
+}
+
 // Jobs is the session's job supervisor (the control endpoint reaches the
 // jobs through it).
 func (s *Session) Jobs() *jobs.Supervisor { return s.jobs }
@@ -495,9 +551,17 @@ func (s *Session) show(x *parser.Show) (*Result, error) {
 	case "CURRENT DATABASE":
 		return listTable("current database name", []string{s.cat.CurrentDatabase()}), nil
 	case "JOBS":
-		t := &StaticTable{Columns: []string{"job id", "job name", "status", "start time"}}
+		// Flink's columns, then the restarts and the latest completed
+		// checkpoint of each job.
+		t := &StaticTable{Columns: []string{"job id", "job name", "status", "start time", "restarts", "last checkpoint"}}
 		for _, j := range s.jobs.List() {
-			t.Rows = append(t.Rows, []string{j.ID, j.Name, j.Status, j.Start.UTC().Format("2006-01-02T15:04:05.000Z")})
+			row := []string{j.ID, j.Name, j.Status, j.Start.UTC().Format(timeLayout), "", ""}
+			if rj, ok := s.jobs.Lookup(j.ID); ok {
+				st := rj.Status()
+				row[4] = fmt.Sprint(st.Restarts)
+				row[5] = lastCheckpoint(rj)
+			}
+			t.Rows = append(t.Rows, row)
 		}
 		return &Result{Table: t}, nil
 	case "COLUMNS":
