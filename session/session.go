@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +37,9 @@ type Options struct {
 	Registry *connectors.Registry
 	// Now overrides the processing clock (tests).
 	Now func() time.Time
+	// Log receives the jobs' log: what operators and the runtime report,
+	// completed checkpoints, warnings. Nil writes its lines to Stderr.
+	Log *slog.Logger
 	// Fault is called at the runtime's fault-injection points (crash
 	// drills, see exec.FaultPoints; ParseFault builds it from the text of
 	// FaultEnv, which cmd/flinksql reads). Nil in production.
@@ -46,6 +50,7 @@ type Options struct {
 // a time; jobs it starts run in the background until they end or are stopped.
 type Session struct {
 	stderr io.Writer
+	log    *slog.Logger // nil: log lines go to stderr
 	logMu  sync.Mutex // serializes job log lines (subtasks write concurrently)
 	cat    *catalog.Catalog
 	reg    *connectors.Registry
@@ -75,8 +80,8 @@ func New(opts Options) (*Session, error) {
 		now = time.Now
 	}
 	fault := opts.Fault
-	s := &Session{stderr: opts.Stderr, cat: catalog.New(), reg: reg, conf: options.Session().NewValues(), now: now, fault: fault}
-	s.jobs = jobs.New(jobs.Config{Stderr: opts.Stderr, Logf: s.logf, Now: now})
+	s := &Session{stderr: opts.Stderr, log: opts.Log, cat: catalog.New(), reg: reg, conf: options.Session().NewValues(), now: now, fault: fault}
+	s.jobs = jobs.New(jobs.Config{Stderr: opts.Stderr, Logf: s.logf, Log: lineWriter(s.logLine), Now: now})
 	for k, v := range opts.Config {
 		if warning, err := s.conf.Set(k, v); err != nil {
 			return nil, err
@@ -187,12 +192,40 @@ func (s *Session) keyedStateConfig() exec.KeyedStateConfig {
 	}
 }
 
-// logf writes one line to the session's log (stderr); jobs log from many
-// goroutines, so lines are written whole, one at a time.
+// logf writes one line to the session's log (Options.Log, else stderr);
+// jobs log from many goroutines, so lines are written whole, one at a
+// time. A line's "[WARN]"-style prefix gives its level.
 func (s *Session) logf(format string, args ...any) {
+	if s.log != nil {
+		msg := fmt.Sprintf(format, args...)
+		s.log.Log(context.Background(), levelOf(msg), msg)
+		return
+	}
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
 	fmt.Fprintf(s.stderr, format+"\n", args...)
+}
+
+// levelOf reads the level of a log line from its prefix.
+func levelOf(msg string) slog.Level {
+	switch {
+	case strings.HasPrefix(msg, "[ERROR]"):
+		return slog.LevelError
+	case strings.HasPrefix(msg, "[WARN"), strings.HasPrefix(msg, "checkpoint warning"):
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}
+
+// lineWriter turns writes of whole lines (the checkpoint storage's log)
+// into calls of f, one per line.
+type lineWriter func(string)
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		w(line)
+	}
+	return len(p), nil
 }
 
 // Execute parses a script and runs its statements in order, stopping at the
@@ -293,7 +326,10 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 			return nil, err
 		}
 		if warning != "" {
-			s.logf("[WARNING] %s", warning)
+			// For the user who typed the SET, not for the job log.
+			s.logMu.Lock()
+			fmt.Fprintf(s.stderr, "[WARNING] %s\n", warning)
+			s.logMu.Unlock()
 		}
 		return okResult, nil
 	case *parser.Reset:

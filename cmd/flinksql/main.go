@@ -16,6 +16,7 @@ import (
 	_ "time/tzdata" // time zones work without the machine's zoneinfo
 
 	"github.com/flinksql/flinksql/broker"
+	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/shell"
 )
@@ -109,7 +110,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flinksql: %v\n", err)
 		return 2
 	}
-	sess, err := session.New(session.Options{Stdout: stdout, Stderr: stderr, Config: conf, Fault: fault})
+	interactive := *file == "" && *sqlText == ""
+	logger, logPath, closeLog, err := openLog(conf[options.LogFile.Key], interactive, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "flinksql: %v\n", err)
+		return 2
+	}
+	defer closeLog()
+	sess, err := session.New(session.Options{Stdout: stdout, Stderr: stderr, Config: conf, Fault: fault, Log: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "flinksql: %v\n", err)
 		return 2
@@ -118,7 +126,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Deferred after the session's Close, so it runs first: no request
 	// reaches a closing session.
 	defer startControl(sess.Jobs(), stderr)()
-	interactive := *file == "" && *sqlText == ""
 	stopMonitor, err := startMonitor(sess, interactive, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "flinksql: %v\n", err)
@@ -155,6 +162,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
 		context.AfterFunc(ctx, stop) // a second signal ends the process at once
+		if logPath != "" {
+			fmt.Fprintf(stderr, "Log: %s\n", logPath)
+		}
 		hist := *history
 		if hist == "" {
 			if home, err := os.UserHomeDir(); err == nil {
