@@ -51,7 +51,7 @@ type Options struct {
 type Session struct {
 	stderr io.Writer
 	log    *slog.Logger // nil: log lines go to stderr
-	logMu  sync.Mutex // serializes job log lines (subtasks write concurrently)
+	logMu  sync.Mutex   // serializes job log lines (subtasks write concurrently)
 	cat    *catalog.Catalog
 	reg    *connectors.Registry
 	conf   *options.Values
