@@ -86,3 +86,42 @@ func TestScriptLogsToStderr(t *testing.T) {
 		t.Errorf("-e with rest.port: exit %d\n%s", code, errOut2.String())
 	}
 }
+
+// TestInitFileVersionAndShowJobs: -i runs Flink's initialization file
+// before the -f/-e statements and refuses a query or INSERT in it;
+// --version prints the version; SHOW JOBS works in a script.
+func TestInitFileVersionAndShowJobs(t *testing.T) {
+	dir := t.TempDir()
+	init := filepath.Join(dir, "init.sql")
+	if err := os.WriteFile(init, []byte("SET 'parallelism.default' = '3';\nCREATE TABLE g (k INT) WITH ('connector' = 'datagen', 'number-of-rows' = '7');\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut lockedBuffer
+	code := run([]string{"-i", init, "-e", "CREATE TABLE o (k INT) WITH ('connector' = 'blackhole'); INSERT INTO o SELECT k FROM g; SET; SHOW JOBS;"},
+		strings.NewReader(""), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	if !regexp.MustCompile(`\|\s+parallelism.default\s+\|\s+3\s+\|`).MatchString(out.String()) {
+		t.Errorf("the init file's SET did not reach the session:\n%s", out.String())
+	}
+	if !regexp.MustCompile(`\|\s+[0-9a-f]{32}\s+\|\s+insert-into_default_catalog.default_database.o\s+\|\s+FINISHED\s+\|`).MatchString(out.String()) {
+		t.Errorf("SHOW JOBS in -e does not list the finished job:\n%s", out.String())
+	}
+	if !strings.Contains(errOut.String(), "Successfully initialized from sql script: file:"+init) {
+		t.Errorf("stderr:\n%s", errOut.String())
+	}
+	bad := filepath.Join(dir, "bad.sql")
+	if err := os.WriteFile(bad, []byte("CREATE TABLE o (k INT) WITH ('connector' = 'blackhole');\nINSERT INTO o VALUES (1);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out2, errOut2 lockedBuffer
+	if code := run([]string{"-i", bad, "-e", "SHOW TABLES;"}, strings.NewReader(""), &out2, &errOut2); code != 1 ||
+		!strings.Contains(errOut2.String(), "unsupported statement 'INSERT INTO o VALUES (1)'") || strings.Contains(out2.String(), "table name") {
+		t.Errorf("an INSERT in the init file: exit %d\nstdout:\n%s\nstderr:\n%s", code, out2.String(), errOut2.String())
+	}
+	var out3, errOut3 lockedBuffer
+	if code := run([]string{"--version"}, nil, &out3, &errOut3); code != 0 || !strings.HasPrefix(out3.String(), "flinksql ") {
+		t.Errorf("--version: exit %d, %q", code, out3.String())
+	}
+}
