@@ -93,6 +93,8 @@ func (rj *Job) Cancel() {
 	if rj.status == "RUNNING" {
 		rj.status = "CANCELED"
 	}
+	// Closing stopCh under the lock pairs with the supervisor's check after
+	// it installs a new attempt: either it sees the stop, or this cancels it.
 	rj.stopOnce.Do(func() { close(rj.stopCh) })
 	j := rj.current
 	s.mu.Unlock()

@@ -406,17 +406,7 @@ func (rj *Job) stoppedNow() bool {
 
 // Stop cancels the job (status CANCELED) and waits until it has ended.
 func (rj *Job) Stop() {
-	s := rj.s
-	s.mu.Lock()
-	if rj.status == "RUNNING" {
-		rj.status = "CANCELED"
-	}
-	// Closing stopCh under the lock pairs with the supervisor's check after
-	// it installs a new attempt: either it sees the stop, or this cancels it.
-	rj.stopOnce.Do(func() { close(rj.stopCh) })
-	j := rj.current
-	s.mu.Unlock()
-	j.Cancel()
+	rj.Cancel()
 	<-rj.done
 }
 
