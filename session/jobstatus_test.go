@@ -118,3 +118,16 @@ INSERT INTO out_t SELECT k, COUNT(*) FROM gen GROUP BY k;`)
 		t.Errorf("SET 'rest.port': %v", err)
 	}
 }
+
+// TestCompletionsOfferOptionKeys: the shell's completion words include
+// the session's option keys (for SET), not the startup-only ones.
+func TestCompletionsOfferOptionKeys(t *testing.T) {
+	s := newTestSession(t, nil)
+	words := map[string]bool{}
+	for _, w := range s.Completions() {
+		words[w] = true
+	}
+	if !words["execution.checkpointing.interval"] || !words["table.local-time-zone"] || words["rest.port"] || !words["DESCRIBE JOB"] {
+		t.Errorf("completion words lack option keys or offer startup options: %d words", len(words))
+	}
+}

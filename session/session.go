@@ -117,7 +117,14 @@ func (s *Session) Completions() []string {
 		"CREATE TABLE", "CREATE VIEW", "DROP TABLE", "DROP VIEW", "SHOW TABLES", "SHOW VIEWS", "SHOW FUNCTIONS",
 		"SHOW JOBS", "SHOW CREATE TABLE", "DESCRIBE", "EXPLAIN", "SET", "RESET", "STOP JOB", "TUMBLE", "HOP",
 		"CUMULATE", "SESSION", "DESCRIPTOR", "WATERMARK FOR", "INTERVAL", "EXECUTE STATEMENT SET",
-		"ALTER TABLE", "ALTER VIEW", "CREATE DATABASE", "DROP DATABASE", "USE", "SHOW DATABASES", "SHOW CREATE VIEW", "SHOW COLUMNS")
+		"ALTER TABLE", "ALTER VIEW", "CREATE DATABASE", "DROP DATABASE", "USE", "SHOW DATABASES", "SHOW CREATE VIEW", "SHOW COLUMNS",
+		"DESCRIBE JOB")
+	// Option keys, for SET 'key' and RESET 'key'.
+	for _, spec := range options.Session().Specs() {
+		if !options.IsStartupOption(spec.Key) {
+			words = append(words, spec.Key)
+		}
+	}
 	return words
 }
 
