@@ -154,6 +154,12 @@ type CheckpointConfig struct {
 	// checkpoint (for logging): sync is the longest synchronous pause of a
 	// task, async the longest upload of an instance. It must not block.
 	OnComplete func(id CheckpointID, acks []InstanceAck, sync, async time.Duration)
+	// OnTrigger and OnAbort, when set, are called by the coordinator when
+	// it triggers a checkpoint (final: the job's final one) and when it
+	// gives one up (expired, declined, subsumed, or the job ended), for the
+	// checkpoint statistics. They must not block.
+	OnTrigger func(id CheckpointID, at time.Time, final bool)
+	OnAbort   func(id CheckpointID, reason string)
 	// CanFallBack says that an older retained checkpoint than RestoreID
 	// exists: when every committable of the restored checkpoint turns out
 	// aborted and none committed, the restore then fails with

@@ -331,6 +331,9 @@ func (c *coordinator) trigger(now time.Time, final, direct bool) *pendingCheckpo
 	c.nextID++
 	c.pending[p.id] = p
 	c.lastTrigger = now
+	if c.cfg.OnTrigger != nil {
+		c.cfg.OnTrigger(p.id, now, final)
+	}
 	targets := c.heads
 	if direct {
 		targets = c.tasks
@@ -364,6 +367,7 @@ func (c *coordinator) complete(p *pendingCheckpoint) {
 		if id < p.id {
 			delete(c.pending, id)
 			c.cfg.Store.Abort(id)
+			c.aborted(id, fmt.Sprintf("Checkpoint %d was subsumed by checkpoint %d.", id, p.id))
 			c.notifyAborted(id)
 			c.reply(older, triggerResult{id: id, err: fmt.Errorf("checkpoint %d was subsumed by checkpoint %d", id, p.id)})
 		}
@@ -382,6 +386,7 @@ func (c *coordinator) complete(p *pendingCheckpoint) {
 func (c *coordinator) abort(p *pendingCheckpoint, reason string) {
 	delete(c.pending, p.id)
 	c.cfg.Store.Abort(p.id)
+	c.aborted(p.id, reason)
 	c.notifyAborted(p.id)
 	c.failures++
 	if c.failures <= c.cfg.TolerableFailures {
@@ -400,6 +405,13 @@ func (c *coordinator) abort(p *pendingCheckpoint, reason string) {
 		return
 	}
 	c.reply(p, triggerResult{id: p.id, err: fmt.Errorf("checkpoint %d aborted: %s", p.id, reason)})
+}
+
+// aborted reports a checkpoint given up to the statistics.
+func (c *coordinator) aborted(id CheckpointID, reason string) {
+	if c.cfg.OnAbort != nil {
+		c.cfg.OnAbort(id, reason)
+	}
 }
 
 func (c *coordinator) notifyAborted(id CheckpointID) {
@@ -429,6 +441,7 @@ func (c *coordinator) shutdown() {
 	for id, p := range c.pending {
 		delete(c.pending, id)
 		c.cfg.Store.Abort(id)
+		c.aborted(id, "The job ended before the checkpoint completed.")
 		c.reply(p, triggerResult{id: id, err: fmt.Errorf("checkpoint %d aborted: the job ended", id)})
 	}
 }

@@ -44,6 +44,11 @@ type channel struct {
 	// Sender side, owned by the producer's goroutine.
 	allocated int
 	cur       *types.Batch
+	// backPressured accumulates the nanoseconds the producer waited for
+	// this channel (no free batch, or the receiver's queue full): Flink's
+	// backPressuredTimeMsPerSecond is its rate. Nil in tests that wire
+	// channels by hand.
+	backPressured *Counter
 }
 
 func newChannel(id int32, credits int) *channel {
@@ -62,6 +67,9 @@ func (c *channel) acquire(ctx context.Context, width, batchSize int) (*types.Bat
 		c.allocated++
 		return types.NewBatch(width, batchSize), nil
 	}
+	// Only a wait reads the clock: the hot path stays as it was.
+	start := time.Now()
+	defer c.waited(start)
 	select {
 	case b := <-c.free:
 		return b, nil
@@ -75,8 +83,22 @@ func (c *channel) send(ctx context.Context, e element) error {
 	select {
 	case c.inbound <- e:
 		return nil
+	default:
+	}
+	start := time.Now()
+	defer c.waited(start)
+	select {
+	case c.inbound <- e:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// waited counts a wait of the producer that began at start.
+func (c *channel) waited(start time.Time) {
+	if c.backPressured != nil {
+		c.backPressured.Add(int64(time.Since(start)))
 	}
 }
 

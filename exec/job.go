@@ -49,6 +49,8 @@ func (c Config) WithDefaults() Config {
 // Job is a running job graph.
 type Job struct {
 	name   string
+	graph  *JobGraph
+	maxPar int
 	cancel context.CancelFunc
 	ctx    context.Context
 	done   chan struct{}
@@ -79,7 +81,16 @@ type vertexRun struct {
 	ops      [][]*OperatorMetrics
 	rowsRead []*Counter // sources only
 	srcWM    []*Gauge   // sources only
+	srcLag   []*Gauge   // sources only
 	names    []string
+	// times[subtask] are the task's wait times.
+	times []*taskTimes
+}
+
+// taskTimes are the nanoseconds a task spent waiting: for the channels of
+// its outputs (backpressured) and for input (idle, non-source tasks).
+type taskTimes struct {
+	backPressured, idle Counter
 }
 
 // Start validates g and starts its tasks. The job runs until every task has
@@ -95,7 +106,7 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 		cfg.Checkpointing = &cc
 	}
 	jctx, cancel := context.WithCancel(ctx)
-	j := &Job{name: g.Name, ctx: jctx, cancel: cancel, done: make(chan struct{}), logf: cfg.Log}
+	j := &Job{name: g.Name, graph: g, maxPar: cfg.MaxParallelism, ctx: jctx, cancel: cancel, done: make(chan struct{}), logf: cfg.Log}
 
 	byID := make(map[int]int, len(g.Vertices))
 	tasks := make([][]*task, len(g.Vertices))
@@ -106,6 +117,8 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 		for st := range v.Parallelism {
 			t := &task{job: j, v: v, subtask: st, cfg: cfg, ctx: jctx, valve: valve{last: MinWatermark}}
 			t.send = &sender{ctx: jctx, batchSize: cfg.BatchSize, timeout: cfg.BufferTimeout}
+			t.times = &taskTimes{}
+			vr.times = append(vr.times, t.times)
 			t.metrics = make([]*OperatorMetrics, len(v.Chain))
 			for i := range t.metrics {
 				m := &OperatorMetrics{}
@@ -116,6 +129,9 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 				t.srcRowsRead = &Counter{}
 				t.srcWM = &Gauge{}
 				t.srcWM.Set(MinWatermark)
+				t.srcLag = &Gauge{}
+				t.srcLag.Set(-1)
+				vr.srcLag = append(vr.srcLag, t.srcLag)
 				vr.rowsRead = append(vr.rowsRead, t.srcRowsRead)
 				vr.srcWM = append(vr.srcWM, t.srcWM)
 			}
@@ -177,6 +193,7 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 						channels = append(channels, nil)
 					}
 					c := newChannel(int32(len(consumer.inputs)), credits)
+					c.backPressured = &producer.times.backPressured
 					consumer.inputs = append(consumer.inputs, inChannel{
 						inputIndex: in.InputIndex, free: c.free, wm: MinWatermark, aligned: true,
 					})
@@ -265,6 +282,12 @@ func (j *Job) log(format string, args ...any) {
 // Name is the name of the job graph.
 func (j *Job) Name() string { return j.name }
 
+// Graph is the job graph the job runs (read only).
+func (j *Job) Graph() *JobGraph { return j.graph }
+
+// MaxParallelism is the number of key groups the job runs with.
+func (j *Job) MaxParallelism() int { return j.maxPar }
+
 // Done is closed when every task has ended.
 func (j *Job) Done() <-chan struct{} { return j.done }
 
@@ -319,13 +342,29 @@ type VertexMetrics struct {
 	ID          int
 	Name        string
 	Parallelism int
-	// RowsRead counts the rows source readers produced (source vertices).
-	RowsRead int64
+	// RowsRead counts the rows source readers produced (source vertices),
+	// RowsReadBySubtask per subtask.
+	RowsRead          int64
+	RowsReadBySubtask []int64
+	// SourceLagMax is each source subtask's records-lag-max (-1: the
+	// reader does not know it, see LagReporter).
+	SourceLagMax []int64
 	// SourceWatermark is the lowest watermark the source subtasks emitted
 	// (source vertices; MinWatermark before any).
 	SourceWatermark int64
 	// Operators has one entry per chained operator.
 	Operators []OperatorSnapshot
+	// Tasks has the wait times of each subtask.
+	Tasks []TaskTimes
+}
+
+// TaskTimes are the accumulated wait times of one subtask: waiting for a
+// full output channel (backpressured) and, for tasks with inputs, waiting
+// for input (idle). Their rates over an interval give Flink's
+// backPressuredTimeMsPerSecond and idleTimeMsPerSecond; the rest of the
+// interval the task was busy.
+type TaskTimes struct {
+	BackPressured, Idle time.Duration
 }
 
 // OperatorSnapshot sums one chained operator's counters over its subtasks.
@@ -366,8 +405,14 @@ func (j *Job) Metrics() []VertexMetrics {
 	out := make([]VertexMetrics, 0, len(j.vertices))
 	for _, vr := range j.vertices {
 		vm := VertexMetrics{ID: vr.v.ID, Name: vr.v.Name, Parallelism: vr.v.Parallelism, SourceWatermark: MinWatermark}
+		for _, tt := range vr.times {
+			vm.Tasks = append(vm.Tasks, TaskTimes{BackPressured: time.Duration(tt.backPressured.Load()), Idle: time.Duration(tt.idle.Load())})
+		}
 		for i, c := range vr.rowsRead {
-			vm.RowsRead += c.Load()
+			n := c.Load()
+			vm.RowsRead += n
+			vm.RowsReadBySubtask = append(vm.RowsReadBySubtask, n)
+			vm.SourceLagMax = append(vm.SourceLagMax, vr.srcLag[i].Load())
 			if wm := vr.srcWM[i].Load(); i == 0 || wm < vm.SourceWatermark {
 				vm.SourceWatermark = wm
 			}

@@ -17,11 +17,21 @@ type splitState struct {
 	done       bool
 }
 
+// LagReporter is implemented by source readers that know how far behind
+// the end of their input they read (Kafka: records-lag-max). The task
+// asks after every read, on its own goroutine.
+type LagReporter interface {
+	// RecordsLagMax is the largest lag in records over the reader's
+	// splits; -1 when unknown.
+	RecordsLagMax() int64
+}
+
 // sourceRun holds the state of a source task's loop.
 type sourceRun struct {
 	t        *task
 	spec     *SourceSpec
 	reader   SourceReader
+	lag      LagReporter // nil when the reader does not know its lag
 	prepare  Projector
 	prepared *types.Batch
 	wmExpr   Projector
@@ -59,6 +69,7 @@ func (t *task) runSource() error {
 		return errors.New("create source reader: no reader")
 	}
 	s := &sourceRun{t: t, spec: spec, reader: reader, emitted: MinWatermark, base: t.ctx}
+	s.lag, _ = reader.(LagReporter)
 	defer s.releaseReadCtx()
 	defer s.releaseBase()
 	if t.coord != nil {
@@ -333,6 +344,9 @@ func (s *sourceRun) markActive() error {
 func (s *sourceRun) process(split int, raw *types.Batch) error {
 	t := s.t
 	t.srcRowsRead.Add(int64(raw.Len()))
+	if s.lag != nil {
+		t.srcLag.Set(s.lag.RecordsLagMax())
+	}
 	b := raw
 	if s.prepare != nil {
 		s.prepared.Reset()

@@ -163,9 +163,13 @@ type task struct {
 	inputs  []inChannel
 	valve   valve
 
+	// times are its wait times (backpressure, idleness).
+	times *taskTimes
+
 	// Source tasks.
 	srcRowsRead *Counter
 	srcWM       *Gauge
+	srcLag      *Gauge
 
 	// Checkpointing (coord is nil when it is off); see coordinator.go.
 	coord   *coordinator
@@ -471,19 +475,49 @@ func (t *task) runInputs() error {
 			timer.Reset(time.Until(at))
 			armed, armedKey = true, key
 		}
+		// Waiting when nothing is ready is idle time: the clock is read
+		// only then, not per element.
+		const (
+			gotElement = iota + 1
+			gotControl
+			gotTimer
+		)
+		var e element
+		var got int
 		select {
-		case e := <-t.inbound:
+		case e = <-t.inbound:
+			got = gotElement
+		case <-ctrlWake:
+			got = gotControl
+		case <-timer.C:
+			got = gotTimer
+		case <-t.ctx.Done():
+			return t.ctx.Err()
+		default:
+			idleFrom := time.Now()
+			select {
+			case e = <-t.inbound:
+				got = gotElement
+			case <-ctrlWake:
+				got = gotControl
+			case <-timer.C:
+				got = gotTimer
+			case <-t.ctx.Done():
+				return t.ctx.Err()
+			}
+			t.times.idle.Add(int64(time.Since(idleFrom)))
+		}
+		switch got {
+		case gotElement:
 			if err := t.handle(e); err != nil {
 				return err
 			}
-		case <-ctrlWake:
+		case gotControl:
 			if err := t.serveControl(); err != nil {
 				return err
 			}
-		case <-timer.C:
+		case gotTimer:
 			armed = false
-		case <-t.ctx.Done():
-			return t.ctx.Err()
 		}
 	}
 	return nil

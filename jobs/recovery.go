@@ -136,7 +136,7 @@ func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, 
 			return nil, fmt.Errorf("'pipeline.name' '%s': %w", job, err)
 		}
 	}
-	mopts := []checkpoint.Option{checkpoint.WithLog(s.cfg.Stderr), checkpoint.WithPlan(plan)}
+	mopts := []checkpoint.Option{checkpoint.WithLog(s.cfg.Log), checkpoint.WithPlan(plan)}
 	if c.lease != nil {
 		mopts = append(mopts, checkpoint.WithGuard(c.lease.Check))
 	}

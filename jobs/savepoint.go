@@ -114,6 +114,7 @@ func (s *Supervisor) writeFinalSavepoint(rj *Job, req *savepointRequest) bool {
 		req.err = fmt.Errorf("job %s ('%s') stopped, but its savepoint could not be written: %w.%s", rj.id, rj.name, err, where)
 		return false
 	}
+	rj.tracker.savepoint(latest.ID, req.result.Path)
 	s.cfg.Logf("Job %s ('%s'): savepoint %s written in %s.", rj.id, rj.name, req.result.Path, req.result.Duration.Round(time.Millisecond))
 	return true
 }
@@ -153,6 +154,7 @@ func (rj *Job) TriggerSavepoint(ctx context.Context, dir string) (*checkpoint.Sa
 		if err != nil {
 			return nil, fmt.Errorf("taking a savepoint of job %s ('%s'): %w", rj.id, rj.name, err)
 		}
+		rj.tracker.savepoint(int64(id), sp.Path)
 		s.cfg.Logf("Job %s ('%s'): savepoint %s written in %s.", rj.id, rj.name, sp.Path, sp.Duration.Round(time.Millisecond))
 		return sp, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/plan"
@@ -27,6 +28,9 @@ type Config struct {
 	Stderr io.Writer
 	// Logf writes one line of a job's log; safe for concurrent use.
 	Logf func(format string, args ...any)
+	// Log receives the lines of the jobs' checkpoint storage (completed
+	// checkpoints, retention); nil means Stderr.
+	Log io.Writer
 	// Now is the clock of job start times; nil means time.Now.
 	Now func() time.Time
 	// TempDir is where attempts keep their local state directories; empty
@@ -50,6 +54,9 @@ func New(cfg Config) *Supervisor {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Log == nil {
+		cfg.Log = cfg.Stderr
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -148,6 +155,16 @@ type Job struct {
 	savepoint *savepointRequest
 	drain     bool
 	sql       []string
+	// tracker keeps the checkpoint statistics (all attempts); interval is
+	// the checkpoint interval (0: periodic checkpoints off).
+	tracker  *checkpointTracker
+	interval time.Duration
+	// end is when the job ended; exceptions its failures, newest first
+	// (both guarded by Supervisor.mu).
+	end        time.Time
+	exceptions []Exception
+	// attemptStart is when the running attempt started (Supervisor.mu).
+	attemptStart time.Time
 }
 
 func newJobID() string {
@@ -186,14 +203,17 @@ func (s *Supervisor) Submit(ctx context.Context, plan *plan.Plan, conf *options.
 		cp.abandon()
 		return nil, err
 	}
-	j, cleanup, err := s.startAttempt(plan, name, cp, execCfg)
+	tracker := &checkpointTracker{}
+	j, cleanup, err := s.startAttempt(plan, name, cp, execCfg, tracker)
 	if err != nil {
 		releaseLeases()
 		cp.abandon()
 		return nil, err
 	}
 	rj := &Job{s: s, id: newJobID(), name: name, start: s.cfg.Now(), current: j, status: "RUNNING",
-		done: make(chan struct{}), stopCh: make(chan struct{}), txnPrefixes: prefixes, cp: cp, releaseLeases: releaseLeases}
+		done: make(chan struct{}), stopCh: make(chan struct{}), txnPrefixes: prefixes, cp: cp, releaseLeases: releaseLeases,
+		tracker: tracker, interval: execCheckpointInterval(cp)}
+	rj.attemptStart = rj.start
 	s.mu.Lock()
 	s.jobs[rj.id] = rj
 	s.order = append(s.order, rj.id)
@@ -203,13 +223,21 @@ func (s *Supervisor) Submit(ctx context.Context, plan *plan.Plan, conf *options.
 	return rj, nil
 }
 
+func execCheckpointInterval(cp *checkpointing) time.Duration {
+	if cp == nil {
+		return 0
+	}
+	return cp.cfg.Interval
+}
+
 // startAttempt starts one attempt of a job: a fresh job graph, restoring from
 // cp.restore when there is one.
-func (s *Supervisor) startAttempt(plan *plan.Plan, name string, cp *checkpointing, cfg exec.Config) (*exec.Job, func(), error) {
+func (s *Supervisor) startAttempt(plan *plan.Plan, name string, cp *checkpointing, cfg exec.Config, tracker *checkpointTracker) (*exec.Job, func(), error) {
 	g, err := plan.JobGraph(name)
 	if err != nil {
 		return nil, nil, err
 	}
+	tracker.init(g, cp)
 	removeStaleStateDirs(s.cfg.TempDir, s.cfg.Stderr)
 	local, cleanup, err := NewLocalStateDir(s.cfg.TempDir)
 	if err != nil {
@@ -219,11 +247,15 @@ func (s *Supervisor) startAttempt(plan *plan.Plan, name string, cp *checkpointin
 	if cp != nil {
 		cfg.Checkpointing = cp.attemptConfig(local)
 		cfg.MaxParallelism = cp.maxParallelism
+		tracker.hook(cfg.Checkpointing)
 	}
 	j, err := exec.Start(context.Background(), g, cfg)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
+	}
+	if cp != nil && cp.restore != nil {
+		tracker.restored(cp.restore.ID, cp.restore.Type == checkpoint.TypeSavepoint, cp.restore.Location())
 	}
 	return j, cleanup, nil
 }
@@ -237,6 +269,10 @@ func (s *Supervisor) supervise(rj *Job, plan *plan.Plan, cp *checkpointing, j *e
 		s.mu.Lock()
 		if rj.status != "CANCELED" {
 			rj.status, rj.err = status, err
+		}
+		rj.end = s.cfg.Now()
+		if err != nil {
+			rj.addException(err, false)
 		}
 		s.mu.Unlock()
 	}
@@ -287,6 +323,9 @@ func (s *Supervisor) supervise(rj *Job, plan *plan.Plan, cp *checkpointing, j *e
 			finish("FAILED", err)
 			break
 		}
+		s.mu.Lock()
+		rj.addException(err, true)
+		s.mu.Unlock()
 		fmt.Fprintf(s.cfg.Stderr, "[WARN] Job '%s' failed: %v\n[INFO] Restarting it in %s (restart %d, strategy %s).\n", rj.name, err, delay, n, strategy.kind)
 		select {
 		case <-time.After(delay):
@@ -301,14 +340,14 @@ func (s *Supervisor) supervise(rj *Job, plan *plan.Plan, cp *checkpointing, j *e
 				break
 			}
 		}
-		next, nextCleanup, serr := s.startAttempt(plan, rj.name, cp, execCfg)
+		next, nextCleanup, serr := s.startAttempt(plan, rj.name, cp, execCfg, rj.tracker)
 		if serr != nil {
 			finish("FAILED", serr)
 			break
 		}
 		started = time.Now()
 		s.mu.Lock()
-		rj.current, rj.restarts = next, n
+		rj.current, rj.restarts, rj.attemptStart = next, n, s.cfg.Now()
 		// A stop that came while the attempt was starting cancelled the old
 		// attempt; cancel this one too.
 		stopped, stopping := rj.stoppedNow(), rj.stopping
@@ -367,17 +406,7 @@ func (rj *Job) stoppedNow() bool {
 
 // Stop cancels the job (status CANCELED) and waits until it has ended.
 func (rj *Job) Stop() {
-	s := rj.s
-	s.mu.Lock()
-	if rj.status == "RUNNING" {
-		rj.status = "CANCELED"
-	}
-	// Closing stopCh under the lock pairs with the supervisor's check after
-	// it installs a new attempt: either it sees the stop, or this cancels it.
-	rj.stopOnce.Do(func() { close(rj.stopCh) })
-	j := rj.current
-	s.mu.Unlock()
-	j.Cancel()
+	rj.Cancel()
 	<-rj.done
 }
 

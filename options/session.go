@@ -130,6 +130,14 @@ var (
 		"Secret key going with s3.access-key.", nil)
 	S3Region = String("s3.region", "us-east-1",
 		"Region of s3:// checkpoint directories.", nil)
+	RESTPort = Int("rest.port", 8081, 0,
+		"Port of the REST API and the web dashboard. They run in the interactive shell (a port in use is reported and the shell goes on without them); with -f or -e only when 'rest.port' or 'rest.address' is given. 0 picks a free port. Read when flinksql starts (-D).")
+	RESTAddress = String("rest.address", "",
+		"Address the REST API and the dashboard listen on; unset means the loopback address 127.0.0.1, so that only this machine reaches them. Read when flinksql starts (-D).", nil)
+	PromPort = String("metrics.reporter.prom.port", "",
+		"Port, or range of ports such as 9250-9260 (the first free one is taken), of the Prometheus endpoint /metrics, with Flink's metric names and labels; unset means no Prometheus endpoint. It listens on 'rest.address' (loopback when unset). Read when flinksql starts (-D).", checkPortRange)
+	LogFile = String("log.file", "",
+		"File the structured log (log/slog, text) is appended to: job notices, completed checkpoints, warnings. In the interactive shell it defaults to $XDG_STATE_HOME/flinksql/flinksql.log (~/.local/state/flinksql/flinksql.log); with -f or -e the log goes to stderr, and also to this file when it is set. Read when flinksql starts (-D).", nil)
 )
 
 var inf = math.Inf(1)
@@ -149,7 +157,44 @@ func Session() *Registry {
 		&RestartStrategy.Spec, &FixedDelayAttempts.Spec, &FixedDelay.Spec, &ExpInitialBackoff.Spec, &ExpMaxBackoff.Spec,
 		&ExpMultiplier.Spec, &ExpAttemptsBeforeReset.Spec, &ExpResetThreshold.Spec, &ExpJitter.Spec,
 		&S3Endpoint.Spec, &S3PathStyle.Spec, &S3AccessKey.Spec, &S3SecretKey.Spec, &S3Region.Spec,
+		&RESTPort.Spec, &RESTAddress.Spec, &PromPort.Spec, &LogFile.Spec,
 	)
+}
+
+// PortRange parses a port or a range of ports "from-to".
+func PortRange(v string) (from, to int, err error) {
+	a, b, isRange := strings.Cut(strings.TrimSpace(v), "-")
+	from, err = strconv.Atoi(strings.TrimSpace(a))
+	to = from
+	if err == nil && isRange {
+		to, err = strconv.Atoi(strings.TrimSpace(b))
+	}
+	if err != nil || from < 0 || to > 65535 || to < from {
+		return 0, 0, fmt.Errorf("expected a port or a range of ports such as 9250-9260")
+	}
+	return from, to, nil
+}
+
+func checkPortRange(v string) error {
+	if v == "" {
+		return nil // unset: off
+	}
+	_, _, err := PortRange(v)
+	return err
+}
+
+// StartupOptions are read once, when flinksql starts: setting them in a
+// running session would change nothing, so SET refuses them.
+var StartupOptions = []*Spec{&RESTPort.Spec, &RESTAddress.Spec, &PromPort.Spec, &LogFile.Spec}
+
+// IsStartupOption reports whether key is one of StartupOptions.
+func IsStartupOption(key string) bool {
+	for _, s := range StartupOptions {
+		if s.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // ResolveZone resolves table.local-time-zone: 'default' is the machine's

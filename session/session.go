@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +37,9 @@ type Options struct {
 	Registry *connectors.Registry
 	// Now overrides the processing clock (tests).
 	Now func() time.Time
+	// Log receives the jobs' log: what operators and the runtime report,
+	// completed checkpoints, warnings. Nil writes its lines to Stderr.
+	Log *slog.Logger
 	// Fault is called at the runtime's fault-injection points (crash
 	// drills, see exec.FaultPoints; ParseFault builds it from the text of
 	// FaultEnv, which cmd/flinksql reads). Nil in production.
@@ -46,7 +50,8 @@ type Options struct {
 // a time; jobs it starts run in the background until they end or are stopped.
 type Session struct {
 	stderr io.Writer
-	logMu  sync.Mutex // serializes job log lines (subtasks write concurrently)
+	log    *slog.Logger // nil: log lines go to stderr
+	logMu  sync.Mutex   // serializes job log lines (subtasks write concurrently)
 	cat    *catalog.Catalog
 	reg    *connectors.Registry
 	conf   *options.Values
@@ -75,8 +80,8 @@ func New(opts Options) (*Session, error) {
 		now = time.Now
 	}
 	fault := opts.Fault
-	s := &Session{stderr: opts.Stderr, cat: catalog.New(), reg: reg, conf: options.Session().NewValues(), now: now, fault: fault}
-	s.jobs = jobs.New(jobs.Config{Stderr: opts.Stderr, Logf: s.logf, Now: now})
+	s := &Session{stderr: opts.Stderr, log: opts.Log, cat: catalog.New(), reg: reg, conf: options.Session().NewValues(), now: now, fault: fault}
+	s.jobs = jobs.New(jobs.Config{Stderr: opts.Stderr, Logf: s.logf, Log: lineWriter(s.logLine), Now: now})
 	for k, v := range opts.Config {
 		if warning, err := s.conf.Set(k, v); err != nil {
 			return nil, err
@@ -99,6 +104,12 @@ func (s *Session) logLine(msg string) { s.logf("%s", msg) }
 // Get returns the current value of an option.
 func (s *Session) Get(key string) string { return s.conf.Get(key) }
 
+// IsSet reports whether an option was given a value (-D or SET).
+func (s *Session) IsSet(key string) bool {
+	_, ok := s.conf.Raw(key)
+	return ok
+}
+
 // Completions returns table and view names and SQL keywords for the REPL.
 func (s *Session) Completions() []string {
 	words := append([]string{}, s.cat.TableNames()...)
@@ -106,7 +117,14 @@ func (s *Session) Completions() []string {
 		"CREATE TABLE", "CREATE VIEW", "DROP TABLE", "DROP VIEW", "SHOW TABLES", "SHOW VIEWS", "SHOW FUNCTIONS",
 		"SHOW JOBS", "SHOW CREATE TABLE", "DESCRIBE", "EXPLAIN", "SET", "RESET", "STOP JOB", "TUMBLE", "HOP",
 		"CUMULATE", "SESSION", "DESCRIPTOR", "WATERMARK FOR", "INTERVAL", "EXECUTE STATEMENT SET",
-		"ALTER TABLE", "ALTER VIEW", "CREATE DATABASE", "DROP DATABASE", "USE", "SHOW DATABASES", "SHOW CREATE VIEW", "SHOW COLUMNS")
+		"ALTER TABLE", "ALTER VIEW", "CREATE DATABASE", "DROP DATABASE", "USE", "SHOW DATABASES", "SHOW CREATE VIEW", "SHOW COLUMNS",
+		"DESCRIBE JOB")
+	// Option keys, for SET 'key' and RESET 'key'.
+	for _, spec := range options.Session().Specs() {
+		if !options.IsStartupOption(spec.Key) {
+			words = append(words, spec.Key)
+		}
+	}
 	return words
 }
 
@@ -181,12 +199,40 @@ func (s *Session) keyedStateConfig() exec.KeyedStateConfig {
 	}
 }
 
-// logf writes one line to the session's log (stderr); jobs log from many
-// goroutines, so lines are written whole, one at a time.
+// logf writes one line to the session's log (Options.Log, else stderr);
+// jobs log from many goroutines, so lines are written whole, one at a
+// time. A line's "[WARN]"-style prefix gives its level.
 func (s *Session) logf(format string, args ...any) {
+	if s.log != nil {
+		msg := fmt.Sprintf(format, args...)
+		s.log.Log(context.Background(), levelOf(msg), msg)
+		return
+	}
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
 	fmt.Fprintf(s.stderr, format+"\n", args...)
+}
+
+// levelOf reads the level of a log line from its prefix.
+func levelOf(msg string) slog.Level {
+	switch {
+	case strings.HasPrefix(msg, "[ERROR]"):
+		return slog.LevelError
+	case strings.HasPrefix(msg, "[WARN"), strings.HasPrefix(msg, "checkpoint warning"):
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}
+
+// lineWriter turns writes of whole lines (the checkpoint storage's log)
+// into calls of f, one per line.
+type lineWriter func(string)
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		w(line)
+	}
+	return len(p), nil
 }
 
 // Execute parses a script and runs its statements in order, stopping at the
@@ -279,12 +325,18 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		if x.Key == "" {
 			return &Result{Table: &StaticTable{Columns: []string{"key", "value"}, Rows: s.conf.List()}}, nil
 		}
+		if options.IsStartupOption(x.Key) {
+			return nil, fmt.Errorf("'%s' is read when flinksql starts and cannot be changed in a running session; start flinksql with -D %s=%s", x.Key, x.Key, x.Value)
+		}
 		warning, err := s.conf.Set(x.Key, x.Value)
 		if err != nil {
 			return nil, err
 		}
 		if warning != "" {
-			s.logf("[WARNING] %s", warning)
+			// For the user who typed the SET, not for the job log.
+			s.logMu.Lock()
+			fmt.Fprintf(s.stderr, "[WARNING] %s\n", warning)
+			s.logMu.Unlock()
 		}
 		return okResult, nil
 	case *parser.Reset:
@@ -327,6 +379,8 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 		return nil, fmt.Errorf("No statement set to END; start one with BEGIN STATEMENT SET")
 	case *parser.StopJob:
 		return s.stopJob(ctx, x)
+	case *parser.DescribeJob:
+		return s.describeJob(x)
 	}
 	return nil, &plan.UnsupportedError{Msg: fmt.Sprintf("Unsupported statement: %s", firstLine(st.Text()))}
 }
@@ -441,6 +495,60 @@ func (s *Session) stopJob(ctx context.Context, x *parser.StopJob) (*Result, erro
 	return okResult, nil
 }
 
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// lastCheckpoint describes a job's latest completed checkpoint for SHOW
+// JOBS: "-" without checkpointing, "none" before the first.
+func lastCheckpoint(rj *jobs.Job) string {
+	cs, on := rj.CheckpointStats()
+	switch {
+	case !on:
+		return "-"
+	case cs.LatestCompleted == nil:
+		return "none"
+	}
+	c := cs.LatestCompleted
+	return fmt.Sprintf("%d at %s", c.ID, c.LatestAck.UTC().Format(timeLayout))
+}
+
+// describeJob is DESCRIBE JOB 'id': one job's status, restarts,
+// checkpoints and latest failure, one property per row.
+func (s *Session) describeJob(x *parser.DescribeJob) (*Result, error) {
+	rj, ok := s.jobs.Lookup(x.JobID)
+	if !ok {
+		return nil, fmt.Errorf("Could not describe job %s: no such job in this session", x.JobID)
+	}
+	st := rj.Status()
+	rows := [][]string{{"job id", st.ID}, {"job name", st.Name}, {"status", st.State},
+		{"start time", st.Start.UTC().Format(timeLayout)}}
+	if !st.End.IsZero() {
+		rows = append(rows, []string{"end time", st.End.UTC().Format(timeLayout)})
+	}
+	rows = append(rows, []string{"restarts", fmt.Sprint(st.Restarts)})
+	if cs, on := rj.CheckpointStats(); !on {
+		rows = append(rows, []string{"checkpointing", "off"})
+	} else {
+		rows = append(rows, []string{"checkpoints", fmt.Sprintf("%d completed, %d failed, %d in progress", cs.Completed, cs.Failed, cs.InProgress)})
+		if c := cs.LatestCompleted; c != nil {
+			rows = append(rows, []string{"last checkpoint", fmt.Sprintf("%d at %s, %d bytes (%d uploaded), %s",
+				c.ID, c.LatestAck.UTC().Format(timeLayout), c.StateSize, c.CheckpointedSize, c.EndToEnd())})
+		} else {
+			rows = append(rows, []string{"last checkpoint", "none"})
+		}
+		if c := cs.LatestFailed; c != nil {
+			rows = append(rows, []string{"last failed checkpoint", fmt.Sprintf("%d at %s: %s", c.ID, c.Failure.UTC().Format(timeLayout), c.FailureMessage)})
+		}
+		if r := cs.LatestRestored; r != nil {
+			rows = append(rows, []string{"restored from", fmt.Sprintf("%d (%s)", r.ID, r.ExternalPath)})
+		}
+	}
+	if len(st.Exceptions) > 0 {
+		e := st.Exceptions[0]
+		rows = append(rows, []string{"last failure", fmt.Sprintf("%s: %s", e.Time.UTC().Format(timeLayout), e.Message)})
+	}
+	return &Result{Table: &StaticTable{Columns: []string{"property", "value"}, Rows: rows}}, nil
+}
+
 // Jobs is the session's job supervisor (the control endpoint reaches the
 // jobs through it).
 func (s *Session) Jobs() *jobs.Supervisor { return s.jobs }
@@ -486,9 +594,17 @@ func (s *Session) show(x *parser.Show) (*Result, error) {
 	case "CURRENT DATABASE":
 		return listTable("current database name", []string{s.cat.CurrentDatabase()}), nil
 	case "JOBS":
-		t := &StaticTable{Columns: []string{"job id", "job name", "status", "start time"}}
+		// Flink's columns, then the restarts and the latest completed
+		// checkpoint of each job.
+		t := &StaticTable{Columns: []string{"job id", "job name", "status", "start time", "restarts", "last checkpoint"}}
 		for _, j := range s.jobs.List() {
-			t.Rows = append(t.Rows, []string{j.ID, j.Name, j.Status, j.Start.UTC().Format("2006-01-02T15:04:05.000Z")})
+			row := []string{j.ID, j.Name, j.Status, j.Start.UTC().Format(timeLayout), "", ""}
+			if rj, ok := s.jobs.Lookup(j.ID); ok {
+				st := rj.Status()
+				row[4] = fmt.Sprint(st.Restarts)
+				row[5] = lastCheckpoint(rj)
+			}
+			t.Rows = append(t.Rows, row)
 		}
 		return &Result{Table: t}, nil
 	case "COLUMNS":

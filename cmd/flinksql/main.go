@@ -16,6 +16,7 @@ import (
 	_ "time/tzdata" // time zones work without the machine's zoneinfo
 
 	"github.com/flinksql/flinksql/broker"
+	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/shell"
 )
@@ -62,13 +63,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	file := fs.String("f", "", "run the statements of a .sql `file` and exit")
 	sqlText := fs.String("e", "", "run the given SQL `statements` and exit")
 	history := fs.String("history", "", "REPL history `file` (default ~/.flinksql_history)")
+	initFile := fs.String("i", "", "run the statements of an initialization `file` (SET, CREATE, USE; no queries or INSERTs) first, as Flink's -i")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	conf := setFlags{}
 	fs.Var(conf, "D", "set a session option, as SET 'key' = 'value' (repeatable): -D parallelism.default=4")
 	var embedded embeddedBrokerFlag
 	fs.Var(&embedded, "embedded-broker", "start a Kafka-protocol broker in this process for the session, on "+broker.DefaultListen+
 		"\nor on the address given as --embedded-broker=host:port (port 0 picks a free one); it stops at exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage:\n  flinksql [-D key=value]... [--embedded-broker[=host:port]] [-f file.sql | -e 'statements;']\n"+
+		fmt.Fprintf(stderr, "Usage:\n  flinksql [-D key=value]... [--embedded-broker[=host:port]] [-i init.sql] [-f file.sql | -e 'statements;']\n"+
+			"  flinksql --version\n"+
 			"  flinksql broker [--listen host:port] [--partitions N] [--data-dir DIR]\n"+
 			"  flinksql checkpoints DIR [--job NAME] [--verify]\n"+
 			"  flinksql savepoints PATH [--verify]\n"+
@@ -91,6 +95,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	if *showVersion {
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	}
 	if embedded.enabled {
 		b, err := broker.Start(broker.Config{Listen: embedded.addr})
 		if err != nil {
@@ -109,7 +117,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flinksql: %v\n", err)
 		return 2
 	}
-	sess, err := session.New(session.Options{Stdout: stdout, Stderr: stderr, Config: conf, Fault: fault})
+	interactive := *file == "" && *sqlText == ""
+	logger, logPath, closeLog, err := openLog(conf[options.LogFile.Key], interactive, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "flinksql: %v\n", err)
+		return 2
+	}
+	defer closeLog()
+	sess, err := session.New(session.Options{Stdout: stdout, Stderr: stderr, Config: conf, Fault: fault, Log: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "flinksql: %v\n", err)
 		return 2
@@ -118,6 +133,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Deferred after the session's Close, so it runs first: no request
 	// reaches a closing session.
 	defer startControl(sess.Jobs(), stderr)()
+	stopMonitor, err := startMonitor(sess, interactive, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "flinksql: %v\n", err)
+		return 1
+	}
+	defer stopMonitor()
+	if *initFile != "" {
+		if err := runInit(context.Background(), sess, *initFile, stderr); err != nil {
+			var se *shell.StatementError
+			if !errors.As(err, &se) {
+				fmt.Fprintf(stderr, "flinksql: %v\n", err)
+			}
+			return 1
+		}
+	}
 
 	switch {
 	case *file != "" || *sqlText != "":
@@ -148,6 +178,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
 		context.AfterFunc(ctx, stop) // a second signal ends the process at once
+		if logPath != "" {
+			fmt.Fprintf(stderr, "Log: %s\n", logPath)
+		}
 		hist := *history
 		if hist == "" {
 			if home, err := os.UserHomeDir(); err == nil {

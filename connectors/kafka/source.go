@@ -221,6 +221,10 @@ type split struct {
 	pos      int
 	done     bool // reached stop
 	reported bool // done was reported to the runtime
+	// end is the partition's end for this reader's isolation level (the
+	// last stable offset under read_committed, else the high watermark)
+	// as the latest fetch saw it; -1 before one.
+	end int64
 }
 
 // Reader reads the partitions one subtask owns; partition i of the ones it
@@ -462,7 +466,7 @@ func (r *Reader) addSplits(ctx context.Context, tps []TopicPartition, start offs
 	consume := map[string]map[int32]kgo.Offset{}
 	r.mu.Lock()
 	for _, tp := range keep {
-		s := &split{tp: tp, topicVal: types.String(tp.Topic), next: starts[tp], stop: -1}
+		s := &split{tp: tp, topicVal: types.String(tp.Topic), next: starts[tp], stop: -1, end: -1}
 		if o, ok := rp.nextOf(tp); ok {
 			s.next = o
 		}
@@ -704,6 +708,19 @@ func (r *Reader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, err
 	}
 }
 
+// RecordsLagMax is the largest number of records any of the reader's
+// partitions has beyond what it read, as of the latest fetch (Kafka's
+// consumer metric records-lag-max); -1 before a fetch said.
+func (r *Reader) RecordsLagMax() int64 {
+	lag := int64(-1)
+	for _, s := range r.splits {
+		if s.end >= 0 && !s.done {
+			lag = max(lag, s.end-s.next)
+		}
+	}
+	return lag
+}
+
 func (r *Reader) allDone() bool {
 	for _, s := range r.splits {
 		if !s.reported {
@@ -728,15 +745,17 @@ func (r *Reader) poll(ctx context.Context) error {
 			c.name, fe.Topic, fe.Partition, c.serversText(), fe.Err)
 	}
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-		if len(p.Records) == 0 {
-			return
-		}
 		i, ok := r.index[TopicPartition{p.Topic, p.Partition}]
 		if !ok {
 			return
 		}
 		s := r.splits[i]
-		if s.done {
+		if end := p.LastStableOffset; end >= 0 {
+			s.end = end
+		} else if p.HighWatermark >= 0 {
+			s.end = p.HighWatermark
+		}
+		if len(p.Records) == 0 || s.done {
 			return
 		}
 		if s.pos >= len(s.recs) {

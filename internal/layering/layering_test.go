@@ -41,6 +41,7 @@ var rules = []rule{
 		"the option registry is read by the session and the job supervision"},
 	{"jobs", []string{"session", "shell", "cmd"}, "job supervision is below the session that submits jobs"},
 	{"session", []string{"shell", "cmd"}, "the session is below the shell and the process"},
+	{"monitor", []string{"session", "shell", "cmd"}, "the REST API, dashboard and metrics read jobs through the supervisor, not the session"},
 }
 
 // directRules are rules on direct imports only.

@@ -254,6 +254,12 @@ type BeginStatementSet struct{ StmtBase }
 // End is the SQL-client command END closing BEGIN STATEMENT SET.
 type End struct{ StmtBase }
 
+// DescribeJob is DESCRIBE JOB 'id'.
+type DescribeJob struct {
+	StmtBase
+	JobID string
+}
+
 // StopJob is STOP JOB 'id' [WITH SAVEPOINT] [WITH DRAIN].
 type StopJob struct {
 	StmtBase

@@ -1079,8 +1079,13 @@ func (p *parser) parseShow() (Statement, error) {
 	return s, nil
 }
 
-func (p *parser) parseDescribe() (*Describe, error) {
+func (p *parser) parseDescribe() (Statement, error) {
 	start := p.advance().pos // DESCRIBE / DESC
+	if p.isKw("JOB") && p.peek(1).kind == tokString {
+		p.advance()
+		id, _, _ := p.stringLit()
+		return &DescribeJob{StmtBase: p.base(start), JobID: id}, nil
+	}
 	d := &Describe{}
 	if p.isKw("EXTENDED") && (isIdentTok(p.peek(1)) || p.peek(1).kind == tokQuoted) {
 		p.advance()
