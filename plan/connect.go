@@ -200,6 +200,9 @@ func (pc *planContext) normalizeUpsert(scan *ScanNode) (Node, error) {
 		return nil, fmt.Errorf("Invalid source for table '%s'. A ScanTableSource doesn't support a changelog stream that contains "+
 			"UPDATE_BEFORE but no UPDATE_AFTER. Please adapt the implementation of connector '%s'.", scan.Table.ID, scan.Table.OptionMap()["connector"])
 	}
+	if m.UpdateBefore && pc.p.cfg.CDCEventsDuplicate {
+		return pc.normalizeDuplicates(scan)
+	}
 	if !m.UpdateAfter || m.UpdateBefore {
 		// Inserts only, a full changelog, or inserts and deletes of whole
 		// rows: nothing to normalize (Flink's ChangelogMode.isUpsert).
@@ -211,6 +214,27 @@ func (pc *planContext) normalizeUpsert(scan *ScanNode) (Node, error) {
 			"This requires defining a primary key constraint on the table.", scan.Table.ID)
 	}
 	ex := pc.exchange(scan, exec.Partitioner{Kind: exec.Hash, KeyCols: key})
+	n := &ChangelogNormalizeNode{KeyCols: key, GenerateUpdateBefore: true}
+	n.inputs, n.schema = []Node{ex}, scan.schema
+	n.mode = types.ChangelogMode{Insert: true, UpdateBefore: true, UpdateAfter: true, Delete: m.Delete}
+	return n, nil
+}
+
+// normalizeDuplicates deduplicates the change events of a changelog source
+// that may deliver some twice (table.exec.source.cdc-events-duplicate), as
+// Flink does: the -U rows are dropped and a ChangelogNormalize keyed by the
+// primary key keeps each key's last row, so a repeated event changes
+// nothing and the output is a proper changelog.
+func (pc *planContext) normalizeDuplicates(scan *ScanNode) (Node, error) {
+	key, ok := upsertKey(scan)
+	if !ok {
+		return nil, fmt.Errorf("Table '%s' produces a changelog and 'table.exec.source.cdc-events-duplicate' is 'true': duplicate change events are removed by the table's primary key, "+
+			"but the table declares none. Define a PRIMARY KEY (...) NOT ENFORCED on the table, or set 'table.exec.source.cdc-events-duplicate' to 'false'.", scan.Table.ID)
+	}
+	drop := &DropUpdateBeforeNode{}
+	m := scan.Mode()
+	drop.inputs, drop.schema, drop.mode = []Node{scan}, scan.schema, withoutUB(m)
+	ex := pc.exchange(drop, exec.Partitioner{Kind: exec.Hash, KeyCols: key})
 	n := &ChangelogNormalizeNode{KeyCols: key, GenerateUpdateBefore: true}
 	n.inputs, n.schema = []Node{ex}, scan.schema
 	n.mode = types.ChangelogMode{Insert: true, UpdateBefore: true, UpdateAfter: true, Delete: m.Delete}

@@ -14,17 +14,22 @@ import (
 	"github.com/flinksql/flinksql/connectors/upsertkafka"
 	"github.com/flinksql/flinksql/connectors/values"
 	"github.com/flinksql/flinksql/formats"
+	"github.com/flinksql/flinksql/formats/cdc"
 	"github.com/flinksql/flinksql/formats/csv"
 	"github.com/flinksql/flinksql/formats/json"
 	"github.com/flinksql/flinksql/formats/raw"
 )
 
-// NewFormats returns a registry of the built-in formats: json, csv and raw.
+// NewFormats returns a registry of the built-in formats: json, csv, raw and
+// the changelog formats debezium-json, canal-json and maxwell-json.
 func NewFormats() *formats.Registry {
 	r := formats.NewRegistry()
 	r.Register(json.NewFactory())
 	r.Register(csv.NewFactory())
 	r.Register(raw.NewFactory())
+	r.Register(cdc.NewDebezium())
+	r.Register(cdc.NewCanal())
+	r.Register(cdc.NewMaxwell())
 	return r
 }
 

@@ -353,6 +353,30 @@ var formatCoverage = map[string]map[string]cover{
 		"charset":    tested("formats/raw.TestRoundTripBytes"),
 		"endianness": tested("formats/raw.TestRoundTripBytes"),
 	},
+	"debezium-json": {
+		"schema-include":                 tested("formats/cdc.TestDebeziumSchemaIncludeAndMetadata"),
+		"ignore-parse-errors":            tested("formats/cdc.TestDebeziumBadEvents"),
+		"timestamp-format.standard":      tested("formats/cdc.TestSharedJSONOptions"),
+		"map-null-key.mode":              tested("formats/cdc.TestSharedJSONOptions"),
+		"map-null-key.literal":           tested("formats/cdc.TestSharedJSONOptions"),
+		"encode.decimal-as-plain-number": tested("formats/cdc.TestSharedJSONOptions"),
+	},
+	"canal-json": {
+		"ignore-parse-errors":            tested("formats/cdc.TestCanalBadEvents"),
+		"timestamp-format.standard":      tested("formats/cdc.TestSharedJSONOptions"),
+		"map-null-key.mode":              tested("formats/cdc.TestSharedJSONOptions"),
+		"map-null-key.literal":           tested("formats/cdc.TestSharedJSONOptions"),
+		"encode.decimal-as-plain-number": tested("formats/cdc.TestSharedJSONOptions"),
+		"database.include":               tested("formats/cdc.TestCanalIncludeFilters"),
+		"table.include":                  tested("formats/cdc.TestCanalIncludeFilters"),
+	},
+	"maxwell-json": {
+		"ignore-parse-errors":            tested("formats/cdc.TestSharedJSONOptions"),
+		"timestamp-format.standard":      tested("formats/cdc.TestSharedJSONOptions"),
+		"map-null-key.mode":              tested("formats/cdc.TestSharedJSONOptions"),
+		"map-null-key.literal":           tested("formats/cdc.TestSharedJSONOptions"),
+		"encode.decimal-as-plain-number": tested("formats/cdc.TestSharedJSONOptions"),
+	},
 }
 
 // TestEveryFormatOptionCovered is TestEveryOptionCovered for the formats.

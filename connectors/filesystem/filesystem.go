@@ -22,6 +22,7 @@ import (
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/formats"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -166,6 +167,11 @@ func (f *Factory) CreateSource(tc *connectors.TableContext) (connectors.ScanSour
 	if _, err := connectors.CreateDecoder(tc, OptFormat, tc.Physical); err != nil {
 		return nil, err
 	}
+	if ff, err := connectors.FormatFactory(tc, OptFormat); err == nil {
+		s.mode = formats.DecodingMode(ff)
+	} else {
+		return nil, err
+	}
 	s.enum = &enumerator{root: c.dir, regex: s.pathRegex, seen: map[string]bool{}}
 	return s, nil
 }
@@ -177,7 +183,10 @@ func (f *Factory) CreateSink(tc *connectors.TableContext) (connectors.Sink, erro
 		return nil, err
 	}
 	opts := connectors.Options(tc.Options)
-	s := &Sink{cfg: c, tag: sinkTag(tc.Name), now: time.Now}
+	s := &Sink{cfg: c, tag: sinkTag(tc.Name), now: time.Now, mode: types.InsertOnly}
+	if ff, err := connectors.FormatFactory(tc, OptFormat); err == nil {
+		s.mode = formats.EncodingMode(ff)
+	}
 	compact, err := opts.Bool(OptAutoCompaction, false)
 	if err != nil {
 		return nil, err
