@@ -78,7 +78,9 @@ func (pc *planContext) scanTable(t *catalog.Table) (*ScanNode, error) {
 			return nil, fmt.Errorf("Invalid metadata key '%s' in column '%s' of table '%s'. The connector '%s' supports the following metadata keys for reading:\n%s",
 				m.Key, m.Name, t.ID, f.Identifier(), metadataKeys(readable))
 		}
-		if !castableImplicitly(mt, m.Type) && !mt.EqualIgnoringNull(m.Type) {
+		// As Flink, the declared type need only be reachable by an explicit
+		// cast (TIMESTAMP(3) from a TIMESTAMP_LTZ(3) 'timestamp').
+		if _, err := expr.CastIfNeeded(expr.Column(0, m.Name, mt), m.Type.WithoutTimeAttr()); err != nil {
 			return nil, fmt.Errorf("Invalid data type for metadata column '%s' of table '%s': the connector '%s' provides %s for metadata key '%s', which cannot be converted to %s",
 				m.Name, t.ID, f.Identifier(), mt, m.Key, m.Type)
 		}

@@ -371,7 +371,7 @@ var formatCoverage = map[string]map[string]cover{
 		"table.include":                  tested("formats/cdc.TestCanalIncludeFilters"),
 	},
 	"maxwell-json": {
-		"ignore-parse-errors":            tested("formats/cdc.TestSharedJSONOptions"),
+		"ignore-parse-errors":            tested("formats/cdc.TestMaxwellDocumentedEvents"),
 		"timestamp-format.standard":      tested("formats/cdc.TestSharedJSONOptions"),
 		"map-null-key.mode":              tested("formats/cdc.TestSharedJSONOptions"),
 		"map-null-key.literal":           tested("formats/cdc.TestSharedJSONOptions"),

@@ -175,6 +175,19 @@ func TestMaxwellDocumentedEvents(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `Unknown "type" value "table-create". The Maxwell JSON message is`) {
 		t.Errorf("unknown type: %v", err)
 	}
+	// maxwell-json.ignore-parse-errors drops bad events (the connector
+	// counts them) and turns a value that does not convert into NULL.
+	d = newMaxwellDecoder(t, map[string]string{"ignore-parse-errors": "true"})
+	for _, rec := range []string{`{"type":"table-create"}`, `{"type":"insert","data":null}`, `{"type":`} {
+		if rows, err := decodeAll(t, d, []byte(rec), typesOf(products, nil)); !errors.Is(err, formats.ErrSkipRecord) || len(rows) != 0 {
+			t.Errorf("%s with ignore-parse-errors: rows %v, err %v", rec, rows, err)
+		}
+	}
+	got, err := decodeAll(t, d, []byte(`{"type":"insert","data":{"id":"x","name":"n"}}`), typesOf(products, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "bad id", got, []string{"+I[NULL, n, NULL, NULL]"})
 }
 
 func TestMaxwellRoundTrip(t *testing.T) {
