@@ -115,6 +115,12 @@ func newTableConfig(f *Factory, tc *connectors.TableContext) (*tableConfig, erro
 		name = tc.Name
 	}
 	c := &tableConfig{tc: tc, name: name, format: tc.Options[OptFormat]}
+	if c.format == "avro" {
+		// Flink's filesystem 'avro' is a bulk format (Avro object container
+		// files with a header and blocks); this connector reads and writes
+		// records one per line.
+		return nil, fmt.Errorf("filesystem table %s: format 'avro' (Avro object container files) is not supported by the filesystem connector yet; use 'json', 'csv', 'raw' or a changelog format ('debezium-json', 'canal-json', 'maxwell-json'), or 'avro' on the kafka connector", name)
+	}
 	p := tc.Options[OptPath]
 	if rest, ok := strings.CutPrefix(p, "file://"); ok {
 		p, c.uriPrefix = rest, "file:"
