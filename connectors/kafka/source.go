@@ -843,13 +843,11 @@ func (r *Reader) decodeSplit(s *split, b *types.Batch, limit int) error {
 		if rec.Attrs.IsControl() {
 			continue // transaction markers only move the position
 		}
-		added, err := r.decodeRecord(s, rec, b)
-		if err != nil {
+		before := b.Len()
+		if _, err := r.decodeRecord(s, rec, b); err != nil {
 			return err
 		}
-		if added {
-			rows++
-		}
+		rows += b.Len() - before // a change event may be two rows (an update)
 	}
 	if s.stop >= 0 && s.next >= s.stop {
 		s.done = true

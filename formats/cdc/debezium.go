@@ -110,8 +110,19 @@ func (*DebeziumFactory) CreateDecoder(c *formats.Context) (formats.Decoder, erro
 		{Name: "after", Type: row},
 		{Name: "op", Type: types.StringType},
 		// Flink reads 'source' as a map of texts for every source.* key.
-		{Name: "source", Type: types.MapType(types.StringType, types.StringType)},
-		{Name: "ts_ms", Type: types.BigIntType},
+		// Fields no metadata needs are skipped, not decoded: the envelope
+		// names them only when asked for (the names stay at their
+		// positions, a name no record has is never found).
+		{Name: "\x00source", Type: types.MapType(types.StringType, types.StringType)},
+		{Name: "\x00ts_ms", Type: types.BigIntType},
+	}
+	for _, k := range c.Metadata {
+		switch k {
+		case DebeziumIngestionTimestamp:
+			payload[dzTsMs].Name = "ts_ms"
+		case DebeziumSourceTimestamp, DebeziumSourceDatabase, DebeziumSourceSchema, DebeziumSourceTable, DebeziumSourceProperties:
+			payload[dzSource].Name = "source"
+		}
 	}
 	schema := payload
 	if schemaInclude {
