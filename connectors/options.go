@@ -149,13 +149,31 @@ func formatContext(tc *TableContext, formatKey string, schema types.Schema) (for
 	return ff, &formats.Context{Options: opts, Prefix: prefix, Schema: schema, Loc: loc}, nil
 }
 
+// FormatFactory returns the factory of the format named by the option
+// formatKey (e.g. to ask for its changelog mode or metadata).
+func FormatFactory(tc *TableContext, formatKey string) (formats.Factory, error) {
+	id, ok := tc.Options[formatKey]
+	if !ok {
+		return nil, fmt.Errorf("Table options do not contain an option key '%s' for discovering a format.", formatKey)
+	}
+	return lookupFormat(tc, id)
+}
+
 // CreateDecoder creates a decoder of the format named by the option
 // formatKey, given that format's options with their prefix removed.
 func CreateDecoder(tc *TableContext, formatKey string, schema types.Schema) (formats.Decoder, error) {
+	return CreateDecoderWithMetadata(tc, formatKey, schema, nil)
+}
+
+// CreateDecoderWithMetadata is CreateDecoder for a decoder that also fills
+// the given metadata keys of a formats.MetadataFormat after the schema's
+// slots.
+func CreateDecoderWithMetadata(tc *TableContext, formatKey string, schema types.Schema, metadata []string) (formats.Decoder, error) {
 	ff, fc, err := formatContext(tc, formatKey, schema)
 	if err != nil {
 		return nil, err
 	}
+	fc.Metadata = metadata
 	d, err := ff.CreateDecoder(fc)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: format '%s': %w", tc.Name, ff.Identifier(), err)

@@ -34,6 +34,46 @@ func (identity) ProcessBatch(_ int, b *types.Batch, out Output) error { return o
 // Stateless implements StatelessOperator.
 func (identity) Stateless() {}
 
+// dropUpdateBefore removes -U rows from a changelog.
+type dropUpdateBefore struct {
+	base
+	out *types.Batch
+}
+
+// NewDropUpdateBefore returns an operator that passes every row but the -U
+// rows (Flink's DropUpdateBefore): in front of a ChangelogNormalize keyed by
+// a primary key, each +U carries the whole new row, so the -U is redundant.
+func NewDropUpdateBefore() Operator { return &dropUpdateBefore{} }
+
+// Stateless implements StatelessOperator.
+func (*dropUpdateBefore) Stateless() {}
+
+func (d *dropUpdateBefore) ProcessBatch(_ int, b *types.Batch, out Output) error {
+	n := 0
+	for _, k := range b.Kinds {
+		if k == types.UpdateBefore {
+			n++
+		}
+	}
+	if n == 0 {
+		return out.Push(b)
+	}
+	if n == b.Len() {
+		return nil
+	}
+	if d.out == nil || d.out.Width() != b.Width() {
+		d.out = types.NewBatch(b.Width(), max(b.Cap(), 1))
+	}
+	for i, r := range b.Rows {
+		if k := b.Kinds[i]; k != types.UpdateBefore {
+			d.out.AppendRow(k, r)
+		}
+	}
+	err := out.Push(d.out)
+	d.out.Reset()
+	return err
+}
+
 // calc filters and projects rows.
 type calc struct {
 	base

@@ -30,6 +30,10 @@ type Context struct {
 	Schema types.Schema
 	// Loc is the session time zone (for TIMESTAMP_LTZ text forms).
 	Loc *time.Location
+	// Metadata lists the metadata keys (of the factory's
+	// MetadataFormat.ReadableMetadata) a decoder fills after the Schema
+	// slots, in order. Empty for formats without metadata.
+	Metadata []string
 }
 
 // Decoder turns one record into one row. row has len(Schema) slots, all
@@ -41,6 +45,62 @@ type Decoder interface {
 // Encoder appends the serialized form of row to dst.
 type Encoder interface {
 	Encode(dst []byte, row types.Row) ([]byte, error)
+}
+
+// ChangelogDecoder is implemented by the decoders of changelog formats
+// (debezium-json, canal-json, maxwell-json), whose records are change
+// events: one record is zero or more rows, each with its kind (an update
+// event is a -U row and a +U row).
+type ChangelogDecoder interface {
+	// DecodeChangelog decodes one record and calls emit once per row, in
+	// order, after the whole record was read (a bad record emits nothing).
+	// The row has len(Schema) + len(Metadata) slots: the columns, then the
+	// requested metadata. It is the decoder's, valid only during the call:
+	// the caller copies what it keeps. An empty record (a Kafka tombstone)
+	// emits nothing and is no error. A record dropped under
+	// ignore-parse-errors returns ErrSkipRecord.
+	DecodeChangelog(data []byte, emit func(kind types.RowKind, row types.Row)) error
+}
+
+// ChangelogEncoder is implemented by the encoders of changelog formats:
+// the row's kind is part of the record.
+type ChangelogEncoder interface {
+	EncodeChangelog(dst []byte, kind types.RowKind, row types.Row) ([]byte, error)
+}
+
+// ChangelogFormat is implemented by factories of formats whose records carry
+// row kinds. Their decoders implement ChangelogDecoder, their encoders
+// ChangelogEncoder. A factory that does not implement it is insert-only.
+type ChangelogFormat interface {
+	// DecodingChangelogMode is what the decoders produce.
+	DecodingChangelogMode() types.ChangelogMode
+	// EncodingChangelogMode is what the encoders accept.
+	EncodingChangelogMode() types.ChangelogMode
+}
+
+// MetadataFormat is implemented by factories whose decoders can read
+// metadata of a record (e.g. debezium-json's source.table). Connectors
+// expose them with the prefix "value." (Flink's format metadata).
+type MetadataFormat interface {
+	ReadableMetadata() map[string]types.Type
+	// MetadataKeys lists the keys in the order Flink documents them.
+	MetadataKeys() []string
+}
+
+// DecodingMode returns the changelog mode of f's decoders.
+func DecodingMode(f Factory) types.ChangelogMode {
+	if c, ok := f.(ChangelogFormat); ok {
+		return c.DecodingChangelogMode()
+	}
+	return types.InsertOnly
+}
+
+// EncodingMode returns the changelog mode f's encoders accept.
+func EncodingMode(f Factory) types.ChangelogMode {
+	if c, ok := f.(ChangelogFormat); ok {
+		return c.EncodingChangelogMode()
+	}
+	return types.InsertOnly
 }
 
 // Factory creates decoders and encoders for one format identifier.

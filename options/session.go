@@ -25,6 +25,8 @@ var (
 		"How often sources emit watermarks.")
 	IdleTimeout = Duration("table.exec.source.idle-timeout", "0 ms",
 		"Time after which a source split without data no longer holds back the watermark; 0 ms never.")
+	CDCEventsDuplicate = Bool("table.exec.source.cdc-events-duplicate", false,
+		"Whether changelog sources (debezium-json, canal-json, maxwell-json) may deliver a change event more than once, e.g. after a Debezium restart. When true, the events are deduplicated by the table's PRIMARY KEY, which is then required: a stateful ChangelogNormalize keeps each key's last row.")
 	LocalTimeZone = String("table.local-time-zone", "default",
 		"Session time zone for TIMESTAMP_LTZ values and window alignment: a zone id such as 'Europe/Berlin', 'GMT+08:00', or 'default' (the machine's zone).",
 		func(v string) error { _, err := ResolveZone(v); return err })
@@ -146,7 +148,7 @@ var inf = math.Inf(1)
 func Session() *Registry {
 	return NewRegistry(
 		&RuntimeMode.Spec, &Parallelism.Spec, &MaxParallelism.Spec, &PipelineName.Spec, &BufferTimeout.Spec,
-		&AutoWatermarkInterval.Spec, &IdleTimeout.Spec, &LocalTimeZone.Spec, &ResultMode.Spec, &MaxColumnWidth.Spec,
+		&AutoWatermarkInterval.Spec, &IdleTimeout.Spec, &CDCEventsDuplicate.Spec, &LocalTimeZone.Spec, &ResultMode.Spec, &MaxColumnWidth.Spec,
 		&StateTTL.Spec, &MiniBatchEnabled.Spec, &MiniBatchLatency.Spec, &MiniBatchSize.Spec, &NotNullEnforcer.Spec,
 		&AsyncLookupCapacity.Spec, &AsyncLookupTimeout.Spec, &AsyncLookupOutputMode.Spec,
 		&AllowLateness.Spec, &EarlyFireEnabled.Spec, &EarlyFireDelay.Spec, &LateFireEnabled.Spec, &LateFireDelay.Spec,

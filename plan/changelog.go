@@ -137,8 +137,8 @@ func upsertKey(n Node) ([]int, bool) {
 			k = append(k, x.schema.Index(name))
 		}
 		return k, true
-	case *ExchangeNode:
-		return upsertKey(x.inputs[0])
+	case *ExchangeNode, *DropUpdateBeforeNode:
+		return upsertKey(n.Inputs()[0])
 	case *JoinNode:
 		return joinUpsertKey(x)
 	case *LookupJoinNode:

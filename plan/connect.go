@@ -78,7 +78,9 @@ func (pc *planContext) scanTable(t *catalog.Table) (*ScanNode, error) {
 			return nil, fmt.Errorf("Invalid metadata key '%s' in column '%s' of table '%s'. The connector '%s' supports the following metadata keys for reading:\n%s",
 				m.Key, m.Name, t.ID, f.Identifier(), metadataKeys(readable))
 		}
-		if !castableImplicitly(mt, m.Type) && !mt.EqualIgnoringNull(m.Type) {
+		// As Flink, the declared type need only be reachable by an explicit
+		// cast (TIMESTAMP(3) from a TIMESTAMP_LTZ(3) 'timestamp').
+		if _, err := expr.CastIfNeeded(expr.Column(0, m.Name, mt), m.Type.WithoutTimeAttr()); err != nil {
 			return nil, fmt.Errorf("Invalid data type for metadata column '%s' of table '%s': the connector '%s' provides %s for metadata key '%s', which cannot be converted to %s",
 				m.Name, t.ID, f.Identifier(), mt, m.Key, m.Type)
 		}
@@ -200,6 +202,9 @@ func (pc *planContext) normalizeUpsert(scan *ScanNode) (Node, error) {
 		return nil, fmt.Errorf("Invalid source for table '%s'. A ScanTableSource doesn't support a changelog stream that contains "+
 			"UPDATE_BEFORE but no UPDATE_AFTER. Please adapt the implementation of connector '%s'.", scan.Table.ID, scan.Table.OptionMap()["connector"])
 	}
+	if m.UpdateBefore && pc.p.cfg.CDCEventsDuplicate {
+		return pc.normalizeDuplicates(scan)
+	}
 	if !m.UpdateAfter || m.UpdateBefore {
 		// Inserts only, a full changelog, or inserts and deletes of whole
 		// rows: nothing to normalize (Flink's ChangelogMode.isUpsert).
@@ -211,6 +216,27 @@ func (pc *planContext) normalizeUpsert(scan *ScanNode) (Node, error) {
 			"This requires defining a primary key constraint on the table.", scan.Table.ID)
 	}
 	ex := pc.exchange(scan, exec.Partitioner{Kind: exec.Hash, KeyCols: key})
+	n := &ChangelogNormalizeNode{KeyCols: key, GenerateUpdateBefore: true}
+	n.inputs, n.schema = []Node{ex}, scan.schema
+	n.mode = types.ChangelogMode{Insert: true, UpdateBefore: true, UpdateAfter: true, Delete: m.Delete}
+	return n, nil
+}
+
+// normalizeDuplicates deduplicates the change events of a changelog source
+// that may deliver some twice (table.exec.source.cdc-events-duplicate), as
+// Flink does: the -U rows are dropped and a ChangelogNormalize keyed by the
+// primary key keeps each key's last row, so a repeated event changes
+// nothing and the output is a proper changelog.
+func (pc *planContext) normalizeDuplicates(scan *ScanNode) (Node, error) {
+	key, ok := upsertKey(scan)
+	if !ok {
+		return nil, fmt.Errorf("Table '%s' produces a changelog and 'table.exec.source.cdc-events-duplicate' is 'true': duplicate change events are removed by the table's primary key, "+
+			"but the table declares none. Define a PRIMARY KEY (...) NOT ENFORCED on the table, or set 'table.exec.source.cdc-events-duplicate' to 'false'.", scan.Table.ID)
+	}
+	drop := &DropUpdateBeforeNode{}
+	m := scan.Mode()
+	drop.inputs, drop.schema, drop.mode = []Node{scan}, scan.schema, withoutUB(m)
+	ex := pc.exchange(drop, exec.Partitioner{Kind: exec.Hash, KeyCols: key})
 	n := &ChangelogNormalizeNode{KeyCols: key, GenerateUpdateBefore: true}
 	n.inputs, n.schema = []Node{ex}, scan.schema
 	n.mode = types.ChangelogMode{Insert: true, UpdateBefore: true, UpdateAfter: true, Delete: m.Delete}

@@ -83,7 +83,11 @@ func writeTree(b *strings.Builder, n Node, first, rest string, changelog bool) {
 				mode += ", upsertKey=[" + colNames(n.Schema(), key) + "]"
 			}
 		}
-		line = strings.TrimSuffix(line, ")") + ", changelogMode=" + mode + ")"
+		if strings.HasSuffix(line, ")") {
+			line = strings.TrimSuffix(line, ")") + ", changelogMode=" + mode + ")"
+		} else {
+			line += "(changelogMode=" + mode + ")" // a node without attributes
+		}
 	}
 	b.WriteString(line)
 	b.WriteString("\n")

@@ -131,6 +131,12 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			}
 			return groupagg.NewGroupAggregate(sp)
 		}), nil
+	case *DropUpdateBeforeNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewDropUpdateBefore(), nil }), nil
 	case *ChangelogNormalizeNode:
 		v, err := gb.build(x.inputs[0])
 		if err != nil {

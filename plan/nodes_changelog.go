@@ -49,6 +49,16 @@ func (n *ChangelogNormalizeNode) Describe() string {
 	return "ChangelogNormalize(key=[" + colNames(n.schema, n.KeyCols) + "])"
 }
 
+// DropUpdateBeforeNode removes the -U rows of a changelog source whose
+// change events are deduplicated by a ChangelogNormalize keyed by the
+// primary key (table.exec.source.cdc-events-duplicate): each +U carries
+// the whole new row.
+type DropUpdateBeforeNode struct {
+	base
+}
+
+func (n *DropUpdateBeforeNode) Describe() string { return "DropUpdateBefore" }
+
 // DedupNode keeps the first or last row per key (ROW_NUMBER() = 1 over a time attribute).
 type DedupNode struct {
 	base

@@ -27,6 +27,10 @@ type Config struct {
 	StateTTL       time.Duration // table.exec.state.ttl
 	MiniBatch      MiniBatch     // table.exec.mini-batch.*
 	IdleTimeout    time.Duration // table.exec.source.idle-timeout (EXPLAIN shows it)
+	// CDCEventsDuplicate is table.exec.source.cdc-events-duplicate: change
+	// events of a changelog source may come more than once, so they are
+	// deduplicated by the table's primary key.
+	CDCEventsDuplicate bool
 	// NotNullEnforcer is table.exec.sink.not-null-enforcer.
 	NotNullEnforcer exec.NotNullAction
 	// Log receives the warnings of running jobs (rows a sink drops); nil

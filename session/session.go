@@ -165,7 +165,8 @@ func (s *Session) planner(ctx context.Context) (*plan.Planner, error) {
 			EarlyFire:         options.EarlyFireEnabled.Get(s.conf),
 			LateFire:          options.LateFireEnabled.Get(s.conf),
 		},
-		IdleTimeout: options.IdleTimeout.Get(s.conf),
+		IdleTimeout:        options.IdleTimeout.Get(s.conf),
+		CDCEventsDuplicate: options.CDCEventsDuplicate.Get(s.conf),
 		AsyncLookup: plan.AsyncLookup{
 			Capacity:  options.AsyncLookupCapacity.Get(s.conf),
 			Timeout:   options.AsyncLookupTimeout.Get(s.conf),

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -50,6 +52,7 @@ func (b *syncBuffer) take() string {
 //	sink                    the input names a values sink table; prints its materialized rows, sorted
 //	explain                 run EXPLAIN …; prints the plan
 //	error                   run statements; the last must fail; prints its message
+//	file path=p             write the input, as is, to the file p under ${TMPDIR}
 //
 // ${TMPDIR} in a statement is replaced by a temporary directory of the test file.
 //
@@ -139,6 +142,17 @@ func testSQL(t *testing.T, backend string) {
 					return "error: " + err.Error()
 				}
 				return rs[len(rs)-1].Text
+			case "file":
+				var rel string
+				d.ScanArgs(t, "path", &rel)
+				p := filepath.Join(tmp, rel)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+				if err := os.WriteFile(p, []byte(d.Input+"\n"), 0o644); err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+				return "ok"
 			case "error":
 				_, err := sess.Execute(ctx, d.Input)
 				if err == nil {

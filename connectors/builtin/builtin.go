@@ -14,17 +14,28 @@ import (
 	"github.com/flinksql/flinksql/connectors/upsertkafka"
 	"github.com/flinksql/flinksql/connectors/values"
 	"github.com/flinksql/flinksql/formats"
+	"github.com/flinksql/flinksql/formats/avro"
+	"github.com/flinksql/flinksql/formats/cdc"
 	"github.com/flinksql/flinksql/formats/csv"
 	"github.com/flinksql/flinksql/formats/json"
 	"github.com/flinksql/flinksql/formats/raw"
 )
 
-// NewFormats returns a registry of the built-in formats: json, csv and raw.
+// NewFormats returns a registry of the built-in formats: json, csv, raw,
+// avro, the changelog formats debezium-json, canal-json and maxwell-json,
+// and avro-confluent / debezium-avro-confluent, which are refused (no
+// Schema Registry client).
 func NewFormats() *formats.Registry {
 	r := formats.NewRegistry()
 	r.Register(json.NewFactory())
 	r.Register(csv.NewFactory())
 	r.Register(raw.NewFactory())
+	r.Register(cdc.NewDebezium())
+	r.Register(cdc.NewCanal())
+	r.Register(cdc.NewMaxwell())
+	r.Register(avro.NewFactory())
+	r.Register(avro.NewConfluent())
+	r.Register(avro.NewDebeziumConfluent())
 	return r
 }
 

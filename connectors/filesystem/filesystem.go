@@ -22,6 +22,7 @@ import (
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/formats"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -114,6 +115,12 @@ func newTableConfig(f *Factory, tc *connectors.TableContext) (*tableConfig, erro
 		name = tc.Name
 	}
 	c := &tableConfig{tc: tc, name: name, format: tc.Options[OptFormat]}
+	if c.format == "avro" {
+		// Flink's filesystem 'avro' is a bulk format (Avro object container
+		// files with a header and blocks); this connector reads and writes
+		// records one per line.
+		return nil, fmt.Errorf("filesystem table %s: format 'avro' (Avro object container files) is not supported by the filesystem connector yet; use 'json', 'csv', 'raw' or a changelog format ('debezium-json', 'canal-json', 'maxwell-json'), or 'avro' on the kafka connector", name)
+	}
 	p := tc.Options[OptPath]
 	if rest, ok := strings.CutPrefix(p, "file://"); ok {
 		p, c.uriPrefix = rest, "file:"
@@ -166,6 +173,11 @@ func (f *Factory) CreateSource(tc *connectors.TableContext) (connectors.ScanSour
 	if _, err := connectors.CreateDecoder(tc, OptFormat, tc.Physical); err != nil {
 		return nil, err
 	}
+	if ff, err := connectors.FormatFactory(tc, OptFormat); err == nil {
+		s.mode = formats.DecodingMode(ff)
+	} else {
+		return nil, err
+	}
 	s.enum = &enumerator{root: c.dir, regex: s.pathRegex, seen: map[string]bool{}}
 	return s, nil
 }
@@ -177,7 +189,10 @@ func (f *Factory) CreateSink(tc *connectors.TableContext) (connectors.Sink, erro
 		return nil, err
 	}
 	opts := connectors.Options(tc.Options)
-	s := &Sink{cfg: c, tag: sinkTag(tc.Name), now: time.Now}
+	s := &Sink{cfg: c, tag: sinkTag(tc.Name), now: time.Now, mode: types.InsertOnly}
+	if ff, err := connectors.FormatFactory(tc, OptFormat); err == nil {
+		s.mode = formats.EncodingMode(ff)
+	}
 	compact, err := opts.Bool(OptAutoCompaction, false)
 	if err != nil {
 		return nil, err

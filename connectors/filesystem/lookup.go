@@ -26,6 +26,10 @@ const defaultChangeCheck = time.Minute
 // 'lookup.full-cache.periodic-reload.interval' (default 1 min) or at the
 // 'TIMED' reload times.
 func (s *Source) Lookup(keyCols []int) (*connectors.Lookup, error) {
+	if !s.mode.IsInsertOnly() {
+		return nil, fmt.Errorf("filesystem table %s: a table in the changelog format '%s' cannot be looked up; a lookup join needs an insert-only format",
+			s.cfg.name, s.cfg.format)
+	}
 	cache, err := connectors.LookupCacheFrom(s.cfg.tc, lookup.CacheFull, lookup.CacheFull)
 	if err != nil {
 		return nil, err

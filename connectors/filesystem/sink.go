@@ -29,8 +29,9 @@ type Sink struct {
 	// tag marks this table's hidden files (a hash of its identifier), so a
 	// restore removes only its own leftovers, never those of another table
 	// writing to the same directory.
-	tag string
-	now func() time.Time // the clock of the time-based rolling policy
+	tag  string
+	now  func() time.Time    // the clock of the time-based rolling policy
+	mode types.ChangelogMode // what the format encodes
 }
 
 // sinkTag is the tag of a table's hidden files: 8 hex digits of the SHA-256
@@ -52,9 +53,11 @@ type rollingPolicy struct {
 	inactivity time.Duration
 }
 
-// AcceptedChangelogMode implements connectors.Sink: files are append-only.
+// AcceptedChangelogMode implements connectors.Sink: files are append-only,
+// so the sink takes what the format encodes: inserts, or a full changelog
+// written as change events (debezium-json, canal-json, maxwell-json).
 func (s *Sink) AcceptedChangelogMode(types.ChangelogMode) types.ChangelogMode {
-	return types.InsertOnly
+	return s.mode
 }
 
 // Parallelism implements connectors.Sink.
@@ -76,8 +79,12 @@ func (s *Sink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
 	}
 	// A prefix of its own per writer: part file names never clash between
 	// attempts of a job that restarts from a checkpoint.
-	return &Writer{sink: s, enc: enc, subtask: subtask, nphys: len(s.cfg.tc.Physical),
-		partPrefix: "part-" + newUUID()}, nil
+	w := &Writer{sink: s, enc: enc, subtask: subtask, nphys: len(s.cfg.tc.Physical),
+		partPrefix: "part-" + newUUID()}
+	if ce, ok := enc.(formats.ChangelogEncoder); ok && !s.mode.IsInsertOnly() {
+		w.changes = ce
+	}
+	return w, nil
 }
 
 // PendingFile is a closed part file that is not yet visible: committing it
@@ -142,6 +149,7 @@ func DecodePendingFile(c exec.Committable) (PendingFile, error) {
 type Writer struct {
 	sink       *Sink
 	enc        formats.Encoder
+	changes    formats.ChangelogEncoder // enc of a changelog format
 	subtask    int
 	nphys      int
 	partPrefix string
@@ -235,11 +243,16 @@ func (w *Writer) Write(_ context.Context, b *types.Batch) error {
 		}
 	}
 	for i, row := range b.Rows {
-		if k := b.Kinds[i]; k != types.Insert {
+		k := b.Kinds[i]
+		if k != types.Insert && w.changes == nil {
 			return fmt.Errorf("filesystem table %s: the filesystem sink only accepts inserts, but got a %s row", w.sink.cfg.name, k)
 		}
 		var err error
-		w.buf, err = w.enc.Encode(w.buf[:0], row[:w.nphys])
+		if w.changes != nil {
+			w.buf, err = w.changes.EncodeChangelog(w.buf[:0], k, row[:w.nphys])
+		} else {
+			w.buf, err = w.enc.Encode(w.buf[:0], row[:w.nphys])
+		}
 		if err != nil {
 			return fmt.Errorf("filesystem table %s: encoding row: %w", w.sink.cfg.name, err)
 		}

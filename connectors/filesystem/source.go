@@ -31,6 +31,7 @@ type Source struct {
 	pathRegex      *regexp.Regexp
 	metaKeys       []string
 	skipEmptyLines bool
+	mode           types.ChangelogMode // the format's: inserts, or a changelog
 	enum           *enumerator
 	skipped        exec.Counter
 }
@@ -38,8 +39,9 @@ type Source struct {
 // Bounded implements connectors.ScanSource.
 func (s *Source) Bounded() bool { return s.monitor == 0 }
 
-// ChangelogMode implements connectors.ScanSource.
-func (s *Source) ChangelogMode() types.ChangelogMode { return types.InsertOnly }
+// ChangelogMode implements connectors.ScanSource: the format's (a full
+// changelog for debezium-json, canal-json and maxwell-json).
+func (s *Source) ChangelogMode() types.ChangelogMode { return s.mode }
 
 // Parallelism implements connectors.ScanSource.
 func (s *Source) Parallelism(defaultParallelism int) int { return max(defaultParallelism, 1) }
@@ -60,8 +62,13 @@ func (s *Source) NewReader(subtask, parallelism int) (exec.SourceReader, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &reader{src: s, dec: dec, subtask: subtask, parallelism: parallelism,
-		nphys: len(s.cfg.tc.Physical)}, nil
+	r := &reader{src: s, dec: dec, subtask: subtask, parallelism: parallelism,
+		nphys: len(s.cfg.tc.Physical)}
+	if cd, ok := dec.(formats.ChangelogDecoder); ok {
+		r.changes = cd
+		r.emit = r.appendChange
+	}
+	return r, nil
 }
 
 // fileInfo is one file to read.
@@ -169,6 +176,9 @@ const maxLine = 64 << 20
 type reader struct {
 	src                  *Source
 	dec                  formats.Decoder
+	changes              formats.ChangelogDecoder // dec of a changelog format
+	emit                 func(types.RowKind, types.Row)
+	batch                *types.Batch // the batch appendChange appends to
 	subtask, parallelism int
 	nphys                int
 
@@ -348,6 +358,12 @@ func (r *reader) readLines(b *types.Batch) (eof bool, err error) {
 		if len(line) == 0 && r.src.skipEmptyLines {
 			continue
 		}
+		if r.changes != nil {
+			if err := r.decodeChanges(line, b); err != nil {
+				return false, err
+			}
+			continue
+		}
 		row := b.Append(types.Insert)
 		if err := r.dec.Decode(line, row[:r.nphys]); err != nil {
 			b.Truncate(b.Len() - 1)
@@ -361,6 +377,30 @@ func (r *reader) readLines(b *types.Batch) (eof bool, err error) {
 		copy(row[r.nphys:], r.meta)
 	}
 	return false, nil
+}
+
+// decodeChanges appends the rows of the change event on one line.
+func (r *reader) decodeChanges(line []byte, b *types.Batch) error {
+	start := b.Len()
+	r.batch = b
+	err := r.changes.DecodeChangelog(line, r.emit)
+	r.batch = nil
+	if err != nil {
+		b.Truncate(start)
+		if errors.Is(err, formats.ErrSkipRecord) {
+			r.src.skipped.Add(1)
+			return nil
+		}
+		return fmt.Errorf("filesystem table %s: file %s, line %d: %w", r.src.cfg.name, r.files[r.cur].path, r.lineNo, err)
+	}
+	return nil
+}
+
+// appendChange is the changelog decoder's emit: row holds the columns.
+func (r *reader) appendChange(kind types.RowKind, row types.Row) {
+	out := r.batch.Append(kind)
+	copy(out[:r.nphys], row)
+	copy(out[r.nphys:], r.meta)
 }
 
 // readLine returns the next line without its terminator; the slice is valid

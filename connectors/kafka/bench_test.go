@@ -124,3 +124,74 @@ func BenchmarkSinkProduce(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*batch.Len())/time.Since(start).Seconds(), "rows/s")
 }
+
+// benchDebezium is a Debezium change event of a benchSchema row: creates,
+// updates (with before and after) and deletes, with a MySQL source block.
+func benchDebezium(i int) string {
+	src := fmt.Sprintf(`{"version":"2.7.0.Final","connector":"mysql","name":"dbserver1","ts_ms":%d,"snapshot":"false","db":"shop","table":"events","server_id":223344,"file":"mysql-bin.000003","pos":%d,"row":0}`, 1714565000000+int64(i), 154+i)
+	switch i % 10 {
+	case 0, 1, 2, 3, 4, 5:
+		return fmt.Sprintf(`{"before":null,"after":%s,"source":%s,"op":"c","ts_ms":%d}`, benchValue(i), src, 1714565000100+int64(i))
+	case 6, 7, 8:
+		return fmt.Sprintf(`{"before":%s,"after":%s,"source":%s,"op":"u","ts_ms":%d}`, benchValue(i-1), benchValue(i), src, 1714565000100+int64(i))
+	}
+	return fmt.Sprintf(`{"before":%s,"after":null,"source":%s,"op":"d","ts_ms":%d}`, benchValue(i), src, 1714565000100+int64(i))
+}
+
+// BenchmarkSourceDecodeDebezium reads 100 000 debezium-json change events
+// (60 % creates, 30 % updates, 10 % deletes; ~450-750 bytes; 4 partitions)
+// from kfake per iteration into rows (an update is two rows). One reader:
+// events/s is per core.
+func BenchmarkSourceDecodeDebezium(b *testing.B) {
+	_, addr := startCluster(b, map[string]int32{"dbz": 4})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("dbz"), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 0; i < benchRecords; i++ {
+		cl.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(benchDebezium(i))}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	cl.Close()
+	src := mustSource(b, tableContext(addr, benchSchema, map[string]string{"topic": "dbz", "format": "debezium-json",
+		"scan.startup.mode": "earliest-offset", "scan.bounded.mode": "latest-offset"}))
+	batch := types.NewBatch(len(benchSchema), types.DefaultBatchSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	rows := 0
+	for i := 0; i < b.N; i++ {
+		r, err := src.NewReader(0, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Open(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			batch.Reset()
+			res, err := r.Read(ctx, batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows += batch.Len()
+			if res.End {
+				break
+			}
+		}
+		r.Close()
+	}
+	if want := b.N * benchRecords * 13 / 10; rows != want {
+		b.Fatalf("read %d rows, want %d", rows, want)
+	}
+	secs := time.Since(start).Seconds()
+	b.ReportMetric(float64(b.N*benchRecords)/secs, "events/s")
+	b.ReportMetric(float64(rows)/secs, "rows/s")
+}

@@ -92,9 +92,9 @@ func (f *Factory) CreateSink(tc *connectors.TableContext) (connectors.Sink, erro
 }
 
 // rejectPrimaryKey is Flink's check that an insert-only format cannot
-// guarantee a primary key (every built-in format here is insert-only).
+// guarantee a primary key; a changelog format (debezium-json, ...) can.
 func (c *tableConfig) rejectPrimaryKey() error {
-	if len(c.tc.PrimaryKey) == 0 {
+	if len(c.tc.PrimaryKey) == 0 || !c.valueMode.IsInsertOnly() {
 		return nil
 	}
 	return fmt.Errorf("The Kafka table '%s' with '%s' format doesn't support defining PRIMARY KEY constraint on the table, because it can't guarantee the semantic of primary key.",

@@ -12,6 +12,8 @@ import (
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/formats"
+	"github.com/flinksql/flinksql/formats/avro"
+	"github.com/flinksql/flinksql/formats/cdc"
 	"github.com/flinksql/flinksql/formats/csv"
 	"github.com/flinksql/flinksql/formats/json"
 	"github.com/flinksql/flinksql/formats/raw"
@@ -115,6 +117,10 @@ func formatRegistry() *formats.Registry {
 	reg.Register(json.NewFactory())
 	reg.Register(csv.NewFactory())
 	reg.Register(raw.NewFactory())
+	reg.Register(cdc.NewDebezium())
+	reg.Register(cdc.NewCanal())
+	reg.Register(cdc.NewMaxwell())
+	reg.Register(avro.NewFactory())
 	return reg
 }
 

@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/formats"
 	"github.com/flinksql/flinksql/types"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -193,6 +194,15 @@ type tableConfig struct {
 	valueIdx       []int  // physical positions the value format covers
 	keySchema      types.Schema
 	valueSchema    types.Schema
+	// valueMode is what the value format's records carry: insert-only, or
+	// a changelog for debezium-json, canal-json and maxwell-json.
+	valueMode types.ChangelogMode
+	// valueEncodeMode is what the value format's encoders accept.
+	valueEncodeMode types.ChangelogMode
+	// valueMeta are the value format's metadata keys ('value.<key>') the
+	// table reads, for a formats.MetadataFormat; nil otherwise.
+	valueMetaKeys map[string]types.Type
+	valueMetaList []string // in Flink's documented order, for messages
 
 	requestTimeout time.Duration
 	clientID       string
@@ -251,7 +261,54 @@ func newTableConfig(tc *connectors.TableContext, identifier string, upsert bool)
 	if err := c.layout(); err != nil {
 		return nil, err
 	}
+	if err := c.formatModes(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// valueMetadataPrefix prefixes the value format's metadata keys, as Flink's
+// Kafka connector exposes them.
+const valueMetadataPrefix = "value."
+
+// formatModes reads the changelog modes and metadata of the key and value
+// formats, with Flink's checks: a key format and upsert-kafka's value
+// format must be insert-only.
+func (c *tableConfig) formatModes() error {
+	c.valueMode, c.valueEncodeMode = types.InsertOnly, types.InsertOnly
+	if c.tc.Formats == nil {
+		return nil // CreateDecoder/CreateEncoder report the missing registry
+	}
+	if c.keyFormatKey != "" {
+		kf, err := connectors.FormatFactory(c.tc, c.keyFormatKey)
+		if err != nil {
+			return err
+		}
+		if !formats.DecodingMode(kf).IsInsertOnly() {
+			if c.upsert {
+				return fmt.Errorf("'%s' connector doesn't support '%s' as key format, because '%s' is not in insert-only mode.", c.identifier, kf.Identifier(), kf.Identifier())
+			}
+			return fmt.Errorf("A key format should only deal with INSERT-only records. The key format '%s' of table '%s' produces a changelog.", kf.Identifier(), c.name)
+		}
+	}
+	vf, err := connectors.FormatFactory(c.tc, c.valueFormatKey)
+	if err != nil {
+		return err
+	}
+	c.valueMode, c.valueEncodeMode = formats.DecodingMode(vf), formats.EncodingMode(vf)
+	if c.upsert && !c.valueMode.IsInsertOnly() {
+		return fmt.Errorf("'%s' connector doesn't support '%s' as value format, because '%s' is not in insert-only mode.", c.identifier, vf.Identifier(), vf.Identifier())
+	}
+	if mf, ok := vf.(formats.MetadataFormat); ok {
+		c.valueMetaKeys = map[string]types.Type{}
+		for k, t := range mf.ReadableMetadata() {
+			c.valueMetaKeys[valueMetadataPrefix+k] = t
+		}
+		for _, k := range mf.MetadataKeys() {
+			c.valueMetaList = append(c.valueMetaList, valueMetadataPrefix+k)
+		}
+	}
+	return nil
 }
 
 // layout works out which physical columns the key and value formats cover,
@@ -586,6 +643,9 @@ func (c *tableConfig) resolveMetadata(reading bool) ([]string, error) {
 	allowed, order, verb := readableMetadata, readableKeys, "reading"
 	if !reading {
 		allowed, order, verb = writableMetadata, writableKeys, "writing"
+	} else if c.valueMetaKeys != nil {
+		allowed = c.readableMetadata()
+		order = append(append([]string(nil), c.valueMetaList...), readableKeys...)
 	}
 	var keys []string
 	for _, m := range c.tc.Metadata {
@@ -599,6 +659,22 @@ func (c *tableConfig) resolveMetadata(reading bool) ([]string, error) {
 		keys = append(keys, m.Key)
 	}
 	return keys, nil
+}
+
+// readableMetadata is the connector's readable metadata and the value
+// format's (prefixed 'value.').
+func (c *tableConfig) readableMetadata() map[string]types.Type {
+	if c.valueMetaKeys == nil {
+		return readableMetadata
+	}
+	m := make(map[string]types.Type, len(readableMetadata)+len(c.valueMetaKeys))
+	for k, t := range readableMetadata {
+		m[k] = t
+	}
+	for k, t := range c.valueMetaKeys {
+		m[k] = t
+	}
+	return m
 }
 
 // parseSpecificOffsets parses 'partition:0,offset:42;partition:1,offset:300'.

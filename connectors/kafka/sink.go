@@ -126,13 +126,15 @@ func (s *Sink) encoders() (key, value formats.Encoder, err error) {
 	return key, value, nil
 }
 
-// AcceptedChangelogMode implements connectors.Sink: kafka appends,
-// upsert-kafka takes an upsert stream (-U rows are dropped).
+// AcceptedChangelogMode implements connectors.Sink: kafka takes what its
+// value format encodes (inserts, or a full changelog for debezium-json,
+// canal-json and maxwell-json), upsert-kafka an upsert stream (-U rows are
+// dropped).
 func (s *Sink) AcceptedChangelogMode(types.ChangelogMode) types.ChangelogMode {
 	if s.cfg.upsert {
 		return types.Upsert
 	}
-	return types.InsertOnly
+	return s.cfg.valueEncodeMode
 }
 
 // Parallelism implements connectors.Sink.
@@ -270,6 +272,9 @@ func (s *Sink) NewKafkaWriter(subtask, parallelism int) (*Writer, error) {
 	w := &Writer{sink: s, subtask: subtask, keyEnc: keyEnc, valueEnc: valueEnc,
 		nphys: len(c.tc.Physical), tsCol: -1, hdrCol: -1, partition: -1}
 	w.valueDirect = len(c.valueIdx) == w.nphys
+	if ce, ok := valueEnc.(formats.ChangelogEncoder); ok && !c.upsert && !c.valueEncodeMode.IsInsertOnly() {
+		w.changes = ce
+	}
 	if keyEnc != nil {
 		w.keyRow = make(types.Row, len(c.keyIdx))
 	}
@@ -298,6 +303,10 @@ type Writer struct {
 	sink             *Sink
 	subtask          int
 	keyEnc, valueEnc formats.Encoder
+	// changes is valueEnc of a changelog format; kind is the kind of the
+	// row being encoded.
+	changes          formats.ChangelogEncoder
+	kind             types.RowKind
 	nphys            int
 	valueDirect      bool
 	keyRow, valueRow types.Row
@@ -415,8 +424,11 @@ func (w *Writer) Write(_ context.Context, b *types.Batch) error {
 	}
 	for i, row := range b.Rows {
 		tombstone := false
+		w.kind = b.Kinds[i]
 		switch k := b.Kinds[i]; {
 		case k == types.Insert:
+		case w.changes != nil:
+			// A changelog format writes the row's kind into the record.
 		case upsert && k == types.UpdateAfter:
 		case upsert && k == types.UpdateBefore:
 			continue // the following +U replaces the key's value
@@ -514,7 +526,12 @@ func (w *Writer) record(row types.Row, tombstone bool) (*kgo.Record, error) {
 			}
 			vrow = w.valueRow
 		}
-		if rec.Value, err = w.encode(w.valueEnc, vrow); err != nil {
+		if w.changes != nil {
+			rec.Value, err = w.encodeChange(vrow)
+		} else {
+			rec.Value, err = w.encode(w.valueEnc, vrow)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("kafka table %s: encoding the value: %w", c.name, err)
 		}
 	}
@@ -560,6 +577,25 @@ func (w *Writer) encode(enc formats.Encoder, row types.Row) ([]byte, error) {
 		return out[:len(out):len(out)], nil
 	}
 	return out, nil // outgrew the block: out has its own memory
+}
+
+// encodeChange is encode for a changelog value format, with the kind of
+// the row being written.
+func (w *Writer) encodeChange(row types.Row) ([]byte, error) {
+	if cap(w.arena)-len(w.arena) < 1024 {
+		w.arena = make([]byte, 0, arenaChunk)
+	}
+	start := len(w.arena)
+	room := cap(w.arena) - start
+	out, err := w.changes.EncodeChangelog(w.arena[start:start:cap(w.arena)], w.kind, row)
+	if err != nil || out == nil {
+		return nil, err
+	}
+	if cap(out) == room {
+		w.arena = w.arena[:start+len(out)]
+		return out[:len(out):len(out)], nil
+	}
+	return out, nil
 }
 
 // Flush makes every row written so far durable in Kafka (for at-least-once;

@@ -20,8 +20,14 @@ import (
 
 // Source is a configured kafka or upsert-kafka table being read.
 type Source struct {
-	cfg           *tableConfig
-	metaKeys      []string
+	cfg      *tableConfig
+	metaKeys []string
+	// formatMeta are the value format's metadata keys the table reads
+	// (without 'value.'), in the order the decoder fills them; metaFormat[j]
+	// is the index in formatMeta of metadata column j, or -1 for the
+	// connector's own metadata.
+	formatMeta    []string
+	metaFormat    []int
 	startup       offsetsSpec
 	bounded       offsetsSpec
 	discovery     time.Duration // 0: off
@@ -64,6 +70,14 @@ func newSource(c *tableConfig) (*Source, error) {
 	var err error
 	if s.metaKeys, err = c.resolveMetadata(true); err != nil {
 		return nil, err
+	}
+	for _, k := range s.metaKeys {
+		idx := -1
+		if _, ok := c.valueMetaKeys[k]; ok {
+			idx = len(s.formatMeta)
+			s.formatMeta = append(s.formatMeta, strings.TrimPrefix(k, valueMetadataPrefix))
+		}
+		s.metaFormat = append(s.metaFormat, idx)
 	}
 	if c.upsert {
 		s.startup = offsetsSpec{mode: StartEarliest} // always, to see every key's latest value
@@ -115,8 +129,11 @@ func (s *Source) decoders() (key, value formats.Decoder, err error) {
 			return nil, nil, err
 		}
 	}
-	if value, err = connectors.CreateDecoder(c.tc, c.valueFormatKey, c.valueSchema); err != nil {
+	if value, err = connectors.CreateDecoderWithMetadata(c.tc, c.valueFormatKey, c.valueSchema, s.formatMeta); err != nil {
 		return nil, nil, err
+	}
+	if _, ok := value.(formats.ChangelogDecoder); !ok && !c.valueMode.IsInsertOnly() {
+		return nil, nil, fmt.Errorf("kafka table %s: the value format '%s' produces a changelog but its decoder cannot decode one", c.name, c.tc.Options[c.valueFormatKey])
 	}
 	return key, value, nil
 }
@@ -125,12 +142,13 @@ func (s *Source) decoders() (key, value formats.Decoder, err error) {
 func (s *Source) Bounded() bool { return s.bounded.mode != BoundedUnbounded }
 
 // ChangelogMode implements connectors.ScanSource: upsert-kafka produces an
-// upsert stream, kafka inserts.
+// upsert stream, kafka what its value format produces (inserts, or a full
+// changelog for debezium-json, canal-json and maxwell-json).
 func (s *Source) ChangelogMode() types.ChangelogMode {
 	if s.cfg.upsert {
 		return types.Upsert
 	}
-	return types.InsertOnly
+	return s.cfg.valueMode
 }
 
 // Parallelism implements connectors.ScanSource: 'scan.parallelism' or the
@@ -144,7 +162,7 @@ func (s *Source) Parallelism(defaultParallelism int) int {
 }
 
 // ReadableMetadata implements connectors.ScanSource.
-func (s *Source) ReadableMetadata() map[string]types.Type { return readableMetadata }
+func (s *Source) ReadableMetadata() map[string]types.Type { return s.cfg.readableMetadata() }
 
 // CommitsFailed counts offset commits to the consumer group that failed
 // (each is also logged); the checkpoint holds the offsets all the same, so
@@ -202,6 +220,10 @@ func (s *Source) NewKafkaReader(subtask, parallelism int) (*Reader, error) {
 		nphys: len(c.tc.Physical), index: map[TopicPartition]int{},
 	}
 	r.valueDirect = keyDec == nil && len(c.valueIdx) == r.nphys
+	if cd, ok := valueDec.(formats.ChangelogDecoder); ok {
+		r.changes = cd
+		r.emit = r.appendChange
+	}
 	if keyDec != nil {
 		r.keyRow = make(types.Row, len(c.keyIdx))
 	}
@@ -237,6 +259,12 @@ type Reader struct {
 	nphys                int
 	valueDirect          bool // the value format fills row[:nphys] directly
 	keyRow, valueRow     types.Row
+
+	// changes decodes the values of a changelog format; emit (appendChange)
+	// appends each of a record's rows to batch.
+	changes formats.ChangelogDecoder
+	emit    func(types.RowKind, types.Row)
+	batch   *types.Batch
 
 	cl            *kgo.Client
 	adm           *kadm.Client
@@ -834,13 +862,11 @@ func (r *Reader) decodeSplit(s *split, b *types.Batch, limit int) error {
 		if rec.Attrs.IsControl() {
 			continue // transaction markers only move the position
 		}
-		added, err := r.decodeRecord(s, rec, b)
-		if err != nil {
+		before := b.Len()
+		if _, err := r.decodeRecord(s, rec, b); err != nil {
 			return err
 		}
-		if added {
-			rows++
-		}
+		rows += b.Len() - before // a change event may be two rows (an update)
 	}
 	if s.stop >= 0 && s.next >= s.stop {
 		s.done = true
@@ -851,6 +877,9 @@ func (r *Reader) decodeSplit(s *split, b *types.Batch, limit int) error {
 // decodeRecord appends the row of one record; added is false when the
 // record yields no row.
 func (r *Reader) decodeRecord(s *split, rec *kgo.Record, b *types.Batch) (bool, error) {
+	if r.changes != nil {
+		return r.decodeChanges(s, rec, b)
+	}
 	c := r.src.cfg
 	tombstone := c.upsert && rec.Value == nil
 	kind := types.Insert // the value format's kind, as Flink's deserializer keeps it
@@ -895,6 +924,68 @@ func (r *Reader) decodeRecord(s *split, rec *kgo.Record, b *types.Batch) (bool, 
 		row[r.nphys+j] = metadataValue(key, s, rec)
 	}
 	return true, nil
+}
+
+// decodeChanges appends the rows of one change event (none for a
+// tombstone, two for an update) to b: the value format's columns and
+// metadata, then the key's columns and the connector's metadata in each.
+func (r *Reader) decodeChanges(s *split, rec *kgo.Record, b *types.Batch) (bool, error) {
+	c := r.src.cfg
+	start := b.Len()
+	fail := func(what string, data []byte, err error) (bool, error) {
+		b.Truncate(start)
+		if errors.Is(err, formats.ErrSkipRecord) {
+			r.src.skipped.Add(1)
+			return false, nil
+		}
+		return false, fmt.Errorf("kafka table %s: failed to deserialize the %s of the record at topic '%s', partition %d, offset %d: %w",
+			c.name, what, rec.Topic, rec.Partition, rec.Offset, err)
+	}
+	r.batch = b
+	err := r.changes.DecodeChangelog(rec.Value, r.emit)
+	r.batch = nil
+	if err != nil {
+		return fail("value", rec.Value, err)
+	}
+	if b.Len() == start {
+		return false, nil // a tombstone, or an event for another table
+	}
+	if r.keyDec != nil {
+		clear(r.keyRow)
+		if err := r.keyDec.Decode(rec.Key, r.keyRow); err != nil {
+			return fail("key", rec.Key, err)
+		}
+	}
+	for i := start; i < b.Len(); i++ {
+		row := b.Rows[i]
+		if r.keyDec != nil {
+			for k, pos := range c.keyIdx {
+				row[pos] = r.keyRow[k]
+			}
+		}
+		for j, key := range r.src.metaKeys {
+			if r.src.metaFormat[j] < 0 {
+				row[r.nphys+j] = metadataValue(key, s, rec)
+			}
+		}
+	}
+	return true, nil
+}
+
+// appendChange is the emit function of the changelog decoder: row holds
+// the value columns then the format's metadata.
+func (r *Reader) appendChange(kind types.RowKind, row types.Row) {
+	c := r.src.cfg
+	out := r.batch.Append(kind)
+	for i, pos := range c.valueIdx {
+		out[pos] = row[i]
+	}
+	nv := len(c.valueIdx)
+	for j, fi := range r.src.metaFormat {
+		if fi >= 0 {
+			out[r.nphys+j] = row[nv+fi]
+		}
+	}
 }
 
 func metadataValue(key string, s *split, rec *kgo.Record) types.Value {
