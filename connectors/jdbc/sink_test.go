@@ -3,6 +3,7 @@ package jdbc_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +16,19 @@ import (
 
 const timeout = 60 * time.Second
 
-func newSession(t *testing.T, conf map[string]string) *session.Session {
-	t.Helper()
+type sessionT = session.Session
+
+func newSessionConf(conf map[string]string) (*session.Session, error) {
 	if conf == nil {
 		conf = map[string]string{}
 	}
 	conf["table.local-time-zone"] = "UTC"
-	s, err := session.New(session.Options{Config: conf})
+	return session.New(session.Options{Config: conf})
+}
+
+func newSession(t *testing.T, conf map[string]string) *session.Session {
+	t.Helper()
+	s, err := newSessionConf(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +83,13 @@ INSERT INTO typed SELECT * FROM src;`, jdbcURL(db)))
 	equal(t, "rows", got, []string{
 		"t|-32768|2147483647|-9223372036854775808|1.5|2.25|12345678.91|héllo|a,b|00ff|2024-02-29|23:59:59.125|2024-01-01 00:00:00.001|2024-06-01 12:00:00.5+00",
 		"f|||||||||||||",
+	})
+	// Read back through the scan: the same values as the source's.
+	got = query(t, s, "SELECT * FROM typed")
+	sort.Strings(got)
+	equal(t, "scan", got, []string{
+		"+I[FALSE, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL]",
+		"+I[TRUE, -32768, 2147483647, -9223372036854775808, 1.5, 2.25, 12345678.91, héllo, a,b, x'00ff', 2024-02-29, 23:59:59.125, 2024-01-01 00:00:00.001, 2024-06-01 12:00:00.500]",
 	})
 }
 
