@@ -143,6 +143,10 @@ type statements struct {
 	colNames  []string
 	upsertSQL string
 	deleteSQL string
+	// For multi-row upserts: the table, the column list, the ON CONFLICT
+	// clause, and the statements by row count.
+	tableSQL, names, conflict string
+	multi                     map[int]string
 }
 
 func prepareStatements(c *config, pgCols map[string]pgColumn) (*statements, error) {
@@ -184,6 +188,9 @@ func prepareStatements(c *config, pgCols map[string]pgColumn) (*statements, erro
 	if len(sets) > 0 {
 		action = "DO UPDATE SET " + strings.Join(sets, ", ")
 	}
+	st.tableSQL, st.names = c.table.SQL(), strings.Join(names, ", ")
+	st.conflict = fmt.Sprintf(" ON CONFLICT (%s) %s", strings.Join(keyNames, ", "), action)
+	st.multi = map[int]string{}
 	st.upsertSQL = fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (%s) %s",
 		c.table.SQL(), strings.Join(names, ", "), strings.Join(params, ", "), strings.Join(keyNames, ", "), action)
 	st.deleteSQL = fmt.Sprintf("DELETE FROM %s WHERE %s", c.table.SQL(), strings.Join(where, " AND "))
@@ -350,6 +357,7 @@ func (w *Writer) flushLocked(ctx context.Context) error {
 
 // querier is what writeBuffer needs of a connection or a transaction.
 type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error)
 }
@@ -373,30 +381,65 @@ func (w *Writer) writeBuffer(ctx context.Context, q querier, buf *buffer) error 
 		}
 		return nil
 	}
-	batch := &pgx.Batch{}
+	// Check and convert every value first: a bad one fails naming its row
+	// and column before anything is sent.
+	args := make([][]any, buf.len())
 	for i := 0; i < buf.len(); i++ {
 		r := buf.row(i)
+		cols := st.cols
 		if buf.kinds[i] == types.Delete {
-			args := make([]any, len(st.keys))
-			for j := range st.keys {
-				v, err := toPG(&st.keys[j], r[st.keys[j].idx])
-				if err != nil {
-					return w.valueErr(buf, i, &st.keys[j], err)
-				}
-				args[j] = v
-			}
-			batch.Queue(st.deleteSQL, args...)
-			continue
+			cols = st.keys
 		}
-		args := make([]any, len(st.cols))
-		for j := range st.cols {
-			v, err := toPG(&st.cols[j], r[j])
+		a := make([]any, len(cols))
+		for j := range cols {
+			v, err := toPG(&cols[j], r[cols[j].idx])
 			if err != nil {
-				return w.valueErr(buf, i, &st.cols[j], err)
+				return w.valueErr(buf, i, &cols[j], err)
 			}
-			args[j] = v
+			a[j] = v
 		}
-		batch.Queue(st.upsertSQL, args...)
+		args[i] = a
+	}
+	// The fast path: multi-row upserts (the buffer holds each key once, as
+	// ON CONFLICT DO UPDATE requires) and pipelined deletes, after a
+	// savepoint. A server error there does not say which row; the rows are
+	// then written again one statement each, which names it.
+	batch := &pgx.Batch{}
+	batch.Queue("SAVEPOINT flinksql_flush")
+	var upserts []int
+	for i := 0; i < buf.len(); i++ {
+		if buf.kinds[i] == types.Delete {
+			batch.Queue(st.deleteSQL, args[i]...)
+		} else {
+			upserts = append(upserts, i)
+		}
+	}
+	for len(upserts) > 0 {
+		n := upsertChunk(len(upserts), len(st.cols))
+		flat := make([]any, 0, n*len(st.cols))
+		for _, i := range upserts[:n] {
+			flat = append(flat, args[i]...)
+		}
+		batch.Queue(st.multiUpsertSQL(n), flat...)
+		upserts = upserts[n:]
+	}
+	err := q.SendBatch(ctx, batch).Close()
+	if err == nil {
+		return nil
+	}
+	if !deterministic(err) {
+		return w.serverError(buf, err, -1)
+	}
+	if _, err := q.Exec(ctx, "ROLLBACK TO SAVEPOINT flinksql_flush"); err != nil {
+		return fmt.Errorf("jdbc table %s: ROLLBACK TO SAVEPOINT: %w", w.cfg.name, err)
+	}
+	batch = &pgx.Batch{}
+	for i := 0; i < buf.len(); i++ {
+		if buf.kinds[i] == types.Delete {
+			batch.Queue(st.deleteSQL, args[i]...)
+		} else {
+			batch.Queue(st.upsertSQL, args[i]...)
+		}
 	}
 	br := q.SendBatch(ctx, batch)
 	for i := 0; i < buf.len(); i++ {
@@ -406,6 +449,49 @@ func (w *Writer) writeBuffer(ctx context.Context, q querier, buf *buffer) error 
 		}
 	}
 	return br.Close()
+}
+
+// upsertChunkSizes are the row counts of one multi-row upsert: a few fixed
+// sizes, so that the connection's statement cache holds a few statements.
+var upsertChunkSizes = []int{1024, 256, 64, 16, 4, 1}
+
+// upsertChunk is the rows of the next multi-row upsert of n left, within
+// PostgreSQL's 65535 parameters of a statement.
+func upsertChunk(n, cols int) int {
+	for _, c := range upsertChunkSizes {
+		if c <= n && c*cols <= 65535 {
+			return c
+		}
+	}
+	return 1
+}
+
+// multiUpsertSQL is the upsert of n rows in one statement.
+func (st *statements) multiUpsertSQL(n int) string {
+	if s, ok := st.multi[n]; ok {
+		return s
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES ", st.tableSQL, st.names)
+	p := 1
+	for r := 0; r < n; r++ {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range st.cols {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(p))
+			p++
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(st.conflict)
+	st.multi[n] = b.String()
+	return st.multi[n]
 }
 
 // copySource feeds the buffer to COPY, converting each row as it goes.
