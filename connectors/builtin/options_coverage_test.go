@@ -163,7 +163,7 @@ var optionCoverage = map[string]map[string]cover{
 		"lookup.full-cache.periodic-reload.schedule-mode": noop("handled by the lookup join operator (exec/lookup) for every connector; tested with the values connector (connectors/values.TestLookupCacheOptions)"),
 		"lookup.full-cache.timed-reload.iso-time":         noop("handled by the lookup join operator (exec/lookup) for every connector; tested with the values connector (connectors/values.TestLookupCacheOptions)"),
 		"lookup.full-cache.timed-reload.interval-in-days": noop("handled by the lookup join operator (exec/lookup) for every connector; tested with the values connector (connectors/values.TestLookupCacheOptions)"),
-		"lookup.max-retries":                              tested("connectors/jdbc.TestOptionErrors"),
+		"lookup.max-retries":                              tested("connectors/jdbc.TestLookupRetriesAfterConnectionLoss"),
 		"sink.buffer-flush.max-rows":                      tested("connectors/jdbc.TestBufferFlushMaxRows"),
 		"sink.buffer-flush.interval":                      tested("connectors/jdbc.TestBufferFlushInterval"),
 		"sink.max-retries":                                tested("connectors/jdbc.TestSinkRetriesAfterConnectionLoss"),

@@ -392,3 +392,39 @@ func TestScanPositionRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupRetriesAfterConnectionLoss: a lookup whose pooled connection
+// was killed succeeds on a new one within 'lookup.max-retries'; with 0 the
+// error reaches the join.
+func TestLookupRetriesAfterConnectionLoss(t *testing.T) {
+	db := pgtest.NewDB(t)
+	db.Exec(t, "CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // closes the fetchers' idle connections
+	for _, retries := range []string{"1", "0"} {
+		src, err := NewFactory().CreateSource(tableCtx(db, true, map[string]string{"lookup.max-retries": retries}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := src.(connectors.LookupSource).Lookup([]int{0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Fetcher.Fetch(ctx, types.Row{types.Int(1)}, nil)
+		if err != nil || len(got) != 1 || got[0][1].S != "a" {
+			t.Fatalf("first lookup: %v, %v", got, err)
+		}
+		db.Exec(t, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+		got, err = l.Fetcher.Fetch(ctx, types.Row{types.Int(2)}, nil)
+		switch retries {
+		case "1":
+			if err != nil || len(got) != 1 || got[0][1].S != "b" {
+				t.Errorf("max-retries 1: %v, %v", got, err)
+			}
+		case "0":
+			if err == nil || !strings.Contains(err.Error(), "looking up key") {
+				t.Errorf("max-retries 0: %v, %v", got, err)
+			}
+		}
+	}
+}
