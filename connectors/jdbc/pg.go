@@ -37,6 +37,11 @@ func checkSupportedType(t types.Type) error {
 			return fmt.Errorf("The precision of field '%s' is out of the TIMESTAMP precision range [0, 6] supported by PostgreSQL dialect.", t)
 		}
 		return nil
+	case types.RootArray:
+		// One-dimensional arrays of the scalar types.
+		if e := *t.Elem; e.Root != types.RootArray && checkSupportedType(e) == nil {
+			return nil
+		}
 	}
 	return fmt.Errorf("The PostgreSQL dialect doesn't support type: %s.", t)
 }
@@ -140,13 +145,20 @@ func resolveColumns(c *config, pgCols map[string]pgColumn, idx []int) ([]column,
 			sortStrings(names)
 			return nil, fmt.Errorf("jdbc table %s: column '%s' does not exist in PostgreSQL table %s (its columns are %s)", c.name, columnIdent(fc.Name), c.table, strings.Join(names, ", "))
 		}
+		root, base, prefix := fc.Type.Root, pc.base, ""
+		if root == types.RootArray {
+			// PostgreSQL names an array type by its element's with '_'.
+			root, prefix = fc.Type.Elem.Root, "_"
+		}
 		okType := false
-		for _, b := range compatible[fc.Type.Root] {
-			okType = okType || b == pc.base
+		var allowed []string
+		for _, b := range compatible[root] {
+			okType = okType || prefix+b == base
+			allowed = append(allowed, prefix+b)
 		}
 		if !okType {
 			return nil, fmt.Errorf("jdbc table %s: column '%s' of PostgreSQL table %s is %s, which does not map to the Flink type %s (expected one of %s)",
-				c.name, pc.name, c.table, pc.typ, fc.Type, strings.Join(compatible[fc.Type.Root], ", "))
+				c.name, pc.name, c.table, pc.typ, fc.Type, strings.Join(allowed, ", "))
 		}
 		out = append(out, column{idx: i, name: fc.Name, typ: fc.Type, pg: pc})
 	}
@@ -217,6 +229,21 @@ func toPG(col *column, v types.Value) (any, error) {
 		return pgtype.Timestamp{Time: time.UnixMilli(v.N).Add(time.Duration(v.Aux)).UTC(), Valid: true}, nil
 	case types.RootTimestampLTZ:
 		return time.UnixMilli(v.N).Add(time.Duration(v.Aux)), nil
+	case types.RootArray:
+		// The elements are checked as values of the element type (a
+		// varchar(n)[] column limits each element).
+		elem := column{idx: col.idx, name: col.name, typ: *col.typ.Elem,
+			pg: pgColumn{name: col.pg.name, typ: col.pg.typ, base: strings.TrimPrefix(col.pg.base, "_"), typmod: col.pg.typmod}}
+		vals := v.Array()
+		out := make([]any, len(vals))
+		for i, e := range vals {
+			pv, err := toPG(&elem, e)
+			if err != nil {
+				return nil, fmt.Errorf("element %d: %w", i+1, err)
+			}
+			out[i] = pv
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("The PostgreSQL dialect doesn't support type: %s.", col.typ)
 }
@@ -351,6 +378,18 @@ func fromPG(t types.Type, v any) (types.Value, error) {
 			ns := ts.UnixNano()
 			ms := floorDiv(ns, 1e6)
 			return types.Timestamp(ms, int32(ns-ms*1e6)), nil
+		}
+	case types.RootArray:
+		if a, ok := v.([]any); ok {
+			out := make([]types.Value, len(a))
+			for i, e := range a {
+				ev, err := fromPG(*t.Elem, e)
+				if err != nil {
+					return types.NullValue, fmt.Errorf("element %d: %w", i+1, err)
+				}
+				out[i] = ev
+			}
+			return types.ArrayValue(out), nil
 		}
 	}
 	return types.NullValue, fmt.Errorf("cannot read a %T as %s", v, t)

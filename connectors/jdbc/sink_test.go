@@ -273,3 +273,28 @@ INSERT INTO counts SELECT MOD(k, 10), COUNT(*) FROM src GROUP BY MOD(k, 10);`, j
 	equal(t, "upsert", db.Query(t, "SELECT count(*), min(n), max(n) FROM counts"), []string{"10|300|300"})
 	equal(t, "prepared", db.Query(t, "SELECT count(*) FROM pg_prepared_xacts"), []string{"0"})
 }
+
+// TestArrays: ARRAY columns map to PostgreSQL arrays of the element type,
+// NULL elements included, written and read back; an element the column
+// cannot hold is named.
+func TestArrays(t *testing.T) {
+	db := pgtest.NewDB(t)
+	db.Exec(t, `CREATE TABLE arr (id int, ints integer[], names varchar(3)[])`)
+	s := newSession(t, nil)
+	run(t, s, fmt.Sprintf(`
+CREATE TABLE src (id INT, ints ARRAY<INT>, names ARRAY<STRING>) WITH ('connector' = 'values', 'data' = '
+1,"[1, 2, 3]","[ab, c]"
+2,[],
+');
+CREATE TABLE arr (id INT, ints ARRAY<INT>, names ARRAY<STRING>) WITH ('connector' = 'jdbc', 'url' = '%s', 'table-name' = 'arr');
+INSERT INTO arr SELECT * FROM src;
+INSERT INTO arr SELECT 3, ARRAY[CAST(NULL AS INT), 7], ARRAY['x'];`, jdbcURL(db)))
+	equal(t, "psql", db.Query(t, "SELECT id, ints, names FROM arr ORDER BY id"), []string{"1|{1,2,3}|{ab,c}", "2|{}|", "3|{NULL,7}|{x}"})
+	got := query(t, s, "SELECT * FROM arr")
+	sort.Strings(got)
+	equal(t, "scan", got, []string{"+I[1, [1, 2, 3], [ab, c]]", "+I[2, [], NULL]", "+I[3, [NULL, 7], [x]]"})
+	err := execute(s, "INSERT INTO arr SELECT 4, ARRAY[1], ARRAY['abcd'];")
+	if err == nil || !strings.Contains(err.Error(), "column 'names' (character varying(3)[])") || !strings.Contains(err.Error(), "element 1: the value of 4 characters is too long") {
+		t.Errorf("too long element: %v", err)
+	}
+}
