@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flinksql/flinksql/internal/pgtest"
 	"github.com/flinksql/flinksql/session"
@@ -124,6 +125,18 @@ CREATE TABLE users (id INT, name STRING, tier SMALLINT, PRIMARY KEY (id) NOT ENF
 	}
 	got = query(t, s, "SELECT c.uid, u.name FROM clicks AS c LEFT JOIN users FOR SYSTEM_TIME AS OF c.proc AS u ON c.uid = u.id")
 	equal(t, "left lookup join", got, []string{"+I[1, ann]", "+I[2, bob]", "+I[4, NULL]", "+I[1, ann]"})
+	// The finished jobs' lookup connections are closed (when the job's
+	// context ends, so await it: the server sees the close a moment later).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n := db.Query(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")[0]
+		if n == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s connections of finished lookup jobs still open", n)
+		}
+	}
 }
 
 // TestLookupJoinFullCache: with 'lookup.cache' = 'FULL' the table is read
