@@ -9,6 +9,7 @@ import (
 	"github.com/flinksql/flinksql/connectors/blackhole"
 	"github.com/flinksql/flinksql/connectors/datagen"
 	"github.com/flinksql/flinksql/connectors/filesystem"
+	"github.com/flinksql/flinksql/connectors/jdbc"
 	"github.com/flinksql/flinksql/connectors/kafka"
 	"github.com/flinksql/flinksql/connectors/print"
 	"github.com/flinksql/flinksql/connectors/upsertkafka"
@@ -40,7 +41,7 @@ func NewFormats() *formats.Registry {
 }
 
 // NewRegistry returns a registry of the built-in connectors (datagen,
-// values, filesystem, kafka, upsert-kafka, print, blackhole) resolving the
+// values, filesystem, kafka, upsert-kafka, jdbc, print, blackhole) resolving the
 // built-in formats. The
 // print connector writes to stdout and stderr.
 func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
@@ -52,5 +53,6 @@ func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
 	r.Register(blackhole.NewFactory())
 	r.Register(kafka.NewFactory())
 	r.Register(upsertkafka.NewFactory())
+	r.Register(jdbc.NewFactory())
 	return r
 }
