@@ -172,4 +172,12 @@ type WindowSpec struct {
 	// window_start/window_end are local TIMESTAMP(3) values. nil means the time
 	// attribute is TIMESTAMP and everything is UTC arithmetic.
 	Loc *time.Location
+	// Attached marks a window aggregation over rows that already carry
+	// their window (Flink's window-attached strategy: the output of a
+	// window TVF or of a window aggregation, through projections and
+	// filters): EndCol is the window_end column of the input row, and
+	// Kind/Size/Slide/Step/Offset describe the window that produced it.
+	// TimeCol is not used.
+	Attached bool
+	EndCol   int
 }

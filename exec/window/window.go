@@ -39,7 +39,10 @@ func NewAggregate(spec AggregateSpec) (exec.Operator, error) {
 			return nil, fmt.Errorf("window aggregate: invalid key column %d", c)
 		}
 	}
-	if spec.Window.EventTime && spec.Window.TimeCol < 0 {
+	if spec.Window.Attached && (spec.Window.EndCol < 0 || spec.Window.Kind == exec.Session) {
+		return nil, fmt.Errorf("window aggregate: a window-attached aggregation needs the window_end column of a TUMBLE, HOP or CUMULATE window")
+	}
+	if spec.Window.EventTime && !spec.Window.Attached && spec.Window.TimeCol < 0 {
 		return nil, fmt.Errorf("window aggregate: invalid time column %d", spec.Window.TimeCol)
 	}
 	if spec.Window.Kind == exec.Session {
@@ -123,10 +126,13 @@ type slicer struct {
 	offset    int64
 	sliceSize int64 // TUMBLE: size; HOP: gcd(size, slide); CUMULATE: step
 	interval  int64 // distance between the ends of consecutive windows sharing a slice
+	// attached: every slice is one window, the one its rows carry (the
+	// slice end is the row's window_end).
+	attached bool
 }
 
 func newSlicer(w exec.WindowSpec) slicer {
-	s := slicer{kind: w.Kind, size: w.Size, offset: w.Offset}
+	s := slicer{kind: w.Kind, size: w.Size, offset: w.Offset, attached: w.Attached}
 	switch w.Kind {
 	case exec.Tumble:
 		s.sliceSize, s.interval = w.Size, w.Size
@@ -151,6 +157,9 @@ func (s *slicer) sliceEnd(local int64) int64 {
 
 // lastWindowEnd is the end of the last window that contains the slice.
 func (s *slicer) lastWindowEnd(sliceEnd int64) int64 {
+	if s.attached {
+		return sliceEnd
+	}
 	switch s.kind {
 	case exec.Hop:
 		return sliceEnd - s.sliceSize + s.size
@@ -158,6 +167,15 @@ func (s *slicer) lastWindowEnd(sliceEnd int64) int64 {
 		return windowStart(sliceEnd-1, s.offset, s.size) + s.size
 	}
 	return sliceEnd
+}
+
+// firstSliceEnd is the lower bound (exclusive) of the ends of the slices
+// that make up the window [start, end).
+func (s *slicer) firstSliceEnd(start, end int64) int64 {
+	if s.attached {
+		return end - 1
+	}
+	return start
 }
 
 // windowStartOf returns the start of the window ending at end.
