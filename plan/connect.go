@@ -285,6 +285,9 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := resolveMarkers(rel); err != nil {
+		return nil, err
+	}
 	if err := checkSupported(rel.node); err != nil {
 		return nil, err
 	}
