@@ -180,4 +180,11 @@ type WindowSpec struct {
 	// TimeCol is not used.
 	Attached bool
 	EndCol   int
+	// Legacy marks a legacy group window (TUMBLE/HOP/SESSION in GROUP BY,
+	// Flink's GroupWindowAggregate): a HOP's size need not be a multiple of
+	// its slide, and the input may be updating (Retracting).
+	Legacy bool
+	// Retracting: the input carries -U/-D rows; a window whose rows were
+	// all retracted emits nothing (Flink's record counter).
+	Retracting bool
 }

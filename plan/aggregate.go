@@ -165,7 +165,12 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		if err := pc.checkEmit(legacy); err != nil {
 			return nil, err
 		}
-		if err := requireInsertOnly("WindowAggregate", input); err != nil {
+		if legacy != nil {
+			// Flink's legacy GroupWindowAggregate takes an updating input:
+			// retractions leave their windows again (and a window left
+			// without rows emits nothing).
+			w.spec.Retracting = updating(input.Mode())
+		} else if err := requireInsertOnly("WindowAggregate", input); err != nil {
 			return nil, err
 		}
 	}
@@ -593,6 +598,7 @@ func (pc *planContext) legacyWindow(f *parser.FuncCall, sc *scope) (windowInfo, 
 		return windowInfo{}, errAt(id, "Window aggregate can only be defined over a time attribute column, but %s encountered.", t)
 	}
 	w := windowInfo{time: t}
+	w.spec.Legacy = true
 	w.spec.TimeCol = idx
 	w.spec.EventTime = t.TimeAttr == types.RowtimeAttr
 	if t.Root == types.RootTimestampLTZ {

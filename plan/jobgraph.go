@@ -110,7 +110,7 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			calls[i] = a.Call
 		}
 		spec, keys := x.Window, x.KeyCols
-		opts := agg.Options{NeedsMerge: spec.Kind != exec.Tumble}
+		opts := agg.Options{NeedsMerge: spec.Kind != exec.Tumble, NeedsRetraction: spec.Retracting}
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
 			h, err := agg.NewHandle(calls, opts)
 			if err != nil {

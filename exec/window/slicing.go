@@ -168,7 +168,7 @@ func (a *slicingAggregate) restoreSlice(se int64) {
 	if !a.spec.EventTime {
 		done = a.proc
 	}
-	nextEnd := se
+	nextEnd := a.sl.firstWindowEnd(se)
 	for a.zone.FireTime(nextEnd-1) <= done {
 		nextEnd += a.sl.interval
 	}
@@ -244,7 +244,7 @@ func (a *slicingAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 // has fired too; otherwise it still counts in the windows yet to fire.
 func (a *slicingAggregate) admitSlice(se int64) {
 	a.cacheOK, a.cacheEnd, a.cacheDrop = true, se, false
-	nextEnd := se
+	nextEnd := a.sl.firstWindowEnd(se)
 	if a.spec.EventTime && a.fired(se) {
 		if a.fired(a.sl.lastWindowEnd(se)) {
 			a.cacheDrop = true
@@ -353,6 +353,9 @@ func (a *slicingAggregate) visitKey(key []types.Value, accs [][]types.Value) err
 			}
 		}
 		acc = a.merged
+	}
+	if a.spec.Retracting && allRetracted(a.aggs, acc) {
+		return nil
 	}
 	if err := a.aggs.Result(acc, a.results); err != nil {
 		return fmt.Errorf("window aggregate: %w", err)

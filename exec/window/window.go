@@ -82,7 +82,7 @@ func validate(w exec.WindowSpec) error {
 		if w.Size <= 0 || w.Slide <= 0 {
 			return fmt.Errorf("Hopping Window must satisfy slide > 0 and size > 0, but got slide %dms and size %dms.", w.Slide, w.Size)
 		}
-		if w.Size%w.Slide != 0 {
+		if w.Size%w.Slide != 0 && !w.Legacy {
 			return fmt.Errorf("HOP table function based aggregate requires size must be an integral multiple of slide, but got size %d ms and slide %d ms", w.Size, w.Slide)
 		}
 	case exec.Cumulate:
@@ -162,9 +162,22 @@ func (s *slicer) lastWindowEnd(sliceEnd int64) int64 {
 	}
 	switch s.kind {
 	case exec.Hop:
-		return sliceEnd - s.sliceSize + s.size
+		// Window ends lie on the slide's grid; with a size that is not a
+		// multiple of the slide, the last one holding the slice is the
+		// grid point at or below the latest end that still does.
+		return windowStart(sliceEnd-s.sliceSize+s.size, s.offset, s.interval)
 	case exec.Cumulate:
 		return windowStart(sliceEnd-1, s.offset, s.size) + s.size
+	}
+	return sliceEnd
+}
+
+// firstWindowEnd is the end of the first window holding the slice ending
+// at sliceEnd: the slice end itself, except for a HOP whose slices are
+// finer than its slide (size not a multiple of the slide).
+func (s *slicer) firstWindowEnd(sliceEnd int64) int64 {
+	if s.kind == exec.Hop && !s.attached && s.sliceSize != s.interval {
+		return windowStart(sliceEnd-1, s.offset, s.interval) + s.interval
 	}
 	return sliceEnd
 }
@@ -200,4 +213,13 @@ func metricsOf(ctx *exec.OperatorContext) *exec.OperatorMetrics {
 		return ctx.Metrics
 	}
 	return &exec.OperatorMetrics{}
+}
+
+// allRetracted reports whether every row accumulated into acc was retracted
+// again: over an updating input such a window emits nothing, as Flink's
+// group window counts the rows it holds. Handles that do not count rows
+// (no RecordCount) never say so.
+func allRetracted(h exec.AggsHandle, acc []types.Value) bool {
+	rc, ok := h.(interface{ RecordCount([]types.Value) int64 })
+	return ok && rc.RecordCount(acc) == 0
 }
