@@ -172,4 +172,19 @@ type WindowSpec struct {
 	// window_start/window_end are local TIMESTAMP(3) values. nil means the time
 	// attribute is TIMESTAMP and everything is UTC arithmetic.
 	Loc *time.Location
+	// Attached marks a window aggregation over rows that already carry
+	// their window (Flink's window-attached strategy: the output of a
+	// window TVF or of a window aggregation, through projections and
+	// filters): EndCol is the window_end column of the input row, and
+	// Kind/Size/Slide/Step/Offset describe the window that produced it.
+	// TimeCol is not used.
+	Attached bool
+	EndCol   int
+	// Legacy marks a legacy group window (TUMBLE/HOP/SESSION in GROUP BY,
+	// Flink's GroupWindowAggregate): a HOP's size need not be a multiple of
+	// its slide, and the input may be updating (Retracting).
+	Legacy bool
+	// Retracting: the input carries -U/-D rows; a window whose rows were
+	// all retracted emits nothing (Flink's record counter).
+	Retracting bool
 }

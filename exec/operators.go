@@ -81,6 +81,7 @@ type calc struct {
 	project  Projector
 	outWidth int
 	out      *types.Batch
+	wm       *int64 // the current watermark, when expressions read it
 }
 
 // NewCalc returns an operator that keeps the rows filter accepts (all when
@@ -89,6 +90,22 @@ type calc struct {
 // watermarks are forwarded.
 func NewCalc(filter Predicate, project Projector, outWidth int) Operator {
 	return &calc{filter: filter, project: project, outWidth: outWidth}
+}
+
+// NewWatermarkCalc is NewCalc for expressions that read the operator's
+// current watermark (CURRENT_WATERMARK): *wm holds the latest watermark
+// the operator received (MinWatermark before the first); the caller
+// passes the same cell to the expressions' evaluation context.
+func NewWatermarkCalc(filter Predicate, project Projector, outWidth int, wm *int64) Operator {
+	*wm = MinWatermark
+	return &calc{filter: filter, project: project, outWidth: outWidth, wm: wm}
+}
+
+func (c *calc) ProcessWatermark(wm int64, out Output) error {
+	if c.wm != nil {
+		*c.wm = wm
+	}
+	return out.PushWatermark(wm)
 }
 
 // Stateless implements StatelessOperator: the output batch is reused

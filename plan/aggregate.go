@@ -32,10 +32,22 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	var keyASTs []parser.Expr
 	var legacy *parser.FuncCall
 	winCols := map[string]bool{}
-	tvf, isTVF := pc.tvfInfo(from.node)
-	inputWidth := len(from.scope.cols)
-	if isTVF {
-		inputWidth = len(tvf.node.Inputs()[0].Schema())
+	winIdx := map[string]int{}
+	// A window TVF (directly or through projections and filters) is taken
+	// over by the aggregation; rows that carry the window columns of a
+	// window operator that runs on its own (a window aggregation, or a TVF
+	// whose columns a projection computes with) are aggregated per the
+	// window they carry (Flink's window-attached strategy).
+	tvf, isTVF := pc.windowedFrom(from)
+	attached := !isTVF && hasWindowKeys(from, s.GroupBy)
+	winKind := func(idx int) string {
+		switch {
+		case isTVF:
+			return tvf.kind(idx)
+		case attached:
+			return windowProperty(from.node, idx)
+		}
+		return ""
 	}
 	hasSets := false
 	for _, g := range s.GroupBy {
@@ -53,12 +65,11 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 				continue
 			}
 		case *parser.Ident:
-			if isTVF {
-				idx, used, msg := from.scope.resolve(x.Parts)
-				if msg == "" && used == len(x.Parts) && idx >= inputWidth {
-					winCols[from.scope.cols[idx].Name] = true
-					continue
-				}
+			idx, used, msg := from.scope.resolve(x.Parts)
+			if msg == "" && used == len(x.Parts) && winKind(idx) != "" {
+				winCols[winKind(idx)] = true
+				winIdx[winKind(idx)] = idx
+				continue
 			}
 		}
 		keyASTs = append(keyASTs, g)
@@ -72,7 +83,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 		if keyASTs, sets, err = flattenGroupBy(keyASTs); err != nil {
 			return nil, err
 		}
-		if isTVF {
+		if isTVF || attached {
 			// The window columns of a window TVF written inside the sets
 			// window the aggregation when every set holds them.
 			for i := len(keyASTs) - 1; i >= 0; i-- {
@@ -81,10 +92,11 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 					continue
 				}
 				idx, used, msg := from.scope.resolve(id.Parts)
-				if msg != "" || used != len(id.Parts) || idx < inputWidth || !inEverySet(sets, i) {
+				if msg != "" || used != len(id.Parts) || winKind(idx) == "" || !inEverySet(sets, i) {
 					continue
 				}
-				winCols[from.scope.cols[idx].Name] = true
+				winCols[winKind(idx)] = true
+				winIdx[winKind(idx)] = idx
 				keyASTs, sets = removeGroupingColumn(keyASTs, sets, i)
 			}
 			if !winCols["window_start"] || !winCols["window_end"] {
@@ -124,25 +136,41 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 			return nil, err
 		}
 	case isTVF && winCols["window_start"] && winCols["window_end"]:
-		input = tvf.node.Inputs()[0]
-		inScope = &scope{cols: append([]scopeColumn(nil), from.scope.cols[:inputWidth]...)}
-		w = tvf.info
-	default:
-		if hasWindowKeys(from, s.GroupBy) {
-			return nil, unsupportedAt(s.GroupBy[0], "a window aggregation over a subquery, view or CTE of a window table function is not supported yet; "+
-				"aggregate directly over TABLE(TUMBLE(...)) (or HOP/CUMULATE/SESSION) in the same SELECT, with any filters in its WHERE clause")
+		input, inScope, w = tvf.input, tvf.inScope, tvf.info
+	case attached && winCols["window_start"] && winCols["window_end"]:
+		spec, fn, ok := attachedWindow(from.node, winIdx["window_end"])
+		if !ok || windowProperty(from.node, winIdx["window_start"]) != "window_start" {
+			return nil, unsupportedAt(s.GroupBy[0], "a window aggregation over window_start and window_end that do not come from the same window is not supported")
 		}
+		if spec.Kind == exec.Session {
+			return nil, unsupportedAt(s.GroupBy[0], "a window aggregation over the output of a SESSION window aggregation is not supported yet; "+
+				"group by window_start and window_end of a window table function over its window_time instead")
+		}
+		spec.Attached = true
+		input, inScope = from.node, from.scope
+		w = windowInfo{spec: spec, fn: windowText(&WindowTVFNode{Window: spec, WindowFn: fn}, from.node.Schema().Names(), winIdx["window_start"], winIdx["window_end"])}
+		// window_time keeps the type of the window's time attribute.
+		w.time = types.Type{Root: types.RootTimestamp, Precision: 3}
+		if spec.Loc != nil {
+			w.time.Root = types.RootTimestampLTZ
+		}
+	default:
+		isTVF, attached = false, false
 		// No window: an updating GROUP BY over the FROM relation (a window
 		// TVF grouped without both window_start and window_end is read as a
 		// plain table with window columns, as in Flink).
 		input, inScope, grouped = from.node, from.scope, true
-		isTVF = false
 	}
 	if !grouped {
 		if err := pc.checkEmit(legacy); err != nil {
 			return nil, err
 		}
-		if err := requireInsertOnly("WindowAggregate", input); err != nil {
+		if legacy != nil {
+			// Flink's legacy GroupWindowAggregate takes an updating input:
+			// retractions leave their windows again (and a window left
+			// without rows emits nothing).
+			w.spec.Retracting = updating(input.Mode())
+		} else if err := requireInsertOnly("WindowAggregate", input); err != nil {
 			return nil, err
 		}
 	}
@@ -269,10 +297,15 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	spec := w.spec
 	if grouped {
 		spec.TimeCol = -1
+	} else if spec.Attached {
+		ec := from.scope.cols[winIdx["window_end"]]
+		pre = append(pre, expr.Column(winIdx["window_end"], ec.Name, ec.Type))
+		preSchema = append(preSchema, types.Column{Name: ec.Name, Type: ec.Type})
+		spec.EndCol = len(pre) - 1
 	} else if spec.EventTime {
 		tc := inScope.cols[spec.TimeCol]
-		pre = append(pre, expr.Column(spec.TimeCol, tc.Name, tc.Type))
-		preSchema = append(preSchema, types.Column{Name: tc.Name, Type: tc.Type})
+		pre = append(pre, expr.Column(spec.TimeCol, input.Schema()[spec.TimeCol].Name, tc.Type))
+		preSchema = append(preSchema, types.Column{Name: input.Schema()[spec.TimeCol].Name, Type: tc.Type})
 		spec.TimeCol = len(pre) - 1
 	} else {
 		spec.TimeCol = -1
@@ -290,7 +323,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 			if isTVF {
 				walkExpr(c, func(e parser.Expr) {
 					if id, ok := e.(*parser.Ident); ok {
-						if idx, _, msg := from.scope.resolve(id.Parts); msg == "" && idx >= inputWidth {
+						if idx, _, msg := from.scope.resolve(id.Parts); msg == "" && winKind(idx) != "" {
 							onWindow = true
 						} else {
 							onInput = true
@@ -362,9 +395,9 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 	}
 	probe := &binder{scope: inScope, clause: "SELECT", cancel: pc.cancel}
 	keyOf := func(a parser.Expr) (int, error) {
-		if id, ok := a.(*parser.Ident); ok && isTVF {
+		if id, ok := a.(*parser.Ident); ok && (isTVF || attached) {
 			// A window column of the aggregation is in every set.
-			if idx, used, msg := from.scope.resolve(id.Parts); msg == "" && used == len(id.Parts) && idx >= inputWidth && winCols[from.scope.cols[idx].Name] {
+			if idx, used, msg := from.scope.resolve(id.Parts); msg == "" && used == len(id.Parts) && winCols[winKind(idx)] {
 				return inEverySetColumn, nil
 			}
 		}
@@ -414,9 +447,9 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 				}
 			}
 		case *parser.Ident:
-			if isTVF {
-				if idx, used, msg := from.scope.resolve(x.Parts); msg == "" && used == len(x.Parts) && idx >= inputWidth {
-					name := from.scope.cols[idx].Name
+			if isTVF || attached {
+				if idx, used, msg := from.scope.resolve(x.Parts); msg == "" && used == len(x.Parts) && winKind(idx) != "" {
+					name := winKind(idx)
 					if name == "window_time" && !winCols["window_time"] {
 						return nil, true, errAt(x, "Expression 'window_time' is not being grouped; add window_time to the GROUP BY clause")
 					}
@@ -565,6 +598,7 @@ func (pc *planContext) legacyWindow(f *parser.FuncCall, sc *scope) (windowInfo, 
 		return windowInfo{}, errAt(id, "Window aggregate can only be defined over a time attribute column, but %s encountered.", t)
 	}
 	w := windowInfo{time: t}
+	w.spec.Legacy = true
 	w.spec.TimeCol = idx
 	w.spec.EventTime = t.TimeAttr == types.RowtimeAttr
 	if t.Root == types.RootTimestampLTZ {

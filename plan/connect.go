@@ -311,6 +311,9 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := resolveMarkers(rel); err != nil {
+		return nil, err
+	}
 	if err := checkSupported(rel.node); err != nil {
 		return nil, err
 	}
@@ -456,6 +459,29 @@ func checkSupported(n Node) error {
 	}
 	if m, ok := n.(*overRankMarker); ok {
 		return m.err
+	}
+	// CURRENT_WATERMARK reads the watermark of a projection or filter
+	// (exec.NewWatermarkCalc); the other operators evaluating conditions
+	// do not track one for their expressions.
+	var conds []expr.Expr
+	switch x := n.(type) {
+	case *JoinNode:
+		conds = []expr.Expr{x.Cond, x.Residual}
+	case *IntervalJoinNode:
+		conds = []expr.Expr{x.Cond, x.Residual}
+	case *WindowJoinNode:
+		conds = []expr.Expr{x.Cond, x.Residual}
+	case *TemporalJoinNode:
+		conds = []expr.Expr{x.Cond, x.Residual}
+	case *LookupJoinNode:
+		conds = append([]expr.Expr{x.Residual}, x.KeyExprs...)
+	case *UnnestNode:
+		conds = append([]expr.Expr{x.Cond}, x.Args...)
+	}
+	for _, c := range conds {
+		if usesFunction(c, "CURRENT_WATERMARK") {
+			return &UnsupportedError{Msg: "CURRENT_WATERMARK in a join condition or an UNNEST is not supported yet; compute it in a projection or WHERE clause of a subquery over one input"}
+		}
 	}
 	for _, in := range n.Inputs() {
 		if err := checkSupported(in); err != nil {

@@ -29,6 +29,9 @@ func (p *Planner) Explain(st *parser.Explain) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if err := resolveMarkers(rel); err != nil {
+			return "", err
+		}
 		if err := checkSupported(rel.node); err != nil {
 			return "", err
 		}

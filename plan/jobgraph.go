@@ -63,14 +63,28 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 		}
 		proj, filter, width := x.Project, x.Filter, len(x.schema)
 		cfg := gb.cfg
+		readsWM := usesFunction(filter, "CURRENT_WATERMARK")
+		for _, e := range proj {
+			readsWM = readsWM || usesFunction(e, "CURRENT_WATERMARK")
+		}
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
 			var pred exec.Predicate
 			var p exec.Projector
+			cfg := cfg
+			var wm *int64
+			if readsWM {
+				// Each instance reads its own watermark.
+				wm = new(int64)
+				cfg.Watermark = func() int64 { return *wm }
+			}
 			if filter != nil {
 				pred = expr.NewPredicate(filter, cfg)
 			}
 			if proj != nil {
 				p = expr.NewProjector(proj, cfg)
+			}
+			if wm != nil {
+				return exec.NewWatermarkCalc(pred, p, width, wm), nil
 			}
 			return exec.NewCalc(pred, p, width), nil
 		}), nil
@@ -96,7 +110,7 @@ func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
 			calls[i] = a.Call
 		}
 		spec, keys := x.Window, x.KeyCols
-		opts := agg.Options{NeedsMerge: spec.Kind != exec.Tumble}
+		opts := agg.Options{NeedsMerge: spec.Kind != exec.Tumble, NeedsRetraction: spec.Retracting}
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
 			h, err := agg.NewHandle(calls, opts)
 			if err != nil {
@@ -412,4 +426,16 @@ func (r *valuesReader) Read(_ context.Context, b *types.Batch) (exec.ReadResult,
 	}
 	done := r.next >= len(r.rows)
 	return exec.ReadResult{Split: 0, SplitDone: done, End: done}, nil
+}
+
+// usesFunction reports whether e calls the function name.
+func usesFunction(e expr.Expr, name string) bool {
+	found := false
+	if e != nil {
+		expr.Walk(e, func(x expr.Expr) bool {
+			found = found || expr.CallName(x) == name
+			return !found
+		})
+	}
+	return found
 }

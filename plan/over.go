@@ -53,9 +53,42 @@ func (n *OverAggNode) Describe() string {
 	return b.String()
 }
 
-// isOverAggregate reports whether f is an aggregate function with OVER.
+// isOverAggregate reports whether f is an aggregate function, or a ranking
+// or offset function, with OVER.
 func isOverAggregate(f *parser.FuncCall) bool {
-	return f.Over != nil && agg.IsAggregate(strings.ToUpper(f.FuncName()))
+	name := strings.ToUpper(f.FuncName())
+	return f.Over != nil && (agg.IsAggregate(name) || agg.IsOverFunction(name))
+}
+
+// isRankFunction reports whether f is ROW_NUMBER, RANK or DENSE_RANK with
+// OVER: alone in a SELECT it may become a Top-N.
+func isRankFunction(f *parser.FuncCall) bool {
+	switch strings.ToUpper(f.FuncName()) {
+	case "ROW_NUMBER", "RANK", "DENSE_RANK":
+		return f.Over != nil
+	}
+	return false
+}
+
+// overFrame is the frame an over function runs with. Calcite forbids one
+// (they compute over the partition up to the current row) and gives
+// ROW_NUMBER ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW, the others
+// the default RANGE frame, so peers (rows of one timestamp) share RANK,
+// DENSE_RANK and LAG values but not row numbers.
+func overFrame(f *parser.FuncCall, w *parser.WindowSpec) (*parser.WindowSpec, error) {
+	name := strings.ToUpper(f.FuncName())
+	if !agg.IsOverFunction(name) {
+		return w, nil
+	}
+	if w.Frame != nil {
+		return nil, errAt(f, "ROW/RANGE not allowed with RANK, DENSE_RANK or ROW_NUMBER functions")
+	}
+	if name != "ROW_NUMBER" {
+		return w, nil
+	}
+	r := *w
+	r.Frame = &parser.WindowFrame{Unit: "ROWS", Start: parser.FrameBound{Kind: "UNBOUNDED PRECEDING"}}
+	return &r, nil
 }
 
 // overAggregates lists the aggregate calls with OVER in the select items.
@@ -125,6 +158,8 @@ func overWindowKey(w *parser.WindowSpec) string {
 			if f.End.Offset != nil {
 				s += parser.FormatExpr(f.End.Offset)
 			}
+		} else {
+			s += " CURRENT ROW"
 		}
 	}
 	return s
@@ -152,6 +187,9 @@ func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parse
 	for _, f := range calls {
 		w, err := resolveWindow(s, f.Over)
 		if err != nil {
+			return nil, err
+		}
+		if w, err = overFrame(f, w); err != nil {
 			return nil, err
 		}
 		if win == nil {
@@ -264,7 +302,13 @@ func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parse
 			cols[f] = i
 			continue
 		}
-		r, err := pc.bindAggregate(&plain, from.scope)
+		var r *aggRecord
+		var err error
+		if agg.IsOverFunction(strings.ToUpper(f.FuncName())) {
+			r, err = pc.bindOverFunction(&plain, from.scope, expr.Column(n.OrderCol, inSchema[n.OrderCol].Name, inSchema[n.OrderCol].Type))
+		} else {
+			r, err = pc.bindAggregate(&plain, from.scope)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -339,7 +383,7 @@ func (gb *graphBuilder) overOperator(x *OverAggNode) func() (exec.Operator, erro
 		spec.TimeCol = x.OrderCol
 	}
 	return func() (exec.Operator, error) {
-		h, err := agg.NewHandle(calls, agg.Options{NeedsRetraction: spec.Preceding >= 0})
+		h, err := agg.NewOverHandle(calls, agg.Options{NeedsRetraction: spec.Preceding >= 0})
 		if err != nil {
 			return nil, err
 		}
@@ -352,3 +396,71 @@ func (gb *graphBuilder) overOperator(x *OverAggNode) func() (exec.Operator, erro
 // tableError is an error Flink's planner raises as a TableException: no
 // source position, its message as is.
 func tableError(msg string) error { return &UnsupportedError{Msg: msg} }
+
+// bindOverFunction binds ROW_NUMBER(), RANK(), DENSE_RANK() (their
+// argument is the ORDER BY key, order) or LAG(x [, offset [, default]]).
+func (pc *planContext) bindOverFunction(f *parser.FuncCall, sc *scope, order expr.Expr) (*aggRecord, error) {
+	name := strings.ToUpper(f.FuncName())
+	if msg := agg.StreamOverError(name); msg != "" {
+		return nil, tableError(msg)
+	}
+	if f.Distinct || f.Filter != nil {
+		return nil, errAt(f, "DISTINCT and FILTER are not allowed with %s", name)
+	}
+	r := &aggRecord{fn: name}
+	args := f.ArgExprs()
+	b := &binder{scope: sc, clause: name, cancel: pc.cancel}
+	switch name {
+	case "ROW_NUMBER", "RANK", "DENSE_RANK":
+		if len(args) != 0 {
+			return nil, errAt(f, "Invalid number of arguments to function '%s'. Was expecting 0 arguments", name)
+		}
+		if name != "ROW_NUMBER" {
+			r.args = []expr.Expr{order}
+		}
+	case "LAG":
+		if len(args) == 0 || len(args) > 3 {
+			return nil, errAt(f, "Invalid number of arguments to function 'LAG'. Was expecting 1 to 3 arguments")
+		}
+		x, err := b.bind(args[0])
+		if err != nil {
+			return nil, err
+		}
+		r.args = []expr.Expr{x}
+		argTypes := []types.Type{x.Type()}
+		if len(args) >= 2 {
+			off, err := b.bind(args[1])
+			if err != nil {
+				return nil, err
+			}
+			v, cerr := types.Value{}, error(nil)
+			if expr.IsConstant(off) {
+				v, cerr = expr.EvalConstant(off, pc.p.exprConfig())
+			}
+			if !expr.IsConstant(off) || cerr != nil || v.K != types.KindInt || v.Int() < 0 {
+				return nil, errAt(args[1], "The offset of LAG must be a non-negative integer literal")
+			}
+			r.consts = []types.Value{v}
+			argTypes = append(argTypes, off.Type())
+		}
+		if len(args) == 3 {
+			d, err := b.bind(args[2])
+			if err != nil {
+				return nil, err
+			}
+			if d, err = expr.CastIfNeeded(d, x.Type().WithoutTimeAttr().WithNullable(true)); err != nil {
+				return nil, errAt(args[2], "%s", err.Error())
+			}
+			r.args = append(r.args, d)
+			argTypes = append(argTypes, d.Type())
+		}
+		t, err := agg.OverResultType(name, argTypes)
+		if err != nil {
+			return nil, errAt(f, "%s", err.Error())
+		}
+		r.result = t
+		return r, nil
+	}
+	r.result = types.BigIntType.WithNullable(false)
+	return r, nil
+}

@@ -202,6 +202,9 @@ func (p *Planner) PlanQuery(q *parser.Query, collect CollectFactory) (*Plan, err
 	if err != nil {
 		return nil, err
 	}
+	if err := resolveMarkers(rel); err != nil {
+		return nil, err
+	}
 	if err := checkSupported(rel.node); err != nil {
 		return nil, err
 	}

@@ -438,7 +438,10 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 		where.Where = rest
 		s, from = &where, rel
 	}
-	if len(overCalls) > 0 {
+	// One ROW_NUMBER/RANK/DENSE_RANK alone may be a Top-N or a
+	// deduplication, depending on the enclosing query (rank.go).
+	rankAlone := len(overCalls) == 1 && isRankFunction(overCalls[0]) && overCalls[0].Over.Ref == "" && isSelectItem(s, overCalls[0])
+	if len(overCalls) > 0 && !rankAlone {
 		return pc.planOver(s, from, overCalls)
 	}
 	if pos, call, err := rowNumberItem(s); err != nil {

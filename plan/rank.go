@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -21,7 +22,52 @@ type overRankMarker struct {
 	rnCol         int  // position of the row number among the marker's columns
 	partitionCols []int
 	sortKeys      []exec.SortKey
-	err           error
+	fn            string // ROW_NUMBER, RANK or DENSE_RANK
+	// over is the query as an OVER aggregation, used when the enclosing
+	// query does not filter on the rank (nil when it cannot be one: not
+	// ordered by a time attribute); err is the error otherwise.
+	over *relation
+	err  error
+}
+
+// isSelectItem reports whether f is a whole select item.
+func isSelectItem(s *parser.Select, f *parser.FuncCall) bool {
+	for _, it := range s.Items {
+		if it.Expr == parser.Expr(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveMarkers replaces, in the finished plan of rel, every ranking
+// subquery no enclosing query filtered on by its OVER aggregation, or
+// fails with its error.
+func resolveMarkers(rel *relation) error {
+	if m, ok := rel.node.(*overRankMarker); ok {
+		if m.over == nil {
+			return m.err
+		}
+		rel.node = m.over.node
+	}
+	var walk func(n Node) error
+	walk = func(n Node) error {
+		ins := n.Inputs()
+		for i, in := range ins {
+			if m, ok := in.(*overRankMarker); ok {
+				if m.over == nil {
+					return m.err
+				}
+				ins[i] = m.over.node
+				in = ins[i]
+			}
+			if err := walk(in); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(rel.node)
 }
 
 func (m *overRankMarker) Describe() string {
@@ -38,8 +84,8 @@ func rowNumberItem(s *parser.Select) (int, *parser.FuncCall, error) {
 			continue
 		}
 		name := strings.ToUpper(f.FuncName())
-		if name != "ROW_NUMBER" {
-			return 0, nil, unsupportedAt(f, "%s() OVER (...) is not supported yet; ROW_NUMBER() is, for Top-N and deduplication", name)
+		if !isRankFunction(f) {
+			return 0, nil, unsupportedAt(f, "%s() OVER (...) is not supported; the functions with OVER are the aggregate functions, ROW_NUMBER, RANK, DENSE_RANK and LAG", name)
 		}
 		if pos >= 0 {
 			return 0, nil, unsupportedAt(f, "only one ROW_NUMBER() per query is supported")
@@ -54,10 +100,17 @@ func (pc *planContext) planRowNumber(s *parser.Select, from *relation, pos int, 
 	if len(s.GroupBy) > 0 || s.Having != nil || s.Distinct {
 		return nil, unsupportedAt(call, "ROW_NUMBER() together with GROUP BY or DISTINCT in the same SELECT is not supported; aggregate in a subquery first")
 	}
+	fn := strings.ToUpper(call.FuncName())
 	over := call.Over
-	if over.Ref != "" || over.Frame != nil || len(over.OrderBy) == 0 {
-		return nil, errAt(call, "ROW_NUMBER() needs OVER (PARTITION BY … ORDER BY …)")
+	if over.Frame != nil {
+		return nil, errAt(call, "ROW/RANGE not allowed with RANK, DENSE_RANK or ROW_NUMBER functions")
 	}
+	if over.Ref != "" || len(over.OrderBy) == 0 {
+		return nil, errAt(call, "%s() needs OVER (PARTITION BY … ORDER BY …)", fn)
+	}
+	// Unfiltered by the enclosing query, the call is an OVER aggregation
+	// (Flink runs one when the ORDER BY is a time attribute).
+	alt, altErr := pc.planOver(s, from, []*parser.FuncCall{call})
 	node := from.node
 	if s.Where != nil {
 		cond, err := pc.bindCondition(from.scope, s.Where)
@@ -97,7 +150,7 @@ func (pc *planContext) planRowNumber(s *parser.Select, from *relation, pos int, 
 	for _, it := range s.Items[:pos] {
 		rnCol += itemColumns(it, from.scope)
 	}
-	m := &overRankMarker{visible: visible, rnCol: rnCol}
+	m := &overRankMarker{visible: visible, rnCol: rnCol, fn: fn, over: alt}
 	for _, e := range over.PartitionBy {
 		c, err := colFor(e)
 		if err != nil {
@@ -132,7 +185,16 @@ func (pc *planContext) planRowNumber(s *parser.Select, from *relation, pos int, 
 	schema = append(schema, out[rnCol:visible]...)
 	m.schema, m.mode = schema, node.Mode()
 	m.inputs = []Node{m.input}
-	m.err = unsupportedAt(call, "ROW_NUMBER() OVER (...) needs a filter on its result in the enclosing query (WHERE %s <= N for Top-N, or = 1 for deduplication); an unbounded OVER aggregation is not supported yet", name)
+	if altErr != nil {
+		m.over = nil
+		// Name the column the way the user wrote it: its alias, or the call.
+		need := fmt.Sprintf("%s() OVER (...) AS %s needs a filter on %s in the enclosing query (WHERE %s <= N for Top-N, or = 1 for deduplication)",
+			fn, s.Items[pos].Alias, s.Items[pos].Alias, s.Items[pos].Alias)
+		if s.Items[pos].Alias == "" {
+			need = parser.FormatExpr(call) + " needs an alias and a filter on it in the enclosing query (... AS rn ... WHERE rn <= N for Top-N, or = 1 for deduplication)"
+		}
+		m.err = unsupportedAt(call, "%s; without one it is an OVER aggregation, which fails: %s", need, altErr.Error())
+	}
 	return &relation{node: m, scope: newScope("", schema)}, nil
 }
 
@@ -202,7 +264,17 @@ func (pc *planContext) planRankFilter(s *parser.Select, from *relation, m *overR
 		}
 	}
 	if end < 0 {
+		if m.over != nil {
+			// No Top-N: the OVER aggregation, filtered.
+			return from, s.Where, nil
+		}
 		return nil, nil, m.err
+	}
+	if m.fn != "ROW_NUMBER" {
+		if _, _, ok := windowPartition(m.input, m.partitionCols); ok {
+			return nil, nil, tableError(m.fn + "() function is not supported on Window TopN currently, only ROW_NUMBER() is supported.")
+		}
+		return nil, nil, tableError(m.fn + "() on streaming table is not supported currently")
 	}
 	if start < 1 || end < start {
 		return nil, nil, errAt(s.Where, "The row number range [%d, %d] of a Top-N query is empty or starts below 1", start, end)

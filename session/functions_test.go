@@ -67,6 +67,14 @@ var aggregateSamples = map[string]string{
 	"stddev_samp": "STDDEV_SAMP(d)", "sum": "SUM(i)", "var_pop": "VAR_POP(d)", "var_samp": "VAR_SAMP(d)", "variance": "VARIANCE(d)",
 }
 
+// overSamples are the functions SHOW FUNCTIONS lists that only run with
+// OVER, or over a rowtime attribute (fn's rt).
+var overSamples = map[string]string{
+	"row_number": "ROW_NUMBER() OVER (ORDER BY rt)", "rank": "RANK() OVER (ORDER BY rt)",
+	"dense_rank": "DENSE_RANK() OVER (ORDER BY rt)", "lag": "LAG(i) OVER (ORDER BY rt)",
+	"current_watermark": "CURRENT_WATERMARK(rt)",
+}
+
 // TestShowFunctionsRun checks that every function SHOW FUNCTIONS lists has
 // a sample here, and that every sample plans and evaluates.
 func TestShowFunctionsRun(t *testing.T) {
@@ -85,14 +93,14 @@ func TestShowFunctionsRun(t *testing.T) {
 	for _, r := range rs[0].Table.Rows {
 		name := r[0]
 		listed = append(listed, name)
-		if functionSamples[name] == "" && aggregateSamples[name] == "" {
+		if functionSamples[name] == "" && aggregateSamples[name] == "" && overSamples[name] == "" {
 			t.Errorf("SHOW FUNCTIONS lists %q, which has no sample call in this test", name)
 		}
 	}
 	if len(listed) < 150 {
 		t.Fatalf("SHOW FUNCTIONS lists %d functions, expected more than 150", len(listed))
 	}
-	if _, err := s.Execute(ctx, `CREATE TABLE fn (i INT, s STRING, d DOUBLE, ts TIMESTAMP(3), b BOOLEAN) WITH (
+	if _, err := s.Execute(ctx, `CREATE TABLE fn (i INT, s STRING, d DOUBLE, ts TIMESTAMP(3), b BOOLEAN, rt AS ts, WATERMARK FOR rt AS rt) WITH (
 		'connector' = 'values', 'data' = '1,abc,0.5,2024-01-01 10:00:00,true');`); err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +134,18 @@ func TestShowFunctionsRun(t *testing.T) {
 			run(name, "SELECT "+sample+" FROM fn;")
 		} else if sample := aggregateSamples[name]; sample != "" {
 			run(name, "SELECT "+sample+" FROM fn GROUP BY i;")
+		} else if sample := overSamples[name]; sample != "" {
+			run(name, "SELECT "+sample+" FROM fn;")
 		}
 	}
 	// A sample for a function that is not listed is a function that runs
 	// but SHOW FUNCTIONS forgot.
 	for name := range functionSamples {
+		if !contains(listed, name) {
+			t.Errorf("%q runs but SHOW FUNCTIONS does not list it", name)
+		}
+	}
+	for name := range overSamples {
 		if !contains(listed, name) {
 			t.Errorf("%q runs but SHOW FUNCTIONS does not list it", name)
 		}

@@ -576,7 +576,7 @@ func (s *Session) show(x *parser.Show) (*Result, error) {
 		var names []string
 		if x.What == "FUNCTIONS" {
 			seen := map[string]bool{}
-			for _, n := range append(append(expr.Functions(), agg.Names()...), plan.GroupingFunctions()...) {
+			for _, n := range append(append(append(expr.Functions(), agg.Names()...), agg.OverFunctionNames()...), plan.GroupingFunctions()...) {
 				n = strings.ToLower(n)
 				if !seen[n] {
 					seen[n] = true

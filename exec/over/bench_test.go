@@ -20,7 +20,13 @@ func (discard) PushWatermark(int64) error { return nil }
 // SUM + COUNT, 10 000 keys, event time with a watermark after every batch
 // of 1024 rows (so every row is buffered, fired, accumulated and, once the
 // frame is full, retracted). One op is one row.
-func BenchmarkRowsPreceding(b *testing.B) {
+func BenchmarkRowsPreceding(b *testing.B) { benchRowsPreceding(b, 10_000) }
+
+// BenchmarkRowsPrecedingHotKeys is BenchmarkRowsPreceding over 100 keys,
+// whose state fits the decoded cache on rocksdb too.
+func BenchmarkRowsPrecedingHotKeys(b *testing.B) { benchRowsPreceding(b, 100) }
+
+func benchRowsPreceding(b *testing.B, keys int) {
 	for _, kind := range []image.Kind{image.Hashmap, image.RocksDB} {
 		b.Run(string(kind), func(b *testing.B) {
 			op, err := New(Spec{KeyCols: []int{0}, TimeCol: 2, Rows: true, Preceding: 100, Aggs: handle(b, "SUM", "COUNT")})
@@ -32,7 +38,7 @@ func BenchmarkRowsPreceding(b *testing.B) {
 			if err := op.Open(rt.Context()); err != nil {
 				b.Fatal(err)
 			}
-			const keys, batch = 10_000, 1024
+			const batch = 1024
 			names := make([]types.Value, keys)
 			for i := range names {
 				names[i] = types.String("key-" + strconv.Itoa(i))

@@ -11,17 +11,27 @@
 // row (the rows of its partition with the same timestamp): all rows of one
 // timestamp see the same aggregate values. Bounded frames keep the rows of
 // the frame in state and retract those that leave it.
+//
+// State: per key a meta entry (frame accumulator and row range), the
+// frame's rows and the buffered rows, behind the decoded write-back cache
+// of exec/internal/statecache (every key on hashmap, bounded on rocksdb).
+// A stored key with buffered rows has an event-time timer in the backend's
+// kv.TimerService at its earliest buffered timestamp, so a watermark (also
+// after a restore) finds the stored keys it is due for without a scan.
 package over
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -60,7 +70,7 @@ func New(spec Spec) (exec.Operator, error) {
 			return nil, fmt.Errorf("over aggregate: invalid key column %d", c)
 		}
 	}
-	return &operator{spec: spec, wm: exec.MinWatermark, pending: map[string]*pendingKey{}}, nil
+	return &operator{spec: spec, wm: exec.MinWatermark}, nil
 }
 
 // State names. buffer: event-time rows waiting for the watermark, by
@@ -79,12 +89,14 @@ func (c codec) ID() string                         { return c.id }
 func (c codec) Append(dst []byte, v []byte) []byte { return append(dst, v...) }
 func (c codec) Decode(src []byte) ([]byte, error)  { return src, nil }
 
-type pendingKey struct {
-	hash uint64
-	key  []byte
-	min  int64     // smallest buffered timestamp
-	ks   *keyState // the key's cached state, nil when not cached
-}
+// metaCodec is the codec of metaState.
+var metaCodec = codec{"over.meta/1"}
+
+// timerState names the operator's event-time timers in the backend.
+const timerState = "over"
+
+// noTimer is keyState.timer when the backend holds no timer for the key.
+const noTimer = int64(math.MinInt64)
 
 // frameRow is a row retained in a bounded frame.
 type frameRow struct {
@@ -98,50 +110,82 @@ type group struct {
 	rows []types.Row
 }
 
-// keyState is the decoded state of one key, cached in front of the
-// backend: the frame's accumulator, its retained rows (sequence numbers
-// first…next-1) and, on event time, the rows waiting for the watermark.
-// Changes are written back at a checkpoint and on eviction.
+// keyState is the decoded state of one key in the write-back cache
+// (statecache) in front of the backend: the frame's accumulator, its
+// retained rows (sequence numbers first…next-1) and, on event time, the
+// rows waiting for the watermark. The cache writes it back at a checkpoint
+// and when it evicts the key (slots.Value).
 type keyState struct {
-	hash uint64
-	key  []byte
-	acc  []types.Value
+	acc []types.Value
 
 	first, next   int64
-	rows          []frameRow // the rows first…next-1
-	sFirst, sNext int64      // the rows the backend holds
-	pend          []group    // sorted by timestamp
-
-	dirty, bufDirty bool
-	pk              *pendingKey // the key's entry in pending, if any
+	rows          []frameRow // the rows first…next-1: rbuf[head:]
+	rbuf          []frameRow
+	head          int
+	sFirst, sNext int64   // the rows the backend holds
+	pend          []group // sorted by timestamp
+	bufDirty      bool
+	// timer is the time of the event-time timer the backend holds for the
+	// key (noTimer: none): the stored key's earliest buffered timestamp,
+	// which makes a watermark find the stored keys it is due for.
+	timer int64
+	// inPend: the key is listed in operator.pendIDs; mark dedupes that
+	// list while collecting.
+	inPend bool
+	mark   uint64
+	bytes  int // reported to the cache beyond its fixed estimate
 }
 
 type operator struct {
-	spec    Spec
-	b       *kv.Backend
-	buffer  *kv.SortedMapState[int64, []byte]
-	meta    *kv.ValueState[[]byte]
-	rows    *kv.MapState[int64, []byte]
-	ctx     *exec.OperatorContext
-	wm      int64
-	pending map[string]*pendingKey // event time: keys with buffered rows
-	width   int
+	spec   Spec
+	b      *kv.Backend
+	buffer *kv.SortedMapState[int64, []byte]
+	meta   *kv.ValueState[[]byte]
+	rows   *kv.MapState[int64, []byte]
+	timers *kv.TimerService
+	cache  *statecache.Cache[[]byte]
+	keys   []*keyState // by cache id
+	ctx    *exec.OperatorContext
+	wm     int64
+	width  int
+	// pendIDs lists the cached keys with buffered rows (and stale ids of
+	// keys that left the cache or have none left; see keyState.inPend).
+	pendIDs   []int32
+	epoch     uint64
+	maxCached int // bounds the cache to this many keys (tests)
+	frameHint int // initial capacity of a ROWS frame's row array
+	// wbErr is the first error of a write-back inside the cache
+	// (slots.Value cannot return one).
+	wbErr error
 
-	cache     map[string]*keyState
-	limit     int // keys the cache may hold before it is written back and emptied
-	maxCached int // overrides limit (tests)
+	out     *types.Batch
+	res     []types.Value
+	keyBuf  []byte
+	buf     []byte
+	slab    []types.Value // backing store of buffered and retained rows
+	rslab   []types.Row   // backing store of one-row groups
+	one     [1]types.Row
+	due     []dueKey
+	dueKeys []byte
+	// dueEvictions is the cache's eviction count when due was collected.
+	dueEvictions int
+	keyRow       types.Row // scratch: key values at their columns
+	allCols      []int
+}
 
-	out    *types.Batch
-	res    []types.Value
-	keyBuf []byte
-	buf    []byte
-	slab   []types.Value // backing store of buffered and retained rows
-	rslab  []types.Row   // backing store of one-row groups
-	one    [1]types.Row
-	due    []*pendingKey
+// dueKey is a cached key due at a watermark: its earliest buffered
+// timestamp and its encoded key (a range of operator.dueKeys).
+type dueKey struct {
+	ts         int64
+	hash       uint64
+	id         int32
+	start, end int
 }
 
 func (o *operator) bounded() bool { return o.spec.Preceding != Unbounded }
+
+// rowSize estimates the memory of a buffered or retained row.
+func rowSize(r types.Row) int { return len(r)*int(unsafe.Sizeof(types.Value{})) + 48 }
 
 func (o *operator) OpenKeyedState(b *kv.Backend) error {
 	var err error
@@ -149,8 +193,11 @@ func (o *operator) OpenKeyedState(b *kv.Backend) error {
 		if o.buffer, err = kv.NewSortedMapState[int64, []byte](b, bufferState, kv.Int64{}, codec{"over.rows/1"}, kv.Options{}); err != nil {
 			return fmt.Errorf("over aggregate: %w", err)
 		}
+		if o.timers, err = kv.NewTimerService(b, timerState); err != nil {
+			return fmt.Errorf("over aggregate: %w", err)
+		}
 	}
-	if o.meta, err = kv.NewValueState[[]byte](b, metaState, codec{"over.meta/1"}, kv.Options{}); err != nil {
+	if o.meta, err = kv.NewValueState[[]byte](b, metaState, metaCodec, kv.Options{}); err != nil {
 		return fmt.Errorf("over aggregate: %w", err)
 	}
 	if o.bounded() {
@@ -159,187 +206,91 @@ func (o *operator) OpenKeyedState(b *kv.Backend) error {
 		}
 	}
 	o.b = b
-	o.cache = map[string]*keyState{}
-	o.limit = 0 // unbounded on hashmap: the backend holds everything in memory anyway
-	if b.Kind() == image.RocksDB {
-		// A quarter of the budget at a rough 4 KB per key (accumulator
-		// and a frame of rows).
-		o.limit = max(16, int(b.MemoryBudget()/4/4096))
+	if o.spec.Rows && o.bounded() && o.spec.Preceding < 1<<12 {
+		// Room for two frames: the frame moves to the front of its array
+		// once per Preceding+1 rows instead of growing it.
+		o.frameHint = 2 * int(o.spec.Preceding+1)
 	}
-	if o.maxCached > 0 {
-		o.limit = o.maxCached
-	}
-	if o.buffer == nil {
-		return nil
-	}
-	// The keys with buffered rows are not stored apart: find them again.
-	return b.Entries(b.KeyGroups(), func(e kv.Entry) error {
-		if e.State != bufferState {
-			return nil
-		}
-		ts, err := kv.Int64{}.Decode(e.UserKey)
-		if err != nil {
-			return fmt.Errorf("over aggregate: corrupt buffer timestamp: %w", err)
-		}
-		k := string(e.Key)
-		p, ok := o.pending[k]
-		if !ok {
-			vals, err := decodeKey(e.Key, len(o.spec.KeyCols))
-			if err != nil {
-				return err
-			}
-			p = &pendingKey{hash: types.HashColumns(vals, allCols(len(vals))), key: []byte(k), min: ts}
-		}
-		if ts < p.min {
-			p.min = ts
-		}
-		o.pending[k] = p
-		return nil
-	})
-}
-
-func allCols(n int) []int {
-	c := make([]int, n)
-	for i := range c {
-		c[i] = i
-	}
-	return c
-}
-
-func decodeKey(src []byte, n int) (types.Row, error) {
-	vals := make(types.Row, n)
-	for i := range vals {
-		v, rest, err := types.DecodeValue(src)
-		if err != nil {
-			return nil, fmt.Errorf("over aggregate: corrupt state key: %w", err)
-		}
-		vals[i], src = v, rest
-	}
-	return vals, nil
-}
-
-// PrepareSnapshot writes the changed cached keys back to the backend.
-func (o *operator) PrepareSnapshot(exec.CheckpointID) error {
-	for _, ks := range o.cache {
-		if err := o.writeBack(ks); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// evict writes back and empties the cache once it holds more keys than
-// its bound (rocksdb: state larger than memory).
-func (o *operator) evict() error {
-	if o.limit == 0 || len(o.cache) <= o.limit {
-		return nil
-	}
-	if err := o.PrepareSnapshot(0); err != nil {
-		return err
-	}
-	clear(o.cache)
-	for _, p := range o.pending {
-		p.ks = nil
-	}
-	o.slab, o.rslab = nil, nil
-	return nil
-}
-
-func (o *operator) writeBack(ks *keyState) error {
-	if !ks.dirty && !ks.bufDirty {
-		return nil
-	}
-	if err := o.b.SetCurrentKey(ks.hash, ks.key); err != nil {
+	fresh, err := statecache.Empty(b)
+	if err != nil {
 		return fmt.Errorf("over aggregate: %w", err)
 	}
-	if ks.dirty {
-		if o.rows != nil {
-			for seq := ks.sFirst; seq < min(ks.first, ks.sNext); seq++ {
-				if err := o.rows.Delete(nil, seq); err != nil {
-					return fmt.Errorf("over aggregate: %w", err)
-				}
-			}
-			for seq := max(ks.sNext, ks.first); seq < ks.next; seq++ {
-				r := ks.rows[seq-ks.first]
-				o.buf = types.AppendRow(binary.AppendVarint(o.buf[:0], r.ts), r.row)
-				if err := o.rows.Put(nil, seq, o.buf); err != nil {
-					return fmt.Errorf("over aggregate: %w", err)
-				}
-			}
-		}
-		o.buf = binary.AppendVarint(o.buf[:0], ks.first)
-		o.buf = binary.AppendVarint(o.buf, ks.next)
-		o.buf = types.AppendRow(o.buf, ks.acc)
-		if err := o.meta.Put(nil, o.buf); err != nil {
-			return fmt.Errorf("over aggregate: %w", err)
-		}
-		ks.sFirst, ks.sNext, ks.dirty = ks.first, ks.next, false
+	// The accumulator, and a frame of rows on bounded frames (what the
+	// rows take beyond it is reported as they come and go: Grew).
+	valueBytes := o.spec.Aggs.AccWidth()*int(unsafe.Sizeof(types.Value{})) + 128
+	o.cache = statecache.New(b, o.meta, slots{o}, statecache.Config{KeyCols: o.spec.KeyCols, ValueBytes: valueBytes, Limit: o.maxCached}, fresh)
+	o.keyRow = make(types.Row, slices.Max(append([]int{0}, o.spec.KeyCols...))+1)
+	o.allCols = make([]int, len(o.spec.KeyCols))
+	for i := range o.allCols {
+		o.allCols[i] = i
 	}
-	if ks.bufDirty {
-		if err := o.buffer.Clear(nil); err != nil {
-			return fmt.Errorf("over aggregate: %w", err)
-		}
-		for _, g := range ks.pend {
-			o.buf = o.buf[:0]
-			for _, r := range g.rows {
-				o.buf = types.AppendRow(o.buf, r)
-			}
-			if err := o.buffer.Put(nil, g.ts, o.buf); err != nil {
-				return fmt.Errorf("over aggregate: %w", err)
-			}
-		}
-		ks.bufDirty = false
+	// A restored hashmap backend is in memory anyway: load every key, so
+	// that the cache is complete again. On rocksdb keys load on demand,
+	// and the timers find the stored keys with buffered rows.
+	if err := o.cache.Preload(metaState, metaCodec); err != nil {
+		return fmt.Errorf("over aggregate: %w", err)
 	}
-	return nil
+	return o.takeErr()
 }
 
-// lookup returns the cached state of the key (keyBuf, hash), loading it
-// from the backend on a miss.
-func (o *operator) lookup(hash uint64, key []byte) (*keyState, error) {
-	if ks, ok := o.cache[string(key)]; ok {
-		return ks, nil
+func (o *operator) takeErr() error {
+	err := o.wbErr
+	o.wbErr = nil
+	return err
+}
+
+// slots keeps the operator's keyState per cache id (statecache.Slots).
+type slots struct{ o *operator }
+
+func (s slots) Grow(n int) {
+	for len(s.o.keys) < n {
+		s.o.keys = append(s.o.keys, nil)
 	}
-	ks := &keyState{hash: hash, key: append([]byte(nil), key...), acc: make([]types.Value, o.spec.Aggs.AccWidth())}
-	if err := o.b.SetCurrentKey(hash, key); err != nil {
-		return nil, fmt.Errorf("over aggregate: %w", err)
-	}
-	m, ok, err := o.meta.Get(nil)
-	if err != nil {
-		return nil, fmt.Errorf("over aggregate: %w", err)
-	}
-	if ok {
-		var acc types.Row
-		if ks.first, m, err = varint(m); err == nil {
-			if ks.next, m, err = varint(m); err == nil {
-				acc, _, err = types.DecodeRow(m)
-			}
+}
+
+func (s slots) Clear(id int32) { s.o.keys[id] = nil }
+
+// Load decodes a stored key: its meta entry, and the rows of its frame and
+// its buffered rows from their states.
+func (s slots) Load(id int32, m []byte) error {
+	o := s.o
+	ks := &keyState{acc: make([]types.Value, o.spec.Aggs.AccWidth()), timer: noTimer}
+	var acc types.Row
+	var err error
+	if ks.first, m, err = varint(m); err == nil {
+		if ks.next, m, err = varint(m); err == nil {
+			acc, _, err = types.DecodeRow(m)
 		}
-		if err != nil || len(acc) != len(ks.acc) {
-			return nil, fmt.Errorf("over aggregate: corrupt frame state")
-		}
-		copy(ks.acc, acc)
-		for seq := ks.first; seq < ks.next && o.rows != nil; seq++ {
-			v, ok, err := o.rows.Get(nil, seq)
-			if err != nil {
-				return nil, fmt.Errorf("over aggregate: %w", err)
-			}
-			if !ok {
-				return nil, fmt.Errorf("over aggregate: corrupt frame state: row %d missing", seq)
-			}
-			ts, v, err := varint(v)
-			if err != nil {
-				return nil, fmt.Errorf("over aggregate: corrupt frame state: %w", err)
-			}
-			r, _, err := types.DecodeRow(v)
-			if err != nil {
-				return nil, fmt.Errorf("over aggregate: corrupt frame state: %w", err)
-			}
-			ks.rows = append(ks.rows, frameRow{ts: ts, row: r})
-		}
-		ks.sFirst, ks.sNext = ks.first, ks.next
-	} else {
-		o.spec.Aggs.Init(ks.acc)
 	}
+	if err != nil || len(acc) != len(ks.acc) {
+		return fmt.Errorf("over aggregate: corrupt frame state")
+	}
+	copy(ks.acc, acc)
+	// The cache may have evicted another key since it read m: the
+	// backend's current key is set here again.
+	if err := o.setKey(id); err != nil {
+		return err
+	}
+	for seq := ks.first; seq < ks.next && o.rows != nil; seq++ {
+		v, ok, err := o.rows.Get(nil, seq)
+		if err != nil {
+			return fmt.Errorf("over aggregate: %w", err)
+		}
+		if !ok {
+			return fmt.Errorf("over aggregate: corrupt frame state: row %d missing", seq)
+		}
+		ts, v, err := varint(v)
+		if err != nil {
+			return fmt.Errorf("over aggregate: corrupt frame state: %w", err)
+		}
+		r, _, err := types.DecodeRow(v)
+		if err != nil {
+			return fmt.Errorf("over aggregate: corrupt frame state: %w", err)
+		}
+		ks.rows = append(ks.rows, frameRow{ts: ts, row: r})
+	}
+	ks.sFirst, ks.sNext = ks.first, ks.next
+	ks.rbuf = ks.rows
 	if o.buffer != nil {
 		var derr error
 		err := o.buffer.Ascend(nil, nil, func(ts int64, v []byte) bool {
@@ -358,14 +309,145 @@ func (o *operator) lookup(hash uint64, key []byte) (*keyState, error) {
 			err = derr
 		}
 		if err != nil {
-			return nil, fmt.Errorf("over aggregate: buffered rows: %w", err)
+			return fmt.Errorf("over aggregate: buffered rows: %w", err)
 		}
 	}
-	if p, ok := o.pending[string(ks.key)]; ok {
-		p.ks, ks.pk = ks, p
+	n := 0
+	for _, r := range ks.rows {
+		n += rowSize(r.row)
 	}
-	o.cache[string(ks.key)] = ks
-	return ks, nil
+	if len(ks.pend) > 0 {
+		ks.timer = ks.pend[0].ts // registered when the key was written back
+		ks.inPend = true
+		o.pendIDs = append(o.pendIDs, id)
+		for _, g := range ks.pend {
+			for _, r := range g.rows {
+				n += rowSize(r)
+			}
+		}
+	}
+	o.keys[id] = ks
+	o.grew(id, ks, n)
+	return nil
+}
+
+// Value encodes a key's meta entry for the cache to write back; the
+// backend's current key is the key's. The key's frame rows, buffered rows
+// and timer, which live in states of their own, are written here too.
+func (s slots) Value(id int32) []byte {
+	o := s.o
+	ks := o.keys[id]
+	if err := o.writeBack(ks); err != nil && o.wbErr == nil {
+		o.wbErr = err
+	}
+	o.buf = binary.AppendVarint(o.buf[:0], ks.first)
+	o.buf = binary.AppendVarint(o.buf, ks.next)
+	o.buf = types.AppendRow(o.buf, ks.acc)
+	return o.buf
+}
+
+// setKey makes the key of cache id the backend's current key.
+func (o *operator) setKey(id int32) error {
+	key := o.cache.Key(id)
+	o.keyBuf = o.keyBuf[:0]
+	for _, v := range key {
+		o.keyBuf = types.AppendValue(o.keyBuf, v)
+	}
+	if err := o.b.SetCurrentKey(types.HashColumns(key, o.allCols), o.keyBuf); err != nil {
+		return fmt.Errorf("over aggregate: %w", err)
+	}
+	return nil
+}
+
+// writeBack writes what of ks lives outside its meta entry: the frame's
+// rows that changed, the buffered rows, the timer.
+func (o *operator) writeBack(ks *keyState) error {
+	if o.rows != nil {
+		for seq := ks.sFirst; seq < min(ks.first, ks.sNext); seq++ {
+			if err := o.rows.Delete(nil, seq); err != nil {
+				return fmt.Errorf("over aggregate: %w", err)
+			}
+		}
+		for seq := max(ks.sNext, ks.first); seq < ks.next; seq++ {
+			r := ks.rows[seq-ks.first]
+			o.buf = types.AppendRow(binary.AppendVarint(o.buf[:0], r.ts), r.row)
+			if err := o.rows.Put(nil, seq, o.buf); err != nil {
+				return fmt.Errorf("over aggregate: %w", err)
+			}
+		}
+	}
+	ks.sFirst, ks.sNext = ks.first, ks.next
+	if ks.bufDirty {
+		if err := o.buffer.Clear(nil); err != nil {
+			return fmt.Errorf("over aggregate: %w", err)
+		}
+		for _, g := range ks.pend {
+			o.buf = o.buf[:0]
+			for _, r := range g.rows {
+				o.buf = types.AppendRow(o.buf, r)
+			}
+			if err := o.buffer.Put(nil, g.ts, o.buf); err != nil {
+				return fmt.Errorf("over aggregate: %w", err)
+			}
+		}
+		ks.bufDirty = false
+	}
+	if o.timers != nil {
+		want := noTimer
+		if len(ks.pend) > 0 {
+			want = ks.pend[0].ts
+		}
+		if want != ks.timer {
+			if ks.timer != noTimer {
+				if err := o.timers.Delete(kv.EventTime, ks.timer, nil); err != nil {
+					return fmt.Errorf("over aggregate: %w", err)
+				}
+			}
+			if want != noTimer {
+				if err := o.timers.Register(kv.EventTime, want, nil); err != nil {
+					return fmt.Errorf("over aggregate: %w", err)
+				}
+			}
+			ks.timer = want
+		}
+	}
+	return nil
+}
+
+// PrepareSnapshot writes the changed cached keys back to the backend.
+func (o *operator) PrepareSnapshot(exec.CheckpointID) error {
+	if err := o.cache.Flush(); err != nil {
+		return fmt.Errorf("over aggregate: %w", err)
+	}
+	return o.takeErr()
+}
+
+// lookup returns the cache id of the key of row (hash h), loading it from
+// the backend or creating it.
+func (o *operator) lookup(row types.Row, h uint64) (int32, *keyState, error) {
+	id, ok, err := o.cache.Get(row, h)
+	if err == nil && !ok {
+		if id, err = o.cache.Create(row, h); err == nil {
+			ks := &keyState{acc: make([]types.Value, o.spec.Aggs.AccWidth()), timer: noTimer}
+			o.spec.Aggs.Init(ks.acc)
+			o.keys[id] = ks
+		}
+	}
+	if err == nil {
+		err = o.takeErr()
+	}
+	if err != nil {
+		return -1, nil, fmt.Errorf("over aggregate: %w", err)
+	}
+	return id, o.keys[id], nil
+}
+
+// grew tells the cache that the rows of id take d bytes more (or less).
+func (o *operator) grew(id int32, ks *keyState, d int) {
+	if d != 0 {
+		ks.bytes += d
+		o.cache.Grew(id, d)
+	}
 }
 
 // copyRow copies r into the slab, so that it outlives the input batch.
@@ -400,19 +482,16 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 			return fmt.Errorf("over aggregate: the input must be insert-only, got a %s row", k)
 		}
 		h := types.HashColumns(row, o.spec.KeyCols)
-		o.keyBuf = o.keyBuf[:0]
-		for _, c := range o.spec.KeyCols {
-			o.keyBuf = types.AppendValue(o.keyBuf, row[c])
-		}
 		if o.spec.TimeCol < 0 {
-			ks, err := o.lookup(h, o.keyBuf)
+			id, ks, err := o.lookup(row, h)
 			if err != nil {
 				return err
 			}
 			o.one[0] = row
-			if err := o.processGroup(ks, o.ctx.Now(), o.one[:], out); err != nil {
+			if err := o.processGroup(id, ks, o.ctx.Now(), o.one[:], out); err != nil {
 				return err
 			}
+			o.cache.Written(id)
 			continue
 		}
 		v := row[o.spec.TimeCol]
@@ -424,11 +503,14 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 			o.ctx.Metrics.LateRowsDropped.Add(1)
 			continue
 		}
-		ks, err := o.lookup(h, o.keyBuf)
+		id, ks, err := o.lookup(row, h)
 		if err != nil {
 			return err
 		}
-		j := sort.Search(len(ks.pend), func(i int) bool { return ks.pend[i].ts >= ts })
+		j := len(ks.pend)
+		if j > 0 && ks.pend[j-1].ts >= ts {
+			j = sort.Search(len(ks.pend), func(i int) bool { return ks.pend[i].ts >= ts })
+		}
 		if j < len(ks.pend) && ks.pend[j].ts == ts {
 			ks.pend[j].rows = append(ks.pend[j].rows, o.copyRow(row))
 		} else {
@@ -441,17 +523,14 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 			ks.pend = slices.Insert(ks.pend, j, group{ts: ts, rows: one})
 		}
 		ks.bufDirty = true
-		if p := ks.pk; p == nil {
-			ks.pk = &pendingKey{hash: h, key: ks.key, min: ts, ks: ks}
-			o.pending[string(ks.key)] = ks.pk
-		} else if ts < p.min {
-			p.min = ts
+		if !ks.inPend {
+			ks.inPend = true
+			o.pendIDs = append(o.pendIDs, id)
 		}
+		o.grew(id, ks, rowSize(row))
+		o.cache.Written(id)
 	}
-	if err := o.flush(out); err != nil {
-		return err
-	}
-	return o.evict()
+	return o.flush(out)
 }
 
 // init sizes the output for input rows of width w (from the first batch, or
@@ -485,46 +564,163 @@ func (o *operator) flush(out exec.Output) error {
 	return err
 }
 
+// ProcessWatermark fires the buffered rows at or below wm, key by key in
+// the order of (earliest due timestamp, key bytes): the cached keys from
+// pendIDs, the stored ones from their timers (a stored timer of a key the
+// cache holds is passed over: the cache is authoritative for it). Loading
+// a stored key may evict a cached one not fired yet, which writes it back
+// with a timer: the round repeats until no timer at or below wm is left.
 func (o *operator) ProcessWatermark(wm int64, out exec.Output) error {
 	o.wm = wm
-	if o.buffer != nil && len(o.pending) > 0 {
-		// Keys in a stable order, so that output is deterministic.
-		o.due = o.due[:0]
-		for _, p := range o.pending {
-			if p.min <= wm {
-				o.due = append(o.due, p)
+	if o.timers == nil {
+		return out.PushWatermark(wm)
+	}
+	for {
+		o.collectDue(wm)
+		i := 0
+		err := o.timers.Advance(kv.EventTime, wm, func(tm kv.Timer) error {
+			for i < len(o.due) && o.dueBefore(o.due[i], tm.Time, tm.Key) {
+				if err := o.fireCached(o.due[i], wm, out); err != nil {
+					return err
+				}
+				i++
 			}
+			return o.fireStored(tm, wm, out)
+		})
+		if err != nil {
+			return err
 		}
-		slices.SortFunc(o.due, func(a, b *pendingKey) int { return bytes.Compare(a.key, b.key) })
-		for _, p := range o.due {
-			if err := o.fire(p, wm, out); err != nil {
+		for ; i < len(o.due); i++ {
+			if err := o.fireCached(o.due[i], wm, out); err != nil {
 				return err
 			}
 		}
-		clear(o.due)
 		if err := o.flush(out); err != nil {
 			return err
 		}
-		if err := o.evict(); err != nil {
-			return err
+		next, ok, err := o.timers.Next(kv.EventTime)
+		if err != nil {
+			return fmt.Errorf("over aggregate: %w", err)
+		}
+		if !ok || next > wm {
+			break
 		}
 	}
 	return out.PushWatermark(wm)
 }
 
-// fire processes the buffered rows of key k up to the watermark.
-func (o *operator) fire(p *pendingKey, wm int64, out exec.Output) error {
-	ks := p.ks
-	if ks == nil {
-		var err error
-		if ks, err = o.lookup(p.hash, p.key); err != nil {
+// collectDue lists the cached keys with buffered rows at or below wm,
+// sorted, and drops the stale entries of pendIDs.
+func (o *operator) collectDue(wm int64) {
+	o.epoch++
+	o.due, o.dueKeys = o.due[:0], o.dueKeys[:0]
+	live := o.pendIDs[:0]
+	for _, id := range o.pendIDs {
+		if int(id) >= len(o.keys) {
+			continue
+		}
+		ks := o.keys[id]
+		if ks == nil || !ks.inPend || ks.mark == o.epoch {
+			continue
+		}
+		if len(ks.pend) == 0 {
+			ks.inPend = false
+			continue
+		}
+		ks.mark = o.epoch
+		live = append(live, id)
+		if ks.pend[0].ts > wm {
+			continue
+		}
+		key := o.cache.Key(id)
+		start := len(o.dueKeys)
+		for _, v := range key {
+			o.dueKeys = types.AppendValue(o.dueKeys, v)
+		}
+		o.due = append(o.due, dueKey{ts: ks.pend[0].ts, hash: types.HashColumns(key, o.allCols), id: id, start: start, end: len(o.dueKeys)})
+	}
+	o.pendIDs = live
+	o.dueEvictions = o.cache.Evictions()
+	slices.SortFunc(o.due, func(a, b dueKey) int {
+		if c := cmp.Compare(a.ts, b.ts); c != 0 {
+			return c
+		}
+		return bytes.Compare(o.dueKeys[a.start:a.end], o.dueKeys[b.start:b.end])
+	})
+}
+
+// dueBefore reports whether the cached key d fires before (or is) the
+// stored timer (t, key).
+func (o *operator) dueBefore(d dueKey, t int64, key []byte) bool {
+	if d.ts != t {
+		return d.ts < t
+	}
+	return bytes.Compare(o.dueKeys[d.start:d.end], key) <= 0
+}
+
+// decodeKeyRow decodes encoded key values into o.keyRow at the key columns.
+func (o *operator) decodeKeyRow(src []byte) error {
+	for _, c := range o.spec.KeyCols {
+		v, rest, err := types.DecodeValue(src)
+		if err != nil {
+			return fmt.Errorf("over aggregate: corrupt state key: %w", err)
+		}
+		o.keyRow[c], src = v, rest
+	}
+	if len(src) != 0 {
+		return fmt.Errorf("over aggregate: corrupt state key: %d bytes left", len(src))
+	}
+	return nil
+}
+
+// fireCached fires a cached due key, unless loading a stored key evicted
+// it meanwhile (it then has a timer of its own).
+func (o *operator) fireCached(d dueKey, wm int64, out exec.Output) error {
+	if o.cache.Evictions() == o.dueEvictions {
+		// Nothing left the cache since collectDue: the id is the key's.
+		return o.fire(d.id, o.keys[d.id], wm, out)
+	}
+	if err := o.decodeKeyRow(o.dueKeys[d.start:d.end]); err != nil {
+		return err
+	}
+	id, ok := o.cache.Find(o.keyRow, d.hash)
+	if !ok {
+		return nil
+	}
+	return o.fire(id, o.keys[id], wm, out)
+}
+
+// fireStored fires the key of a stored timer (the service deleted it).
+func (o *operator) fireStored(tm kv.Timer, wm int64, out exec.Output) error {
+	if err := o.decodeKeyRow(tm.Key); err != nil {
+		return err
+	}
+	h := types.HashColumns(o.keyRow, o.spec.KeyCols)
+	if id, ok := o.cache.Find(o.keyRow, h); ok {
+		// Cached: fired from pendIDs; its stored timer is gone now.
+		o.keys[id].timer = noTimer
+		return nil
+	}
+	id, ks, err := o.lookup(o.keyRow, h)
+	if err != nil {
+		return err
+	}
+	ks.timer = noTimer
+	if len(ks.pend) > 0 && ks.pend[0].ts <= wm {
+		return o.fire(id, ks, wm, out)
+	}
+	return nil
+}
+
+// fire processes the buffered rows of key id up to the watermark.
+func (o *operator) fire(id int32, ks *keyState, wm int64, out exec.Output) error {
+	n, size := 0, 0
+	for n < len(ks.pend) && ks.pend[n].ts <= wm {
+		if err := o.processGroup(id, ks, ks.pend[n].ts, ks.pend[n].rows, out); err != nil {
 			return err
 		}
-	}
-	n := 0
-	for n < len(ks.pend) && ks.pend[n].ts <= wm {
-		if err := o.processGroup(ks, ks.pend[n].ts, ks.pend[n].rows, out); err != nil {
-			return err
+		for _, r := range ks.pend[n].rows {
+			size += rowSize(r)
 		}
 		n++
 	}
@@ -532,19 +728,15 @@ func (o *operator) fire(p *pendingKey, wm int64, out exec.Output) error {
 		clear(ks.pend[:n])
 		ks.pend = slices.Delete(ks.pend, 0, n)
 		ks.bufDirty = true
-	}
-	if len(ks.pend) > 0 {
-		p.min = ks.pend[0].ts
-	} else {
-		delete(o.pending, string(p.key))
-		ks.pk, p.ks = nil, nil
+		o.grew(id, ks, -size)
+		o.cache.Written(id)
 	}
 	return nil
 }
 
 // processGroup runs rows, all of timestamp ts and of key ks, through the
 // frame and emits them.
-func (o *operator) processGroup(ks *keyState, ts int64, rows []types.Row, out exec.Output) error {
+func (o *operator) processGroup(id int32, ks *keyState, ts int64, rows []types.Row, out exec.Output) error {
 	h := o.spec.Aggs
 	emit := func(row types.Row) error {
 		if err := o.init(len(row)); err != nil {
@@ -563,7 +755,6 @@ func (o *operator) processGroup(ks *keyState, ts int64, rows []types.Row, out ex
 		copy(dst[o.width:], o.res)
 		return nil
 	}
-	ks.dirty = true
 	for _, row := range rows {
 		if err := h.Accumulate(ks.acc, row); err != nil {
 			return fmt.Errorf("over aggregate: %w", err)
@@ -573,12 +764,13 @@ func (o *operator) processGroup(ks *keyState, ts int64, rows []types.Row, out ex
 			if o.spec.TimeCol < 0 {
 				r = o.copyRow(row) // a proctime row is still the input batch's
 			}
-			ks.rows = append(ks.rows, frameRow{ts: ts, row: r})
+			ks.pushRow(frameRow{ts: ts, row: r}, o.frameHint)
 			ks.next++
+			o.grew(id, ks, rowSize(r))
 			if o.spec.Rows {
 				// The frame holds the current row and Preceding rows before it.
 				for ks.next-ks.first > o.spec.Preceding+1 {
-					if err := o.retract(ks); err != nil {
+					if err := o.retract(id, ks); err != nil {
 						return err
 					}
 				}
@@ -596,7 +788,7 @@ func (o *operator) processGroup(ks *keyState, ts int64, rows []types.Row, out ex
 	if o.bounded() {
 		// Rows older than ts - Preceding leave the frame.
 		for len(ks.rows) > 0 && ks.rows[0].ts < ts-o.spec.Preceding {
-			if err := o.retract(ks); err != nil {
+			if err := o.retract(id, ks); err != nil {
 				return err
 			}
 		}
@@ -609,13 +801,35 @@ func (o *operator) processGroup(ks *keyState, ts int64, rows []types.Row, out ex
 	return nil
 }
 
+// pushRow appends r to the frame, moving the frame to the front of its
+// array instead of growing it when the rows that left it make room.
+func (ks *keyState) pushRow(r frameRow, hint int) {
+	if ks.rbuf == nil && hint > 0 {
+		ks.rbuf = make([]frameRow, 0, hint)
+		ks.rows = ks.rbuf
+	}
+	if len(ks.rows) == cap(ks.rows) && ks.head >= len(ks.rows) {
+		base := ks.rbuf[:cap(ks.rbuf)]
+		n := copy(base, ks.rows)
+		clear(base[n : ks.head+len(ks.rows)])
+		ks.rows, ks.head = base[:n], 0
+	}
+	c := cap(ks.rows)
+	ks.rows = append(ks.rows, r)
+	if cap(ks.rows) != c {
+		ks.rbuf, ks.head = ks.rows, 0
+	}
+}
+
 // retract removes the oldest retained row from the frame of ks.
-func (o *operator) retract(ks *keyState) error {
+func (o *operator) retract(id int32, ks *keyState) error {
 	if err := o.spec.Aggs.Retract(ks.acc, ks.rows[0].row); err != nil {
 		return fmt.Errorf("over aggregate: %w", err)
 	}
+	o.grew(id, ks, -rowSize(ks.rows[0].row))
 	ks.rows[0] = frameRow{}
 	ks.rows = ks.rows[1:]
+	ks.head++
 	ks.first++
 	return nil
 }
@@ -629,4 +843,4 @@ func varint(src []byte) (int64, []byte, error) {
 }
 
 func (o *operator) Finish(exec.Output) error { return nil }
-func (o *operator) Close() error             { o.pending, o.cache = nil, nil; return nil }
+func (o *operator) Close() error             { o.keys, o.cache, o.pendIDs = nil, nil, nil; return nil }

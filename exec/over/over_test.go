@@ -168,3 +168,22 @@ func TestProcTime(t *testing.T) {
 		"+I(a, 7, 6s, 13)",
 		"WM(max)")
 }
+
+// TestKeysFireInTimeOrder: at a watermark the keys with due rows fire in
+// the order of their earliest due timestamp, then of their key, whether
+// they are cached or stored with a timer (with a cache of one key every
+// key but one is stored, and loading one evicts another); a key fires all
+// its due rows at once, and keeps the rest (b's 20 @3 s) for later.
+func TestKeysFireInTimeOrder(t *testing.T) {
+	checkRestores(t, builder(t, Spec{KeyCols: []int{0}, TimeCol: 2, Rows: true, Preceding: Unbounded}, "SUM"),
+		[]step{
+			{rows: []in{{"c", 100, 0.5}, {"b", 10, 1}, {"a", 1, 1}}},
+			{rows: []in{{"a", 2, 2}, {"b", 20, 3}}},
+			{wm: ms(2)},
+			{wm: exec.MaxWatermark},
+		}, 0,
+		"+I(c, 100, 0.5s, 100)", "+I(a, 1, 1s, 1)", "+I(a, 2, 2s, 3)", "+I(b, 10, 1s, 10)",
+		"WM(2s)",
+		"+I(b, 20, 3s, 30)",
+		"WM(max)")
+}

@@ -16,9 +16,10 @@ import (
 // step is one action of a script: a batch of rows, a watermark, or the clock
 // moving to a time (firing the processing timers due).
 type step struct {
-	rows  []in
-	wm    int64
-	clock int64
+	rows    []in
+	wm      int64
+	clock   int64
+	retract bool // rows are -D rows (an updating input)
 }
 
 func rowsAt(rows ...in) step { return step{rows: rows} }
@@ -28,6 +29,14 @@ func clockAt(t int64) step   { return step{clock: t} }
 func (s step) Run(t *testing.T, op exec.Operator, rt *fakeRuntime, c *collector) {
 	t.Helper()
 	switch {
+	case s.rows != nil && s.retract:
+		bt := batchOf(s.rows...)
+		for i := range bt.Kinds {
+			bt.Kinds[i] = types.Delete
+		}
+		if err := op.ProcessBatch(0, bt, c); err != nil {
+			t.Fatal(err)
+		}
 	case s.rows != nil:
 		process(t, op, c, s.rows...)
 	case s.wm != 0:

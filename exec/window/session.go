@@ -680,6 +680,9 @@ func (a *sessionAggregate) fireStoredSession(h uint64, kb []byte, d dueKey, out 
 
 // emit appends the result row of session s of key.
 func (a *sessionAggregate) emit(key []types.Value, s *session, out exec.Output) error {
+	if a.spec.Retracting && allRetracted(a.aggs, s.acc) {
+		return nil
+	}
 	if err := a.aggs.Result(s.acc, a.results); err != nil {
 		return fmt.Errorf("window aggregate: %w", err)
 	}

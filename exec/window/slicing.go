@@ -168,7 +168,7 @@ func (a *slicingAggregate) restoreSlice(se int64) {
 	if !a.spec.EventTime {
 		done = a.proc
 	}
-	nextEnd := se
+	nextEnd := a.sl.firstWindowEnd(se)
 	for a.zone.FireTime(nextEnd-1) <= done {
 		nextEnd += a.sl.interval
 	}
@@ -187,14 +187,25 @@ func (a *slicingAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 	var dropped int64
 	for i, row := range b.Rows {
 		local := procLocal
-		if a.spec.EventTime {
+		var se int64
+		switch {
+		case a.spec.Attached:
+			// window_end is a local TIMESTAMP(3) already.
+			e := row[a.spec.EndCol]
+			if e.IsNull() {
+				return fmt.Errorf("window aggregate: the window_end of a window-attached aggregation is NULL")
+			}
+			se = e.Millis()
+		case a.spec.EventTime:
 			t := row[timeCol]
 			if t.IsNull() {
 				return fmt.Errorf("window aggregate: %s", errNullRowtime)
 			}
 			local = a.zone.ToLocal(t.Millis())
+			se = a.sl.sliceEnd(local)
+		default:
+			se = a.sl.sliceEnd(local)
 		}
-		se := a.sl.sliceEnd(local)
 		if !a.cacheOK || se != a.cacheEnd {
 			a.admitSlice(se)
 		}
@@ -233,7 +244,7 @@ func (a *slicingAggregate) ProcessBatch(_ int, b *types.Batch, out exec.Output) 
 // has fired too; otherwise it still counts in the windows yet to fire.
 func (a *slicingAggregate) admitSlice(se int64) {
 	a.cacheOK, a.cacheEnd, a.cacheDrop = true, se, false
-	nextEnd := se
+	nextEnd := a.sl.firstWindowEnd(se)
 	if a.spec.EventTime && a.fired(se) {
 		if a.fired(a.sl.lastWindowEnd(se)) {
 			a.cacheDrop = true
@@ -326,7 +337,7 @@ func (a *slicingAggregate) fire(end int64, out exec.Output) error {
 	start := a.sl.windowStartOf(end)
 	windowProps(&a.zone, start, end, a.props[:])
 	a.pushOut = out
-	err := a.state.visitWindow(start, end, a)
+	err := a.state.visitWindow(a.sl.firstSliceEnd(start, end), end, a)
 	a.pushOut = nil
 	return err
 }
@@ -342,6 +353,9 @@ func (a *slicingAggregate) visitKey(key []types.Value, accs [][]types.Value) err
 			}
 		}
 		acc = a.merged
+	}
+	if a.spec.Retracting && allRetracted(a.aggs, acc) {
+		return nil
 	}
 	if err := a.aggs.Result(acc, a.results); err != nil {
 		return fmt.Errorf("window aggregate: %w", err)

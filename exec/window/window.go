@@ -39,7 +39,10 @@ func NewAggregate(spec AggregateSpec) (exec.Operator, error) {
 			return nil, fmt.Errorf("window aggregate: invalid key column %d", c)
 		}
 	}
-	if spec.Window.EventTime && spec.Window.TimeCol < 0 {
+	if spec.Window.Attached && (spec.Window.EndCol < 0 || spec.Window.Kind == exec.Session) {
+		return nil, fmt.Errorf("window aggregate: a window-attached aggregation needs the window_end column of a TUMBLE, HOP or CUMULATE window")
+	}
+	if spec.Window.EventTime && !spec.Window.Attached && spec.Window.TimeCol < 0 {
 		return nil, fmt.Errorf("window aggregate: invalid time column %d", spec.Window.TimeCol)
 	}
 	if spec.Window.Kind == exec.Session {
@@ -79,7 +82,7 @@ func validate(w exec.WindowSpec) error {
 		if w.Size <= 0 || w.Slide <= 0 {
 			return fmt.Errorf("Hopping Window must satisfy slide > 0 and size > 0, but got slide %dms and size %dms.", w.Slide, w.Size)
 		}
-		if w.Size%w.Slide != 0 {
+		if w.Size%w.Slide != 0 && !w.Legacy {
 			return fmt.Errorf("HOP table function based aggregate requires size must be an integral multiple of slide, but got size %d ms and slide %d ms", w.Size, w.Slide)
 		}
 	case exec.Cumulate:
@@ -123,10 +126,13 @@ type slicer struct {
 	offset    int64
 	sliceSize int64 // TUMBLE: size; HOP: gcd(size, slide); CUMULATE: step
 	interval  int64 // distance between the ends of consecutive windows sharing a slice
+	// attached: every slice is one window, the one its rows carry (the
+	// slice end is the row's window_end).
+	attached bool
 }
 
 func newSlicer(w exec.WindowSpec) slicer {
-	s := slicer{kind: w.Kind, size: w.Size, offset: w.Offset}
+	s := slicer{kind: w.Kind, size: w.Size, offset: w.Offset, attached: w.Attached}
 	switch w.Kind {
 	case exec.Tumble:
 		s.sliceSize, s.interval = w.Size, w.Size
@@ -151,13 +157,38 @@ func (s *slicer) sliceEnd(local int64) int64 {
 
 // lastWindowEnd is the end of the last window that contains the slice.
 func (s *slicer) lastWindowEnd(sliceEnd int64) int64 {
+	if s.attached {
+		return sliceEnd
+	}
 	switch s.kind {
 	case exec.Hop:
-		return sliceEnd - s.sliceSize + s.size
+		// Window ends lie on the slide's grid; with a size that is not a
+		// multiple of the slide, the last one holding the slice is the
+		// grid point at or below the latest end that still does.
+		return windowStart(sliceEnd-s.sliceSize+s.size, s.offset, s.interval)
 	case exec.Cumulate:
 		return windowStart(sliceEnd-1, s.offset, s.size) + s.size
 	}
 	return sliceEnd
+}
+
+// firstWindowEnd is the end of the first window holding the slice ending
+// at sliceEnd: the slice end itself, except for a HOP whose slices are
+// finer than its slide (size not a multiple of the slide).
+func (s *slicer) firstWindowEnd(sliceEnd int64) int64 {
+	if s.kind == exec.Hop && !s.attached && s.sliceSize != s.interval {
+		return windowStart(sliceEnd-1, s.offset, s.interval) + s.interval
+	}
+	return sliceEnd
+}
+
+// firstSliceEnd is the lower bound (exclusive) of the ends of the slices
+// that make up the window [start, end).
+func (s *slicer) firstSliceEnd(start, end int64) int64 {
+	if s.attached {
+		return end - 1
+	}
+	return start
 }
 
 // windowStartOf returns the start of the window ending at end.
@@ -182,4 +213,13 @@ func metricsOf(ctx *exec.OperatorContext) *exec.OperatorMetrics {
 		return ctx.Metrics
 	}
 	return &exec.OperatorMetrics{}
+}
+
+// allRetracted reports whether every row accumulated into acc was retracted
+// again: over an updating input such a window emits nothing, as Flink's
+// group window counts the rows it holds. Handles that do not count rows
+// (no RecordCount) never say so.
+func allRetracted(h exec.AggsHandle, acc []types.Value) bool {
+	rc, ok := h.(interface{ RecordCount([]types.Value) int64 })
+	return ok && rc.RecordCount(acc) == 0
 }

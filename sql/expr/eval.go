@@ -16,6 +16,11 @@ type Config struct {
 	// Now is the processing-time clock read by CURRENT_TIMESTAMP, NOW(),
 	// PROCTIME(), LOCALTIMESTAMP …; Flink reads it per record in streaming mode.
 	Now func() time.Time
+	// Watermark is the current watermark of the operator evaluating the
+	// expression (math.MinInt64 before the first), read by
+	// CURRENT_WATERMARK. Only operators that track their watermark set
+	// it; CURRENT_WATERMARK fails elsewhere.
+	Watermark func() int64
 }
 
 // evalCtx is the per-evaluator-instance state shared by all nodes of one
@@ -23,6 +28,7 @@ type Config struct {
 type evalCtx struct {
 	loc  *time.Location
 	now  func() time.Time
+	wm   func() int64
 	rnd  *rand.Rand
 	buf  []byte
 	regs map[string]*regexp.Regexp // patterns that are not constants
@@ -37,6 +43,7 @@ func newEvalCtx(cfg *Config) *evalCtx {
 		if cfg.Now != nil {
 			c.now = cfg.Now
 		}
+		c.wm = cfg.Watermark
 	}
 	return c
 }

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ func registerTimeFunctions(m map[string]builder) {
 	m["NOW"] = clockFunc(types.TimestampLTZType(3))
 	m["CURRENT_ROW_TIMESTAMP"] = clockFunc(types.TimestampLTZType(3))
 	m["LOCALTIMESTAMP"] = clockFunc(types.TimestampType(3))
+	m["CURRENT_WATERMARK"] = buildCurrentWatermark
 	m["PROCTIME"] = clockFunc(types.Type{Root: types.RootTimestampLTZ, Precision: 3, TimeAttr: types.ProctimeAttr})
 }
 
@@ -694,4 +696,32 @@ func clockFunc(t types.Type) builder {
 		}
 		return &callExpr{name: name, t: t, impl: impl{fn: fn}}, nil
 	}
+}
+
+// buildCurrentWatermark is CURRENT_WATERMARK(rowtime): the watermark of the
+// operator evaluating it, typed like the rowtime attribute with precision 3,
+// NULL while no watermark has arrived (as in Flink).
+func buildCurrentWatermark(name string, args []Expr) (Expr, error) {
+	if len(args) != 1 {
+		return nil, wrongArgCount(name, args, "1")
+	}
+	at := args[0].Type()
+	if at.Root != types.RootTimestamp && at.Root != types.RootTimestampLTZ {
+		return nil, fmt.Errorf("CURRENT_WATERMARK() must be called with a single rowtime attribute argument, but '%s' cannot be a time attribute.", at)
+	}
+	if at.TimeAttr != types.RowtimeAttr {
+		return nil, fmt.Errorf("The argument of CURRENT_WATERMARK() must be a rowtime attribute, but was '%s'.", at)
+	}
+	t := types.Type{Root: at.Root, Precision: 3}
+	fn := func(c *evalCtx, _ []types.Value) (types.Value, error) {
+		if c.wm == nil {
+			return types.Value{}, fmt.Errorf("CURRENT_WATERMARK is only supported in a SELECT list or a WHERE clause evaluated on its own (a projection or filter), not inside this operator")
+		}
+		wm := c.wm()
+		if wm == math.MinInt64 {
+			return types.NullValue, nil
+		}
+		return types.TimestampMillis(wm), nil
+	}
+	return &callExpr{name: name, args: args, t: t, impl: impl{fn: fn}}, nil
 }

@@ -32,7 +32,7 @@ var nonDeterministic = map[string]bool{
 	"RAND": true, "RAND_INTEGER": true, "UUID": true,
 	"CURRENT_TIMESTAMP": true, "CURRENT_DATE": true, "CURRENT_TIME": true,
 	"LOCALTIME": true, "LOCALTIMESTAMP": true, "NOW": true, "PROCTIME": true,
-	"CURRENT_ROW_TIMESTAMP": true, "UNIX_TIMESTAMP": true,
+	"CURRENT_ROW_TIMESTAMP": true, "UNIX_TIMESTAMP": true, "CURRENT_WATERMARK": true,
 }
 
 // IsDeterministic reports whether a function always gives the same result for the same arguments.
