@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/state/kv"
 )
 
@@ -67,6 +68,17 @@ type Metadata struct {
 	// FromCheckpoint is the checkpoint the savepoint was made of
 	// ("<job>/chk-<n>").
 	FromCheckpoint string `json:"fromCheckpoint,omitempty"`
+	// Operators describe the stateful operators of the job that took the
+	// snapshot: the identity each instance's Operator names and its state
+	// schema, which a restore into an edited query compares (Migrate).
+	// Empty in snapshots of builds whose operator ids were plan positions
+	// ("v1-0"): those restore only into the same plan. Older builds ignore
+	// the field, so the format version stays.
+	Operators []*exec.OperatorState `json:"operators,omitempty"`
+	// Script is the whole job script of a savepoint: the DDL and SET
+	// statements the job was planned with, then its INSERT (or statement
+	// set), enough to plan it again.
+	Script []string `json:"script,omitempty"`
 
 	// Where the checkpoint was read from: files resolve to src at base+Path.
 	src  Storage

@@ -86,7 +86,17 @@ type sealedInstance struct {
 }
 
 func (t *task) operatorID(i int) OperatorID {
+	if i < len(t.v.States) && t.v.States[i] != nil && t.v.States[i].ID != "" {
+		return OperatorID(t.v.States[i].ID)
+	}
 	return OperatorID(fmt.Sprintf("v%d-%d", t.v.ID, i))
+}
+
+func (t *task) sourceID() OperatorID {
+	if s := t.v.SourceState; s != nil && s.ID != "" {
+		return OperatorID(s.ID)
+	}
+	return OperatorID(fmt.Sprintf("v%d-source", t.v.ID))
 }
 
 // openStates opens the state of every stateful chained operator and, when
@@ -141,7 +151,7 @@ func (t *task) openReaderState(reader SourceReader) error {
 		return fmt.Errorf("source reader %T does not record its position in checkpoints (exec.CheckpointedReader); a restore would read its input again", reader)
 	}
 	cfg := t.cfg.Checkpointing
-	id := OperatorID(fmt.Sprintf("v%d-source", t.v.ID))
+	id := t.sourceID()
 	st, err := cfg.Store.OpenInstance(id, t.subtask, t.v.Parallelism)
 	if err != nil {
 		return fmt.Errorf("open state of %s: %w", id, err)
