@@ -148,6 +148,7 @@ type Job struct {
 	savepoint *savepointRequest
 	drain     bool
 	sql       []string
+	script    []string
 }
 
 func newJobID() string {
