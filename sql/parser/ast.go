@@ -239,8 +239,8 @@ type Explain struct {
 	StmtBase
 	MigrationFrom string
 	PlanFor       bool
-	Details   []string // upper-cased: CHANGELOG_MODE, ESTIMATED_COST, JSON_EXECUTION_PLAN, PLAN_ADVICE
-	Statement Statement
+	Details       []string // upper-cased: CHANGELOG_MODE, ESTIMATED_COST, JSON_EXECUTION_PLAN, PLAN_ADVICE
+	Statement     Statement
 }
 
 // StatementSet is EXECUTE STATEMENT SET BEGIN ... END (or, in a script,
