@@ -24,7 +24,8 @@ import (
 //     operators without a schema description of their own, the node's
 //     whole EXPLAIN line);
 //   - the identities of the nearest stateful operators and sources it
-//     reads from (its position relative to the sources).
+//     reads from (its position relative to the sources), except for a
+//     sink, whose committables belong to its table whatever feeds it.
 //
 // Stateless nodes (Calc, Exchange, the window table function, Expand,
 // Unnest, Union, lookup joins) have none and are transparent: changing a
@@ -179,8 +180,12 @@ func (s *stateIDs) identity(st *exec.OperatorState) string {
 		b.WriteString(k.Name + "\x01")
 	}
 	b.WriteString("\x00")
-	for _, u := range st.Upstream {
-		b.WriteString(u + "\x01")
+	// A sink's state (its committables) belongs to the table it writes,
+	// whatever query feeds it.
+	if st.Kind != "Sink" {
+		for _, u := range st.Upstream {
+			b.WriteString(u + "\x01")
+		}
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	h := hex.EncodeToString(sum[:6])
