@@ -68,7 +68,10 @@ func verdicts(t *testing.T, text string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	lines := strings.Split(text, "\n")
-	for _, l := range lines[2:] {
+	for len(lines) > 0 && !strings.HasPrefix(lines[0], "OPERATOR") {
+		lines = lines[1:]
+	}
+	for _, l := range lines[1:] {
 		if strings.TrimSpace(l) == "" {
 			break
 		}
