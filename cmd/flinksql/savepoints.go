@@ -132,7 +132,11 @@ func printSavepoint(w io.Writer, md *checkpoint.Metadata) {
 		// The whole job script: what plans the job again.
 		fmt.Fprintln(w, "Job script:")
 		for _, s := range md.Script {
-			for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+			s = strings.TrimSpace(s)
+			if !strings.HasSuffix(s, ";") {
+				s += ";"
+			}
+			for _, line := range strings.Split(s, "\n") {
 				fmt.Fprintf(w, "  %s\n", line)
 			}
 		}
