@@ -45,8 +45,9 @@ type Metadata struct {
 	SyncDuration  time.Duration `json:"syncNanos"`
 	AsyncDuration time.Duration `json:"asyncNanos"`
 	Instances     []Instance    `json:"instances"`
-	// Plan fingerprints the job's plan; a checkpoint is only resumed by a job
-	// with the same plan (operator ids are positions in the plan).
+	// Plan fingerprints the job's plan. A named job resumes its latest
+	// checkpoint only with the same plan, and a snapshot without Operators
+	// (operator ids were plan positions) restores only into the same plan.
 	Plan string `json:"plan,omitempty"`
 	// MaxParallelism is the job's pipeline.max-parallelism, the number of key
 	// groups its keyed state is split into: a job with another number would

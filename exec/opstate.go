@@ -18,9 +18,9 @@ import (
 // recorded with the checkpoint and compared by a restore into an edited
 // query (package checkpoint, Migrate).
 type OperatorState struct {
-	// ID is a hash of Kind, Table, the key column names, Params and
-	// Upstream, prefixed for people ("WindowAggregate-3fa9c0d1e2b4"); a
-	// source's ends in "-source".
+	// ID is a hash of Kind, Table, the key column names, Params and (but
+	// for sinks) Upstream, prefixed for people
+	// ("WindowAggregate-3fa9c0d1e2b4"); a source's ends in "-source".
 	ID string `json:"id"`
 	// Kind is the operator kind: Source, Sink, GroupAggregate,
 	// WindowAggregate, or the plan node's name.

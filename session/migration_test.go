@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/sql/parser"
 )
 
@@ -287,6 +288,41 @@ func TestRestoreSnapshotWithPositionIDs(t *testing.T) {
 		}
 		if r.Job != nil {
 			r.Job.Stop()
+		}
+	}
+}
+
+// TestSavepointRecordsJobScript: a savepoint holds the statements that
+// shaped the job (DDL, SET; not SHOW, EXPLAIN or a failed statement), then
+// its INSERT, with secret option values masked.
+func TestSavepointRecordsJobScript(t *testing.T) {
+	script := "SET 's3.secret-key' = 'hunter2';\nSET 'parallelism.default' = '1';\nSHOW TABLES;\n" +
+		fmt.Sprintf(migSrc, "INT") + "CREATE TABLE o (k INT, n BIGINT) WITH ('connector' = 'blackhole');\n" +
+		"EXPLAIN INSERT INTO o SELECT k, COUNT(*) FROM src GROUP BY k;\n" +
+		"INSERT INTO o SELECT k, COUNT(*) FROM src GROUP BY k;"
+	sp := takeSavepoint(t, script)
+	md, err := checkpoint.Load(context.Background(), sp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"SET 's3.secret-key' = '******'",
+		"SET 'parallelism.default' = '1'",
+		strings.TrimSuffix(strings.TrimSpace(fmt.Sprintf(migSrc, "INT")), ";"),
+		"CREATE TABLE o (k INT, n BIGINT) WITH ('connector' = 'blackhole')",
+		"INSERT INTO o SELECT k, COUNT(*) FROM src GROUP BY k",
+	}
+	if strings.Join(md.Script, "\n") != strings.Join(want, "\n") {
+		t.Errorf("script\n%s\nwant\n%s", strings.Join(md.Script, "\n"), strings.Join(want, "\n"))
+	}
+	for in, out := range map[string]string{
+		"CREATE TABLE t (a INT) WITH ('connector' = 'kafka', 'properties.sasl.jaas.config' = 'x y ''z''', 'key.format' = 'json')": "CREATE TABLE t (a INT) WITH ('connector' = 'kafka', 'properties.sasl.jaas.config' = '******', 'key.format' = 'json')",
+		"SET 'password'='p'":                 "SET 'password'='******'",
+		"SET 's3.access-key' = 'A'":          "SET 's3.access-key' = '******'",
+		"SET 'table.exec.state.ttl' = '1 h'": "SET 'table.exec.state.ttl' = '1 h'",
+	} {
+		if got := maskSecrets(in); got != out {
+			t.Errorf("maskSecrets(%s) = %s, want %s", in, got, out)
 		}
 	}
 }
