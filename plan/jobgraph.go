@@ -18,7 +18,14 @@ import (
 // parallelism stays the same; every ExchangeNode starts a new vertex.
 func (pl *Plan) JobGraph(name string) (*exec.JobGraph, error) {
 	gb := &graphBuilder{p: pl.planner, cfg: pl.planner.exprConfig(), g: &exec.JobGraph{Name: name}, ids: newStateIDs(pl.planner)}
+	seen := map[string]int{}
 	for _, s := range pl.Sinks {
+		// The second INSERT into one table feeds "<table>#2".
+		seen[s.Name]++
+		gb.ids.feeds = s.Name
+		if n := seen[s.Name]; n > 1 {
+			gb.ids.feeds = fmt.Sprintf("%s#%d", s.Name, n)
+		}
 		if _, err := gb.build(s); err != nil {
 			return nil, err
 		}

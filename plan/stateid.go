@@ -18,7 +18,9 @@ import (
 // exec.OperatorState whose ID is derived from what determines that state,
 // not from where the node lands in the job graph:
 //
-//   - its kind, and for sources and sinks the table;
+//   - its kind, and for sources and sinks the table (for a source also
+//     the sink table of its statement: each INSERT of a statement set
+//     scans its tables itself);
 //   - the names of its key columns;
 //   - what else fixes the meaning of its state (a window's definition; for
 //     operators without a schema description of their own, the node's
@@ -36,7 +38,12 @@ import (
 // the state (package checkpoint, Migrate).
 
 type stateIDs struct {
-	p      *Planner
+	p *Planner
+	// feeds is the sink table of the statement being built: a source's
+	// identity includes it, so that a scan keeps its position when another
+	// INSERT of a statement set reads the same table (each INSERT scans
+	// its tables itself).
+	feeds  string
 	byNode map[Node]*exec.OperatorState
 	done   map[Node]bool
 	used   map[string]int
@@ -94,9 +101,9 @@ func (s *stateIDs) describe(n Node) *exec.OperatorState {
 	case *CalcNode, *ExchangeNode, *WindowTVFNode, *ExpandNode, *UnnestNode, *UnionNode, *LookupJoinNode:
 		return nil
 	case *ScanNode:
-		return &exec.OperatorState{Kind: "Source", Name: x.Describe(), Table: x.Table.ID.String()}
+		return &exec.OperatorState{Kind: "Source", Name: x.Describe(), Table: x.Table.ID.String(), Params: "feeds=" + s.feeds}
 	case *ValuesNode:
-		return &exec.OperatorState{Kind: "Source", Name: "Values", Params: x.Describe()}
+		return &exec.OperatorState{Kind: "Source", Name: "Values", Params: x.Describe() + " feeds=" + s.feeds}
 	case *SinkNode:
 		return &exec.OperatorState{Kind: "Sink", Name: x.Describe(), Table: x.Name, Upstream: s.upstream(n)}
 	case *GroupAggNode:

@@ -112,6 +112,13 @@ func TestExplainMigrationVerdicts(t *testing.T) {
 				"EXECUTE STATEMENT SET BEGIN INSERT INTO o SELECT k, COUNT(*) FROM src WHERE v > 0 GROUP BY k; INSERT INTO o2 SELECT k, v FROM src; END;",
 			[]string{"Source: kept", "GroupAggregate: kept", "Sink: kept", "Source: new (starts empty)", "Sink: new (starts empty)"}, false,
 			"Result: compatible: 3 operator(s) keep their state, 2 start empty"},
+		// The new INSERT comes first: the old one's scan keeps its position
+		// all the same (a source's identity names the table it feeds).
+		{"sink added first in a statement set", fmt.Sprintf(groupCount, "INT"),
+			fmt.Sprintf(migSrc, "INT") + sinkKN + "CREATE TABLE o2 (k INT, v INT) WITH ('connector' = 'blackhole');\n" +
+				"EXECUTE STATEMENT SET BEGIN INSERT INTO o2 SELECT k, v FROM src; INSERT INTO o SELECT k, COUNT(*) FROM src WHERE v > 0 GROUP BY k; END;",
+			[]string{"Source: new (starts empty)", "Sink: new (starts empty)", "Source: kept", "GroupAggregate: kept", "Sink: kept"}, false,
+			"Result: compatible: 3 operator(s) keep their state, 2 start empty"},
 		{"aggregate added", fmt.Sprintf(groupCount, "INT"),
 			fmt.Sprintf(migSrc, "INT") + "CREATE TABLE o (k INT, n BIGINT, m INT) WITH ('connector' = 'blackhole');\n" +
 				"INSERT INTO o SELECT k, COUNT(*), MAX(v) FROM src WHERE v > 0 GROUP BY k;",
