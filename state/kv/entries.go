@@ -139,11 +139,24 @@ func (b *Backend) RewriteValues(name string, fn func(v []byte) ([]byte, error)) 
 	}
 	type kvp struct{ k, v []byte }
 	var batch []kvp
-	for kg := b.kgs.First; kg <= b.kgs.Last; kg++ {
+	// Key group by key group for rocksdb (a seek each, a bounded batch);
+	// for hashmap, whose each sorts what it visits, one pass over the
+	// instance's key groups (its state is in memory anyway).
+	step := 1
+	if b.kind == image.Hashmap {
+		step = b.kgs.Last - b.kgs.First + 1
+	}
+	for kg := b.kgs.First; kg <= b.kgs.Last; kg += step {
 		lo := binary.BigEndian.AppendUint16(appendKeyGroup(nil, kg), d.sid)
 		hi := binary.BigEndian.AppendUint16(appendKeyGroup(nil, kg), d.sid+1)
+		if step > 1 {
+			hi = appendKeyGroup(nil, b.kgs.Last+1)
+		}
 		batch = batch[:0]
 		err := b.eng.each(lo, hi, func(k, v []byte) error {
+			if len(k) < kgLen+sidLen || binary.BigEndian.Uint16(k[kgLen:]) != d.sid {
+				return nil // another state, in the one-pass range
+			}
 			stamp := []byte(nil)
 			if d.ttl > 0 {
 				if len(v) < ttlLen {
@@ -151,7 +164,9 @@ func (b *Backend) RewriteValues(name string, fn func(v []byte) ([]byte, error)) 
 				}
 				stamp, v = v[:ttlLen], v[ttlLen:]
 			}
-			nv, err := fn(v)
+			// Capped: an append of fn's must not write into the engine's
+			// memory behind v.
+			nv, err := fn(v[:len(v):len(v)])
 			if err != nil {
 				return fmt.Errorf("stored value of key %x: %w", prefix32(k), err)
 			}
