@@ -147,10 +147,12 @@ func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, 
 	// recorded in every checkpoint and compared with the restored one's.
 	g, err := pl.JobGraph(job)
 	if err != nil {
+		c.unlock()
 		return nil, err
 	}
 	ops, err := exec.DescribeStates(g, s.cfg.TempDir)
 	if err != nil {
+		c.unlock()
 		return nil, fmt.Errorf("describing the job's state: %w", err)
 	}
 	mopts := []checkpoint.Option{checkpoint.WithLog(s.cfg.Stderr), checkpoint.WithPlan(plan), checkpoint.WithOperators(ops)}
@@ -190,7 +192,10 @@ func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, 
 		}
 		if err != nil {
 			c.unlock()
-			return nil, fmt.Errorf("execution.state-recovery.path: %w", err)
+			if recovery != "" {
+				return nil, fmt.Errorf("execution.state-recovery.path: %w", err)
+			}
+			return nil, fmt.Errorf("resuming job '%s' from its latest checkpoint: %w", job, err)
 		}
 		for _, v := range mg.Operators {
 			switch {
