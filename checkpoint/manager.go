@@ -29,6 +29,7 @@ type Manager struct {
 	log            io.Writer
 	now            func() time.Time
 	plan           string // fingerprint recorded in each checkpoint
+	operators      []*exec.OperatorState
 	guard          func() error
 	maxParallelism int // recorded in each checkpoint; guarded by mu
 
@@ -131,6 +132,12 @@ func (g guardedStorage) location() (string, map[string]string) {
 
 // WithPlan records a fingerprint of the job's plan in every checkpoint.
 func WithPlan(fingerprint string) Option { return func(m *Manager) { m.plan = fingerprint } }
+
+// WithOperators records the identities and state schemas of the job's
+// stateful operators in every checkpoint (Metadata.Operators).
+func WithOperators(ops []*exec.OperatorState) Option {
+	return func(m *Manager) { m.operators = ops }
+}
 
 // NewManager opens the checkpoints of job in st. It reads the _metadata of
 // every retained checkpoint to rebuild the shared-state registry, removes

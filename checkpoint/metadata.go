@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/state/kv"
 )
 
@@ -44,8 +45,9 @@ type Metadata struct {
 	SyncDuration  time.Duration `json:"syncNanos"`
 	AsyncDuration time.Duration `json:"asyncNanos"`
 	Instances     []Instance    `json:"instances"`
-	// Plan fingerprints the job's plan; a checkpoint is only resumed by a job
-	// with the same plan (operator ids are positions in the plan).
+	// Plan fingerprints the job's plan. A named job resumes its latest
+	// checkpoint only with the same plan, and a snapshot without Operators
+	// (operator ids were plan positions) restores only into the same plan.
 	Plan string `json:"plan,omitempty"`
 	// MaxParallelism is the job's pipeline.max-parallelism, the number of key
 	// groups its keyed state is split into: a job with another number would
@@ -67,6 +69,17 @@ type Metadata struct {
 	// FromCheckpoint is the checkpoint the savepoint was made of
 	// ("<job>/chk-<n>").
 	FromCheckpoint string `json:"fromCheckpoint,omitempty"`
+	// Operators describe the stateful operators of the job that took the
+	// snapshot: the identity each instance's Operator names and its state
+	// schema, which a restore into an edited query compares (Migrate).
+	// Empty in snapshots of builds whose operator ids were plan positions
+	// ("v1-0"): those restore only into the same plan. Older builds ignore
+	// the field, so the format version stays.
+	Operators []*exec.OperatorState `json:"operators,omitempty"`
+	// Script is the whole job script of a savepoint: the DDL and SET
+	// statements the job was planned with, then its INSERT (or statement
+	// set), enough to plan it again.
+	Script []string `json:"script,omitempty"`
 
 	// Where the checkpoint was read from: files resolve to src at base+Path.
 	src  Storage

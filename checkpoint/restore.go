@@ -36,7 +36,7 @@ func (rs *runtimeStore) viaEntries(op exec.OperatorID, parallelism int) bool {
 	if len(ins) == 0 {
 		return false
 	}
-	if rs.restore.Type == TypeSavepoint || rs.restoredParallelism[string(op)] != parallelism {
+	if rs.restore.Type == TypeSavepoint || rs.restoredParallelism[string(op)] != parallelism || len(rs.rewrites[string(op)]) > 0 {
 		return true
 	}
 	for _, in := range ins {
@@ -91,6 +91,8 @@ func (rs *runtimeStore) openKeyedFromEntries(op exec.OperatorID, subtask, parall
 		}
 		if err = ki.b.Import(sources); err != nil {
 			err = fmt.Errorf("restoring from %s: %w", rs.what(), err)
+			_ = ki.b.Close()
+		} else if err = rs.migrate(op, ki.b); err != nil {
 			_ = ki.b.Close()
 		}
 	}
@@ -161,7 +163,7 @@ func (rs *runtimeStore) openInstanceFromEntries(op exec.OperatorID, subtask, par
 	}
 	is := &instanceState{rs: rs, op: op, subtask: subtask, parallelism: parallelism, dir: dir, restored: true}
 	is.rescaled = rs.restoredParallelism[string(op)] != parallelism
-	source := strings.HasSuffix(string(op), "-source")
+	source := exec.IsSourceOperator(string(op))
 	var entries entriesReader
 	for i, in := range rs.byOp[string(op)] {
 		if in.Format != "" && in.Format != StoreEntriesFormat {
@@ -271,4 +273,15 @@ func fetchReadOnly(md *Metadata, in *Instance, dir string) ([]state.File, error)
 		files = append(files, state.File{Name: f.Name, LocalName: f.LocalName, Size: f.Size, SHA256: f.SHA256, Shared: f.Shared})
 	}
 	return files, nil
+}
+
+// migrate converts the stored values of the restored states the
+// migration rewrites into op's layout.
+func (rs *runtimeStore) migrate(op exec.OperatorID, b *kv.Backend) error {
+	for name, fn := range rs.rewrites[string(op)] {
+		if err := b.RewriteValues(name, fn); err != nil {
+			return fmt.Errorf("migrating state %q of %s restored from %s: %w", name, op, rs.what(), err)
+		}
+	}
+	return nil
 }

@@ -34,6 +34,13 @@ type runtimeStore struct {
 	// noClaim: the restored snapshot is not this job's (NO_CLAIM), so no
 	// checkpoint may reference its files.
 	noClaim bool
+	// mapping, when set, maps the restored snapshot's operator ids to this
+	// job's (a Migration's); instances it does not map are not restored.
+	mapping map[string]string
+	// rewrites convert stored values of keyed states of this job's
+	// operators (by operator id, then state name) from the snapshot's
+	// layout.
+	rewrites map[string]map[string]exec.ValueRewrite
 }
 
 // StoreOption configures NewRuntimeStore.
@@ -43,6 +50,14 @@ type StoreOption func(*runtimeStore)
 // that no checkpoint of the job references a file of the restored snapshot
 // (execution.state-recovery.claim-mode NO_CLAIM).
 func NoClaim() StoreOption { return func(rs *runtimeStore) { rs.noClaim = true } }
+
+// WithMigration restores the snapshot into a job whose operators the
+// migration mapped: instances are found under the job's operator ids,
+// stored values are converted where the schema changed, and state of
+// operators the job no longer has is left out.
+func WithMigration(mg *Migration) StoreOption {
+	return func(rs *runtimeStore) { rs.mapping, rs.rewrites = mg.Mapping, mg.Rewrites }
+}
 
 type instanceKey struct {
 	op      string
@@ -74,9 +89,16 @@ func NewRuntimeStore(m *Manager, kind state.Kind, localDir string, restore *Meta
 	if restore != nil {
 		for i := range restore.Instances {
 			in := &restore.Instances[i]
-			rs.restored[instanceKey{in.Operator, in.Subtask}] = in
-			rs.restoredParallelism[in.Operator] = in.Parallelism
-			rs.byOp[in.Operator] = append(rs.byOp[in.Operator], in)
+			op := in.Operator
+			if rs.mapping != nil {
+				var ok bool
+				if op, ok = rs.mapping[op]; !ok {
+					continue // not restored (ignore-unclaimed-state)
+				}
+			}
+			rs.restored[instanceKey{op, in.Subtask}] = in
+			rs.restoredParallelism[op] = in.Parallelism
+			rs.byOp[op] = append(rs.byOp[op], in)
 		}
 		for _, ins := range rs.byOp {
 			sort.Slice(ins, func(i, j int) bool { return ins[i].Subtask < ins[j].Subtask })
@@ -270,6 +292,7 @@ func (rs *runtimeStore) Complete(ctx context.Context, id exec.CheckpointID, acks
 		Timestamp: rs.m.now().UTC(),
 		Instances: make([]Instance, 0, len(acks)),
 		Plan:      rs.m.plan,
+		Operators: rs.m.operators,
 	}
 	seen := map[instanceKey]bool{}
 	private := map[string]bool{}

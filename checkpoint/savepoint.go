@@ -61,6 +61,9 @@ type SavepointOptions struct {
 	JobID string
 	// SQL is the job's statements, recorded in the metadata.
 	SQL []string
+	// Script is the whole job script (DDL, SET, then the INSERT or
+	// statement set): what plans the job again.
+	Script []string
 	// TempDir is where the instances' files are converted; empty means
 	// os.TempDir().
 	TempDir string
@@ -119,6 +122,8 @@ func WriteSavepoint(ctx context.Context, src *Metadata, dir string, opts Savepoi
 		Plan:            src.Plan,
 		MaxParallelism:  src.MaxParallelism,
 		SQL:             opts.SQL,
+		Script:          opts.Script,
+		Operators:       src.Operators,
 		FromCheckpoint:  strings.TrimSuffix(src.base, "/") + "/" + src.Dir(),
 	}
 	var written []string

@@ -76,6 +76,7 @@ type readerPosition struct {
 // sealedInstance is a sealed snapshot on its way to the uploader.
 type sealedInstance struct {
 	id     OperatorID
+	index  int // the operator's position in the chain; -1: the source reader
 	sealed SealedState
 	sync   time.Duration
 	size   *kv.Sizes // a keyed instance's state size
@@ -86,7 +87,17 @@ type sealedInstance struct {
 }
 
 func (t *task) operatorID(i int) OperatorID {
+	if i < len(t.v.States) && t.v.States[i] != nil && t.v.States[i].ID != "" {
+		return OperatorID(t.v.States[i].ID)
+	}
 	return OperatorID(fmt.Sprintf("v%d-%d", t.v.ID, i))
+}
+
+func (t *task) sourceID() OperatorID {
+	if s := t.v.SourceState; s != nil && s.ID != "" {
+		return OperatorID(s.ID)
+	}
+	return OperatorID(fmt.Sprintf("v%d-source", t.v.ID))
 }
 
 // openStates opens the state of every stateful chained operator and, when
@@ -141,7 +152,7 @@ func (t *task) openReaderState(reader SourceReader) error {
 		return fmt.Errorf("source reader %T does not record its position in checkpoints (exec.CheckpointedReader); a restore would read its input again", reader)
 	}
 	cfg := t.cfg.Checkpointing
-	id := OperatorID(fmt.Sprintf("v%d-source", t.v.ID))
+	id := t.sourceID()
 	st, err := cfg.Store.OpenInstance(id, t.subtask, t.v.Parallelism)
 	if err != nil {
 		return fmt.Errorf("open state of %s: %w", id, err)
@@ -216,7 +227,7 @@ func (t *task) checkpoint(id CheckpointID) error {
 		if _, ok := t.cp.reader.(CheckpointCompleteReader); ok {
 			t.cp.positions = append(t.cp.positions, readerPosition{id: id, pos: pos})
 		}
-		sealed = append(sealed, sealedInstance{id: in.id, sealed: ss, sync: time.Since(start)})
+		sealed = append(sealed, sealedInstance{id: in.id, index: -1, sealed: ss, sync: time.Since(start)})
 	}
 	for i, op := range t.ops {
 		if t.keyed[i] != nil {
@@ -232,7 +243,7 @@ func (t *task) checkpoint(id CheckpointID) error {
 			// instance's sync time: O(1) for hashmap, O(cached entries +
 			// SSTs) for rocksdb.)
 			size := t.reportStateSize(i)
-			sealed = append(sealed, sealedInstance{id: t.keyed[i].id, sealed: ss, sync: sync, size: &size,
+			sealed = append(sealed, sealedInstance{id: t.keyed[i].id, index: i, sealed: ss, sync: sync, size: &size,
 				name: t.opName(i), states: t.keyed[i].b.Declarations()})
 			continue
 		}
@@ -253,7 +264,7 @@ func (t *task) checkpoint(id CheckpointID) error {
 		if err != nil {
 			return fail(t.wrapOp(i, fmt.Errorf("seal state of %s: %w", in.id, err)))
 		}
-		sealed = append(sealed, sealedInstance{id: in.id, sealed: ss, sync: time.Since(t0), name: t.opName(i)})
+		sealed = append(sealed, sealedInstance{id: in.id, index: i, sealed: ss, sync: time.Since(t0), name: t.opName(i)})
 	}
 	t.upload(id, sealed, time.Since(start))
 	return nil
@@ -295,6 +306,7 @@ func (t *task) upload(id CheckpointID, sealed []sealedInstance, sync time.Durati
 				ack.StateSize = s.size
 			}
 			ack.Name, ack.States = s.name, s.states
+			ack.Vertex, ack.Index = t.v.ID, s.index
 			if ack.AsyncDuration == 0 {
 				ack.AsyncDuration = time.Since(start)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/flinksql/flinksql/state"
+	"strings"
 	"time"
 
 	"github.com/flinksql/flinksql/state/kv"
@@ -122,10 +123,16 @@ type TwoPhaseCommitWriter interface {
 	Abort(committables []Committable) error
 }
 
-// OperatorID identifies an operator instance's state across restarts of the
-// same plan: the vertex ID and the position in its chain ("v3-1"), or
-// "v0-source" for a source reader.
+// OperatorID identifies an operator instance's state across restarts: the
+// stable identity the planner derived from what determines the state
+// (OperatorState.ID), or, in graphs without one, the vertex ID and the
+// position in its chain ("v3-1"), or "v0-source" for a source reader. A
+// source's ID ends in "-source" either way (IsSourceOperator).
 type OperatorID string
+
+// IsSourceOperator reports whether id is the state of a source reader (its
+// positions), which a restore at another parallelism gives every subtask.
+func IsSourceOperator(id string) bool { return strings.HasSuffix(id, "-source") }
 
 // CheckpointMode is execution.checkpointing.mode.
 type CheckpointMode uint8
@@ -316,4 +323,8 @@ type InstanceAck struct {
 	// inspection (flinksql savepoints).
 	Name   string
 	States []kv.Declaration
+	// Vertex and Index say where the instance runs: its job-graph vertex
+	// and its operator's position in the vertex's chain (-1: the source
+	// reader). Operator ids are stable identities and do not say it.
+	Vertex, Index int
 }

@@ -28,6 +28,12 @@ type Vertex struct {
 	Chain []func() (Operator, error)
 	// Names of the chained operators, parallel to Chain, for metrics.
 	ChainNames []string
+	// States describe the chained operators' state, parallel to Chain (or
+	// nil): an entry's ID is the operator's identity in checkpoints instead
+	// of its position in the graph. SourceState does the same for the
+	// source reader's position.
+	States      []*OperatorState
+	SourceState *OperatorState
 }
 
 // Input connects an upstream vertex to an input of this vertex's first

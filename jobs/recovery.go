@@ -18,6 +18,7 @@ import (
 	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/options"
+	"github.com/flinksql/flinksql/plan"
 	"github.com/flinksql/flinksql/state"
 )
 
@@ -57,6 +58,11 @@ type checkpointing struct {
 	// bad are the checkpoints a restore found unrestorable
 	// (exec.ErrCheckpointUnrestorable): recovery never picks them again.
 	bad map[int64]bool
+	// migration maps the state of migrated (the snapshot the job started
+	// from) onto the job's operators; attempts that restore another
+	// checkpoint (one of this run's) need none.
+	migration *checkpoint.Migration
+	migrated  *checkpoint.Metadata
 }
 
 var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -69,7 +75,8 @@ var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // explicit name checkpoints into a directory of its own and never resumes by
 // name: default names such as insert-into_<sink> are shared by different
 // queries.
-func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, job, plan string) (*checkpointing, error) {
+func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, job string, pl *plan.Plan) (*checkpointing, error) {
+	plan := pl.Fingerprint()
 	iv := strings.TrimSpace(conf.Get(options.CheckpointInterval.Key))
 	recovery := strings.TrimSpace(options.RecoveryPath.Get(conf))
 	savepoints := strings.TrimSpace(options.SavepointsDir.Get(conf))
@@ -136,7 +143,19 @@ func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, 
 			return nil, fmt.Errorf("'pipeline.name' '%s': %w", job, err)
 		}
 	}
-	mopts := []checkpoint.Option{checkpoint.WithLog(s.cfg.Log), checkpoint.WithPlan(plan)}
+	// The identities and state schemas of the job's stateful operators,
+	// recorded in every checkpoint and compared with the restored one's.
+	g, err := pl.JobGraph(job)
+	if err != nil {
+		c.unlock()
+		return nil, err
+	}
+	ops, err := exec.DescribeStates(g, s.cfg.TempDir)
+	if err != nil {
+		c.unlock()
+		return nil, fmt.Errorf("describing the job's state: %w", err)
+	}
+	mopts := []checkpoint.Option{checkpoint.WithLog(s.cfg.Log), checkpoint.WithPlan(plan), checkpoint.WithOperators(ops)}
 	if c.lease != nil {
 		mopts = append(mopts, checkpoint.WithGuard(c.lease.Check))
 	}
@@ -158,11 +177,35 @@ func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, 
 			return nil, err
 		}
 	}
-	if c.restore != nil && c.restore.Plan != "" && c.restore.Plan != plan {
+	if recovery == "" && c.restore != nil && c.restore.Plan != "" && c.restore.Plan != plan {
 		c.unlock()
 		return nil, fmt.Errorf("Checkpoint %d of job '%s' was taken by a different plan (the query or its tables changed), so its state cannot be restored into this one. "+
 			"Use another 'pipeline.name', delete that job's checkpoints from '%s', or set 'execution.state-recovery.path' to a checkpoint of this plan.",
 			c.restore.ID, job, dir)
+	}
+	if c.restore != nil {
+		// Which state of the snapshot goes to which operator (query
+		// evolution: checkpoint.PlanMigration).
+		mg, err := checkpoint.PlanMigration(c.restore, ops, plan, checkpoint.PositionalIDs(g))
+		if err == nil {
+			err = mg.Check(options.IgnoreUnclaimedState.Get(conf))
+		}
+		if err != nil {
+			c.unlock()
+			if recovery != "" {
+				return nil, fmt.Errorf("execution.state-recovery.path: %w", err)
+			}
+			return nil, fmt.Errorf("resuming job '%s' from its latest checkpoint: %w", job, err)
+		}
+		for _, v := range mg.Operators {
+			switch {
+			case v.Verdict == checkpoint.VerdictDropped:
+				fmt.Fprintf(s.cfg.Stderr, "[WARN] The state of operator %s (%s) in %s is not restored: the job has no such operator ('%s' is true).\n", v.From, v.Name, mg.Snapshot, options.IgnoreUnclaimedState.Key)
+			case v.Verdict == checkpoint.VerdictKept && v.Why != "":
+				fmt.Fprintf(s.cfg.Stderr, "[INFO] Migrating the state of operator %s (%s): %s.\n", v.ID, v.Name, v.Why)
+			}
+		}
+		c.migration, c.migrated = mg, c.restore
 	}
 	if recovery != "" && c.restore != nil {
 		// Who owns the snapshot named explicitly (Flink's claim modes); a
@@ -265,6 +308,9 @@ func (c *checkpointing) attemptConfig(localDir string) *exec.CheckpointConfig {
 	var opts []checkpoint.StoreOption
 	if c.restore != nil && c.restore == c.noClaim {
 		opts = append(opts, checkpoint.NoClaim())
+	}
+	if c.restore != nil && c.restore == c.migrated {
+		opts = append(opts, checkpoint.WithMigration(c.migration))
 	}
 	cfg.Store = checkpoint.NewRuntimeStore(c.manager, c.kind, localDir, c.restore, opts...)
 	// New checkpoint IDs continue after every retained one, also when an

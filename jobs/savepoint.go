@@ -25,6 +25,15 @@ func (rj *Job) SetSQL(stmts ...string) {
 	rj.s.mu.Unlock()
 }
 
+// SetScript records the whole job script (the DDL and SET statements it
+// was planned with, then its INSERT or statement set), stored in its
+// savepoints so that they can plan it again.
+func (rj *Job) SetScript(stmts []string) {
+	rj.s.mu.Lock()
+	rj.script = append([]string(nil), stmts...)
+	rj.s.mu.Unlock()
+}
+
 // savepointDir is the directory a savepoint goes to: dir, or else
 // state.savepoints.dir.
 func (rj *Job) savepointDir(dir string) (string, error) {
@@ -101,10 +110,10 @@ func (s *Supervisor) writeFinalSavepoint(rj *Job, req *savepointRequest) bool {
 	}
 	if err == nil {
 		s.mu.Lock()
-		sql := rj.sql
+		sql, script := rj.sql, rj.script
 		s.mu.Unlock()
 		req.result, err = checkpoint.WriteSavepoint(context.Background(), latest, req.dir,
-			checkpoint.SavepointOptions{JobID: rj.id, SQL: sql, TempDir: s.cfg.TempDir, Storage: rj.cp.storageOpts})
+			checkpoint.SavepointOptions{JobID: rj.id, SQL: sql, Script: script, TempDir: s.cfg.TempDir, Storage: rj.cp.storageOpts})
 	}
 	if err != nil {
 		where := ""
@@ -134,7 +143,7 @@ func (rj *Job) TriggerSavepoint(ctx context.Context, dir string) (*checkpoint.Sa
 	// before it is pinned: trigger again then.
 	for range 3 {
 		s.mu.Lock()
-		j, status, sql := rj.current, rj.status, rj.sql
+		j, status, sql, script := rj.current, rj.status, rj.sql, rj.script
 		s.mu.Unlock()
 		if status != "RUNNING" {
 			return nil, fmt.Errorf("Cannot take a savepoint of job %s ('%s'): it is %s.", rj.id, rj.name, status)
@@ -149,7 +158,7 @@ func (rj *Job) TriggerSavepoint(ctx context.Context, dir string) (*checkpoint.Sa
 			continue
 		}
 		sp, err := checkpoint.WriteSavepoint(ctx, md, dir,
-			checkpoint.SavepointOptions{JobID: rj.id, SQL: sql, TempDir: s.cfg.TempDir, Storage: rj.cp.storageOpts})
+			checkpoint.SavepointOptions{JobID: rj.id, SQL: sql, Script: script, TempDir: s.cfg.TempDir, Storage: rj.cp.storageOpts})
 		release()
 		if err != nil {
 			return nil, fmt.Errorf("taking a savepoint of job %s ('%s'): %w", rj.id, rj.name, err)

@@ -2,8 +2,6 @@ package jobs
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -250,18 +248,16 @@ func (t *checkpointTracker) snapshot() CheckpointStats {
 	return s
 }
 
-// operatorFigures sums acknowledgements per operator ("v<vertex>-<index>"
-// or "v<vertex>-source"), in job-graph order.
+// operatorFigures sums acknowledgements per operator, in job-graph order.
 func operatorFigures(acks []exec.InstanceAck) []OperatorCheckpoint {
 	at := map[exec.OperatorID]int{}
 	var out []OperatorCheckpoint
 	for _, a := range acks {
 		i, ok := at[a.Op]
 		if !ok {
-			v, idx := parseOp(a.Op)
 			i = len(out)
 			at[a.Op] = i
-			out = append(out, OperatorCheckpoint{Vertex: v, Index: idx, Name: a.Name})
+			out = append(out, OperatorCheckpoint{Vertex: a.Vertex, Index: a.Index, Name: a.Name})
 		}
 		o := &out[i]
 		o.Subtasks++
@@ -277,16 +273,6 @@ func operatorFigures(acks []exec.InstanceAck) []OperatorCheckpoint {
 		return a.Index - b.Index
 	})
 	return out
-}
-
-func parseOp(op exec.OperatorID) (vertex, index int) {
-	v, i, _ := strings.Cut(strings.TrimPrefix(string(op), "v"), "-")
-	vertex, _ = strconv.Atoi(v)
-	if i == "source" {
-		return vertex, -1
-	}
-	index, _ = strconv.Atoi(i)
-	return vertex, index
 }
 
 // init learns the job's graph and where its checkpoints lie, once.

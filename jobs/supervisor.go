@@ -155,6 +155,7 @@ type Job struct {
 	savepoint *savepointRequest
 	drain     bool
 	sql       []string
+	script    []string
 	// tracker keeps the checkpoint statistics (all attempts); interval is
 	// the checkpoint interval (0: periodic checkpoints off).
 	tracker  *checkpointTracker
@@ -188,7 +189,7 @@ func jobName(conf *options.Values, plan *plan.Plan) string {
 // storage, leases, sink checks), not the job.
 func (s *Supervisor) Submit(ctx context.Context, plan *plan.Plan, conf *options.Values, execCfg exec.Config) (*Job, error) {
 	name := jobName(conf, plan)
-	cp, err := s.checkpointSetup(ctx, conf, name, plan.Fingerprint())
+	cp, err := s.checkpointSetup(ctx, conf, name, plan)
 	if err != nil {
 		return nil, err
 	}

@@ -98,6 +98,9 @@ var (
 	ClaimMode = Enum("execution.state-recovery.claim-mode", "NO_CLAIM", []string{"CLAIM", "NO_CLAIM"},
 		"Who owns the snapshot named by 'execution.state-recovery.path': NO_CLAIM, the job never deletes or changes it and its first checkpoint is a full one; CLAIM, the job owns it and deletes it once a checkpoint of its own subsumes it.",
 		"execution.savepoint-restore-mode")
+	IgnoreUnclaimedState = Bool("execution.state-recovery.ignore-unclaimed-state", false,
+		"Allow to skip state of the snapshot named by 'execution.state-recovery.path' that cannot be restored: state of operators the job no longer has (EXPLAIN MIGRATION calls it dropped). Incompatible state is refused whatever this says.",
+		"execution.savepoint.ignore-unclaimed-state")
 	SavepointsDir = String("state.savepoints.dir", "",
 		"The default directory of savepoints (STOP JOB ... WITH SAVEPOINT, flinksql savepoint): a local path, file:// or s3:// URI. Setting it also turns checkpointing on for jobs without 'execution.checkpointing.interval' (a checkpoint is then taken only for a savepoint).", nil,
 		"execution.checkpointing.savepoint-dir")
@@ -155,7 +158,7 @@ func Session() *Registry {
 		&CheckpointInterval.Spec, &CheckpointMode.Spec, &CheckpointTimeout.Spec, &CheckpointMinPause.Spec,
 		&CheckpointMaxConcurrent.Spec, &TolerableFailures.Spec, &Incremental.Spec, &CheckpointRetention.Spec,
 		&StateBackend.Spec, &ManagedMemory.Spec, &RocksDBManaged.Spec, &RocksDBFixedPerSlot.Spec, &CheckpointsDir.Spec,
-		&NumRetained.Spec, &RecoveryPath.Spec, &ClaimMode.Spec, &SavepointsDir.Spec,
+		&NumRetained.Spec, &RecoveryPath.Spec, &ClaimMode.Spec, &IgnoreUnclaimedState.Spec, &SavepointsDir.Spec,
 		&RestartStrategy.Spec, &FixedDelayAttempts.Spec, &FixedDelay.Spec, &ExpInitialBackoff.Spec, &ExpMaxBackoff.Spec,
 		&ExpMultiplier.Spec, &ExpAttemptsBeforeReset.Spec, &ExpResetThreshold.Spec, &ExpJitter.Spec,
 		&S3Endpoint.Spec, &S3PathStyle.Spec, &S3AccessKey.Spec, &S3SecretKey.Spec, &S3Region.Spec,

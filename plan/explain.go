@@ -105,9 +105,10 @@ func writeTree(b *strings.Builder, n Node, first, rest string, changelog bool) {
 }
 
 // Fingerprint identifies the plan's shape: the execution plan's text (every
-// node with its parameters), hashed. State of a checkpoint is only restored
-// into a job with the same fingerprint, since operator ids are positions in
-// the plan.
+// node with its parameters), hashed. A named job resumes its latest
+// checkpoint only with the same fingerprint, and snapshots of builds whose
+// operator ids were plan positions restore only into the same one;
+// otherwise state is mapped by operator identity (stateid.go).
 func (pl *Plan) Fingerprint() string {
 	var b strings.Builder
 	for _, s := range pl.Sinks {

@@ -17,8 +17,15 @@ import (
 // JobGraph builds the runtime graph of the plan. Operators chain while the
 // parallelism stays the same; every ExchangeNode starts a new vertex.
 func (pl *Plan) JobGraph(name string) (*exec.JobGraph, error) {
-	gb := &graphBuilder{p: pl.planner, cfg: pl.planner.exprConfig(), g: &exec.JobGraph{Name: name}}
+	gb := &graphBuilder{p: pl.planner, cfg: pl.planner.exprConfig(), g: &exec.JobGraph{Name: name}, ids: newStateIDs(pl.planner)}
+	seen := map[string]int{}
 	for _, s := range pl.Sinks {
+		// The second INSERT into one table feeds "<table>#2".
+		seen[s.Name]++
+		gb.ids.feeds = s.Name
+		if n := seen[s.Name]; n > 1 {
+			gb.ids.feeds = fmt.Sprintf("%s#%d", s.Name, n)
+		}
 		if _, err := gb.build(s); err != nil {
 			return nil, err
 		}
@@ -30,6 +37,7 @@ type graphBuilder struct {
 	p   *Planner
 	cfg *expr.Config
 	g   *exec.JobGraph
+	ids *stateIDs
 }
 
 func (gb *graphBuilder) newVertex(name string, parallelism int) *exec.Vertex {
@@ -49,8 +57,30 @@ func appendOp(v *exec.Vertex, name string, f func() (exec.Operator, error)) *exe
 	return v
 }
 
-// build returns the vertex whose chain ends with n's operator.
+// build returns the vertex whose chain ends with n's operator, which gets
+// n's state identity (stateid.go).
 func (gb *graphBuilder) build(n Node) (*exec.Vertex, error) {
+	v, err := gb.buildNode(n)
+	if err != nil || v == nil {
+		return v, err
+	}
+	if st := gb.ids.state(n); st != nil {
+		switch n.(type) {
+		case *ScanNode, *ValuesNode:
+			v.SourceState = st
+		default:
+			for len(v.States) < len(v.Chain) {
+				v.States = append(v.States, nil)
+			}
+			if len(v.Chain) > 0 {
+				v.States[len(v.Chain)-1] = st
+			}
+		}
+	}
+	return v, nil
+}
+
+func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 	switch x := n.(type) {
 	case *ScanNode:
 		return gb.scan(x), nil

@@ -61,6 +61,10 @@ type Session struct {
 	// pendingSet collects INSERTs between BEGIN STATEMENT SET and END.
 	pendingSet []*parser.Insert
 	inSet      bool
+	// script are the statements that shaped the catalog and options so far
+	// (DDL, SET, RESET, USE), recorded with each job for its savepoints
+	// (sensitive option values masked: script.go).
+	script []string
 }
 
 // New creates a session.
@@ -265,6 +269,14 @@ var okResult = &Result{Message: "Execute statement succeeded."}
 // ExecuteStatement runs one statement. A SELECT or INSERT returns with its
 // job running.
 func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*Result, error) {
+	r, err := s.executeStatement(ctx, st)
+	if err == nil && shapesJob(st) {
+		s.script = append(s.script, maskSecrets(strings.TrimSpace(st.Text())))
+	}
+	return r, err
+}
+
+func (s *Session) executeStatement(ctx context.Context, st parser.Statement) (*Result, error) {
 	if s.inSet {
 		switch x := st.(type) {
 		case *parser.Insert:
@@ -350,6 +362,13 @@ func (s *Session) ExecuteStatement(ctx context.Context, st parser.Statement) (*R
 	case *parser.Describe:
 		return s.describe(x)
 	case *parser.Explain:
+		if x.MigrationFrom != "" {
+			text, _, err := s.ExplainMigration(ctx, x.MigrationFrom, x.Statement)
+			if err != nil {
+				return nil, err
+			}
+			return &Result{Text: text}, nil
+		}
 		p, err := s.planner(ctx)
 		if err != nil {
 			return nil, err
@@ -392,6 +411,31 @@ func firstLine(s string) string {
 		return s[:i] + " ..."
 	}
 	return s
+}
+
+// ExplainMigration plans stmt (an INSERT or a statement set) with the
+// session's catalog and options, and returns what restoring the savepoint
+// or checkpoint at path into it would do with each stateful operator's
+// state (EXPLAIN MIGRATION FROM 'path' stmt), and whether that restore
+// would be refused. Nothing runs.
+func (s *Session) ExplainMigration(ctx context.Context, path string, stmt parser.Statement) (string, bool, error) {
+	p, err := s.planner(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	var pl *plan.Plan
+	switch x := stmt.(type) {
+	case *parser.Insert:
+		pl, err = p.PlanInsert(x)
+	case *parser.StatementSet:
+		pl, err = p.PlanStatementSet(x)
+	default:
+		return "", false, fmt.Errorf("EXPLAIN MIGRATION explains an INSERT or a statement set, not %s", strings.TrimSpace(stmt.Text()))
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return s.jobs.ExplainMigration(ctx, pl, s.conf, path)
 }
 
 func (s *Session) executeStatementSet(ctx context.Context, x *parser.StatementSet) (*Result, error) {
@@ -768,6 +812,7 @@ func (s *Session) submit(ctx context.Context, plan *plan.Plan, sql string) (*Res
 		return nil, err
 	}
 	rj.SetSQL(sql)
+	rj.SetScript(append(append([]string(nil), s.script...), maskSecrets(strings.TrimSpace(sql))))
 	return &Result{Job: &Job{
 		ID:        rj.ID(),
 		Name:      rj.Name(),

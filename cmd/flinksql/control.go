@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/jobs"
+	"github.com/flinksql/flinksql/units"
 )
 
 // The control socket: every flinksql process that runs a session serves
@@ -144,15 +145,24 @@ func (c controlClient) find(id string) (string, error) {
 	return "", fmt.Errorf("no flinksql process with control sockets in %s runs job %s (see 'flinksql jobs')", c.dir, id)
 }
 
-// post sends a stop or savepoint request for job id; the request waits as
-// long as the savepoint takes.
-func (c controlClient) post(id, action string, q url.Values) (string, error) {
+// post sends a stop or savepoint request for job id and waits for the
+// savepoint, at most timeout (0: no bound). A request that times out is
+// not withdrawn: the process goes on with it.
+func (c controlClient) post(id, action string, q url.Values, timeout time.Duration) (string, error) {
 	sock, err := c.find(id)
 	if err != nil {
 		return "", err
 	}
-	resp, err := httpClient(sock, 0).Post("http://flinksql/v1/jobs/"+url.PathEscape(id)+"/"+action+"?"+q.Encode(), "", nil)
+	resp, err := httpClient(sock, timeout).Post("http://flinksql/v1/jobs/"+url.PathEscape(id)+"/"+action+"?"+q.Encode(), "", nil)
 	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			what := "stopping with a savepoint"
+			if action == "savepoint" {
+				what = "taking a savepoint"
+			}
+			return "", fmt.Errorf("job %s did not finish %s within %v (--timeout): the process behind %s goes on with it, and its log says when the savepoint is complete; 'flinksql jobs' shows the job's status. Raise --timeout to wait longer", id, what, timeout, sock)
+		}
 		return "", err
 	}
 	defer resp.Body.Close()
@@ -167,7 +177,7 @@ func (c controlClient) post(id, action string, q url.Values) (string, error) {
 }
 
 const stopUsage = `Usage:
-  flinksql stop [--savepoint DIR] [--drain] JOB
+  flinksql stop [--savepoint DIR] [--drain] [--timeout DURATION] JOB
 
 Stops job JOB of a running flinksql process (its id, as SHOW JOBS or
 'flinksql jobs' print it) with a savepoint, as STOP JOB 'JOB' WITH
@@ -175,17 +185,19 @@ SAVEPOINT [WITH DRAIN] does in its shell: the sources stop, a final
 checkpoint commits the output of exactly-once sinks, and the savepoint is
 written into DIR (default: the job's 'state.savepoints.dir'). Prints the
 savepoint's path. --drain first emits the final watermark, so event-time
-windows fire.
+windows fire. --timeout bounds the wait (default 1 min, as Flink's
+client.timeout; 0 waits as long as it takes); when it passes, the command
+fails with a message saying so, and the process goes on stopping the job.
 
 Flags:
 `
 
 const savepointUsage = `Usage:
-  flinksql savepoint [--dir DIR] JOB
+  flinksql savepoint [--dir DIR] [--timeout DURATION] JOB
 
 Writes a savepoint of job JOB of a running flinksql process without
 stopping it, into DIR (default: the job's 'state.savepoints.dir'), and
-prints its path.
+prints its path. --timeout bounds the wait as for 'flinksql stop'.
 
 Flags:
 `
@@ -221,11 +233,43 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int) {
 	}
 }
 
+// defaultClientTimeout is how long stop and savepoint wait by default:
+// Flink's client.timeout.
+const defaultClientTimeout = time.Minute
+
+// durationFlag is a flag in Flink's duration syntax ("1 min", "90 s").
+type durationFlag struct{ d time.Duration }
+
+func (f *durationFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return f.d.String()
+}
+func (f *durationFlag) Set(v string) error {
+	d, err := units.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	if d < 0 {
+		return fmt.Errorf("a timeout cannot be negative: %s", v)
+	}
+	f.d = d
+	return nil
+}
+
+func timeoutFlag(fs *flag.FlagSet) *durationFlag {
+	f := &durationFlag{d: defaultClientTimeout}
+	fs.Var(f, "timeout", "wait at most this `duration` for the savepoint (Flink's duration syntax: 90 s, 5 min; 0: no bound)")
+	return f
+}
+
 // runStop is 'flinksql stop'.
 func runStop(args []string, stdout, stderr io.Writer) int {
 	fs, dir := controlFlags("flinksql stop", stopUsage, stderr)
 	spDir := fs.String("savepoint", "", "write the savepoint into `DIR` instead of the job's state.savepoints.dir")
 	drain := fs.Bool("drain", false, "emit the final watermark before stopping (windows fire)")
+	timeout := timeoutFlag(fs)
 	pos, rc := parseInterspersed(fs, args)
 	if rc >= 0 {
 		return rc
@@ -242,7 +286,7 @@ func runStop(args []string, stdout, stderr io.Writer) int {
 	if *drain {
 		q.Set("drain", "true")
 	}
-	path, err := controlClient{*dir}.post(pos[0], "stop", q)
+	path, err := controlClient{*dir}.post(pos[0], "stop", q, timeout.d)
 	if err != nil {
 		fmt.Fprintf(stderr, "flinksql stop: %v\n", err)
 		return 1
@@ -255,6 +299,7 @@ func runStop(args []string, stdout, stderr io.Writer) int {
 func runSavepoint(args []string, stdout, stderr io.Writer) int {
 	fs, dir := controlFlags("flinksql savepoint", savepointUsage, stderr)
 	spDir := fs.String("dir", "", "write the savepoint into `DIR` instead of the job's state.savepoints.dir")
+	timeout := timeoutFlag(fs)
 	pos, rc := parseInterspersed(fs, args)
 	if rc >= 0 {
 		return rc
@@ -268,7 +313,7 @@ func runSavepoint(args []string, stdout, stderr io.Writer) int {
 	if *spDir != "" {
 		q.Set("dir", *spDir)
 	}
-	path, err := controlClient{*dir}.post(pos[0], "savepoint", q)
+	path, err := controlClient{*dir}.post(pos[0], "savepoint", q, timeout.d)
 	if err != nil {
 		fmt.Fprintf(stderr, "flinksql savepoint: %v\n", err)
 		return 1

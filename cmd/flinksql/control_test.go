@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/checkpoint"
+	"github.com/flinksql/flinksql/jobs"
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/sql/parser"
 )
@@ -78,14 +82,48 @@ INSERT INTO b SELECT k, COUNT(*) FROM g GROUP BY k;`)
 		t.Fatal("the job ended after a savepoint without stop")
 	default:
 	}
-	// 'flinksql savepoints' shows the operators' identities and states.
+	// 'flinksql savepoints' shows the operators' identities and state
+	// schemas, and the whole job script.
 	out.Reset()
 	if rc := run([]string{"savepoints", m[1]}, nil, &out, &errOut); rc != 0 {
 		t.Fatalf("flinksql savepoints: exit %d: %s", rc, errOut.String())
 	}
-	for _, want := range []string{"Operator identities:\n", ": GroupAggregate(", "    state ", "SQL:\n  INSERT INTO b SELECT k, COUNT(*) FROM g GROUP BY k\n"} {
+	for _, want := range []string{"Operator identities:\n", ": GroupAggregate(groupBy=[k], select=[k, COUNT(*) AS EXPR$1])\n",
+		"    keys: k INT\n", "    accumulator COUNT(*): BIGINT NOT NULL, slots 1-1\n", "    state acc: value, codec flinksql.values/1\n",
+		"Job script:\n  CREATE TABLE g (k INT) WITH ('connector' = 'datagen', 'rows-per-second' = '200', 'fields.k.min' = '1', 'fields.k.max' = '9');\n" +
+			"  CREATE TABLE b (k INT, n BIGINT) WITH ('connector' = 'blackhole');\n  INSERT INTO b SELECT k, COUNT(*) FROM g GROUP BY k;\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("flinksql savepoints lacks %q:\n%s", want, out.String())
+		}
+	}
+	// --against judges an edited script: a filter added keeps every
+	// operator's state (exit 0), another key drops the aggregation's
+	// (exit 1: the restore would be refused).
+	ddl := "CREATE TABLE g (k INT, s STRING) WITH ('connector' = 'datagen');\n" +
+		"CREATE TABLE b (k INT, n BIGINT) WITH ('connector' = 'print');\n"
+	for _, c := range []struct {
+		insert string
+		rc     int
+		want   []string
+	}{
+		{"INSERT INTO b SELECT k, COUNT(*) FROM g WHERE k > 2 GROUP BY k;", 0,
+			[]string{"  Source  ", "GroupAggregate  kept\n", "  Sink  ", "Result: compatible: 3 operator(s) keep their state, 0 start empty\n"}},
+		{"INSERT INTO b SELECT CHAR_LENGTH(s), COUNT(*) FROM g GROUP BY CHAR_LENGTH(s);", 1,
+			[]string{"GroupAggregate  new (starts empty)\n", "GroupAggregate  dropped (state not restored)\n", "Result: restorable only with 'execution.state-recovery.ignore-unclaimed-state' = 'true'"}},
+	} {
+		script := filepath.Join(t.TempDir(), "job.sql")
+		if err := os.WriteFile(script, []byte(ddl+c.insert), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out.Reset()
+		errOut.Reset()
+		if rc := run([]string{"savepoints", m[1], "--against", script}, nil, &out, &errOut); rc != c.rc {
+			t.Errorf("savepoints --against (%s): exit %d, want %d: %s%s", c.insert, rc, c.rc, out.String(), errOut.String())
+		}
+		for _, want := range c.want {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("savepoints --against (%s) lacks %q:\n%s", c.insert, want, out.String())
+			}
 		}
 	}
 	other := t.TempDir()
@@ -122,5 +160,54 @@ func TestControlDirMustBePrivate(t *testing.T) {
 	}
 	if socks, _ := filepath.Glob(filepath.Join(ctl, "*.sock")); len(socks) != 0 {
 		t.Errorf("sockets %v in a shared directory", socks)
+	}
+}
+
+// TestStopTimeout: 'flinksql stop --timeout' gives up waiting for a
+// process that does not answer the stop (here a control socket that lists
+// the job and holds every stop request until the test ends) with an error
+// naming the timeout and saying that the stop goes on; a bad duration is
+// refused.
+func TestStopTimeout(t *testing.T) {
+	ctl := filepath.Join(t.TempDir(), "ctl")
+	if err := os.Mkdir(ctl, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(ControlDirEnv, ctl)
+	ln, err := net.Listen("unix", filepath.Join(ctl, "1.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode([]jobs.ControlJob{{ID: "j1", Name: "slow", Status: "RUNNING"}})
+	})
+	mux.HandleFunc("POST /v1/jobs/{id}/stop", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	srv := &http.Server{Handler: mux}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		close(release)
+		srv.Close()
+		<-done
+	})
+	var out, errOut bytes.Buffer
+	rc := run([]string{"stop", "--timeout", "200 ms", "j1"}, nil, &out, &errOut)
+	if rc != 1 || !strings.Contains(errOut.String(), "job j1 did not finish stopping with a savepoint within 200ms (--timeout)") ||
+		!strings.Contains(errOut.String(), "goes on with it") {
+		t.Errorf("exit %d, stderr %q", rc, errOut.String())
+	}
+	errOut.Reset()
+	if rc := run([]string{"stop", "--timeout", "soon", "j1"}, nil, &out, &errOut); rc != 2 || !strings.Contains(errOut.String(), "invalid value \"soon\" for flag -timeout") {
+		t.Errorf("bad duration: exit %d, stderr %q", rc, errOut.String())
 	}
 }

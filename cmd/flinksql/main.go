@@ -75,9 +75,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			"  flinksql --version\n"+
 			"  flinksql broker [--listen host:port] [--partitions N] [--data-dir DIR]\n"+
 			"  flinksql checkpoints DIR [--job NAME] [--verify]\n"+
-			"  flinksql savepoints PATH [--verify]\n"+
-			"  flinksql stop [--savepoint DIR] [--drain] JOB\n"+
-			"  flinksql savepoint [--dir DIR] JOB\n"+
+			"  flinksql savepoints PATH [--verify] [--against job.sql]\n"+
+			"  flinksql stop [--savepoint DIR] [--drain] [--timeout DURATION] JOB\n"+
+			"  flinksql savepoint [--dir DIR] [--timeout DURATION] JOB\n"+
 			"  flinksql jobs\n"+
 			"  flinksql kafka-transactions --bootstrap HOST:PORT --prefix P [--abort]\n\n"+
 			"Without -f or -e, flinksql opens an interactive SQL shell. 'flinksql broker' runs a\n"+

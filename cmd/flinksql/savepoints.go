@@ -13,10 +13,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/flinksql/flinksql/checkpoint"
+	"github.com/flinksql/flinksql/session"
 )
 
 const savepointsUsage = `Usage:
-  flinksql savepoints PATH [--verify] [-D s3.endpoint=...]...
+  flinksql savepoints PATH [--verify] [--against job.sql] [-D key=value]...
 
 Describes the savepoint at PATH (a savepoint directory as STOP JOB ... WITH
 SAVEPOINT printed it, or its _metadata; a checkpoint's chk-<n> directory is
@@ -27,6 +28,12 @@ operator its identity (its id and node; the declared states of keyed
 operators), subtasks, key groups, state format, entries and bytes. With --verify, checks every file's existence, size and SHA-256 and
 exits with status 1 if one differs.
 
+With --against job.sql, runs the script's DDL and SET statements (-D sets
+options first, as SET would) and prints, for each INSERT or statement set of
+it, EXPLAIN MIGRATION FROM PATH: per stateful operator whether a restore
+keeps its state, starts it empty, drops it or cannot read it, and the overall
+result; it exits with status 1 when the restore would be refused. Nothing runs.
+
 Flags:
 `
 
@@ -35,6 +42,7 @@ func runSavepoints(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("flinksql savepoints", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	verify := fs.Bool("verify", false, "check every referenced file's existence, size and SHA-256")
+	against := fs.String("against", "", "print EXPLAIN MIGRATION of the job `script` (.sql) against the savepoint")
 	conf := setFlags{}
 	fs.Var(conf, "D", "set a storage option (repeatable): -D s3.endpoint=http://localhost:9000 -D s3.path.style.access=true")
 	fs.Usage = func() {
@@ -69,6 +77,9 @@ func runSavepoints(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "flinksql savepoints: no savepoint at %s: %v\n", path, lerr)
 		return 1
+	}
+	if *against != "" {
+		return explainAgainst(ctx, path, *against, conf, stdout, stderr)
 	}
 	failed := false
 	for i, md := range mds {
@@ -116,7 +127,20 @@ func printSavepoint(w io.Writer, md *checkpoint.Metadata) {
 	}
 	files := md.SharedFiles() + md.PrivateFiles()
 	fmt.Fprintf(w, "  size: %d bytes in %d %s\n", md.FullBytes, files, plural(files, "file", "files"))
-	if len(md.SQL) > 0 {
+	switch {
+	case len(md.Script) > 0:
+		// The whole job script: what plans the job again.
+		fmt.Fprintln(w, "Job script:")
+		for _, s := range md.Script {
+			s = strings.TrimSpace(s)
+			if !strings.HasSuffix(s, ";") {
+				s += ";"
+			}
+			for _, line := range strings.Split(s, "\n") {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
+		}
+	case len(md.SQL) > 0:
 		fmt.Fprintln(w, "SQL:")
 		for _, s := range md.SQL {
 			for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
@@ -124,12 +148,15 @@ func printSavepoint(w io.Writer, md *checkpoint.Metadata) {
 			}
 		}
 	}
+	if len(md.Operators) > 0 {
+		printOperatorStates(w, md)
+	}
 	// Each operator once: its identity (the id state is restored by, its
 	// node) and, for keyed operators, its declared states.
 	seen := map[string]bool{}
-	header := false
+	header := len(md.Operators) > 0
 	for _, in := range md.Instances {
-		if seen[in.Operator] || (in.Name == "" && len(in.States) == 0) {
+		if header || seen[in.Operator] || (in.Name == "" && len(in.States) == 0) {
 			continue
 		}
 		seen[in.Operator] = true
@@ -168,4 +195,61 @@ func printSavepoint(w io.Writer, md *checkpoint.Metadata) {
 		fmt.Fprintf(tw, "  %s\t%d/%d\t%s\t%s\t%s\t%d\t%d\n", in.Operator, in.Subtask, in.Parallelism, kgs, format, entries, in.FullBytes, len(in.Position))
 	}
 	tw.Flush()
+}
+
+// printOperatorStates prints each stateful operator's identity and the
+// state schema a restore compares (checkpoint.PlanMigration).
+func printOperatorStates(w io.Writer, md *checkpoint.Metadata) {
+	fmt.Fprintln(w, "Operator identities:")
+	for _, o := range md.Operators {
+		fmt.Fprintf(w, "  %s: %s\n", o.ID, o.Name)
+		if o.Table != "" {
+			fmt.Fprintf(w, "    table: %s\n", o.Table)
+		}
+		if len(o.Keys) > 0 {
+			keys := make([]string, len(o.Keys))
+			for i, k := range o.Keys {
+				keys[i] = k.Name + " " + k.Type
+			}
+			fmt.Fprintf(w, "    keys: %s\n", strings.Join(keys, ", "))
+		}
+		for _, a := range o.Aggs {
+			fmt.Fprintf(w, "    accumulator %s: %s, slots %d-%d\n", a.Call, a.Result, a.Offset, a.Offset+a.Width-1)
+		}
+		if len(o.Upstream) > 0 {
+			fmt.Fprintf(w, "    reads from: %s\n", strings.Join(o.Upstream, ", "))
+		}
+		for _, d := range o.States {
+			ttl := ""
+			if d.TTL > 0 {
+				ttl = ", TTL " + d.TTL.String()
+			}
+			fmt.Fprintf(w, "    state %s: %s, codec %s%s\n", d.Name, d.Kind, d.Codec, ttl)
+		}
+	}
+}
+
+// explainAgainst is 'flinksql savepoints PATH --against job.sql'.
+func explainAgainst(ctx context.Context, path, script string, conf setFlags, stdout, stderr io.Writer) int {
+	text, err := os.ReadFile(script)
+	if err != nil {
+		fmt.Fprintf(stderr, "flinksql savepoints: --against: %v\n", err)
+		return 1
+	}
+	sess, err := session.New(session.Options{Stdout: stdout, Stderr: stderr, Config: conf})
+	if err != nil {
+		fmt.Fprintf(stderr, "flinksql savepoints: %v\n", err)
+		return 2
+	}
+	defer sess.Close()
+	out, refused, err := sess.ExplainMigrationScript(ctx, path, string(text))
+	if err != nil {
+		fmt.Fprintf(stderr, "flinksql savepoints: --against %s: %v\n", script, err)
+		return 1
+	}
+	fmt.Fprint(stdout, out)
+	if refused {
+		return 1
+	}
+	return 0
 }

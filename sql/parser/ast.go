@@ -232,12 +232,15 @@ type Describe struct {
 	Name     []string
 }
 
-// Explain is EXPLAIN [PLAN FOR | detail, ...] statement.
+// Explain is EXPLAIN [PLAN FOR | detail, ...] statement, or EXPLAIN
+// MIGRATION FROM 'path' statement (MigrationFrom set): which state of the
+// savepoint or checkpoint at path the INSERT or statement set would keep.
 type Explain struct {
 	StmtBase
-	PlanFor   bool
-	Details   []string // upper-cased: CHANGELOG_MODE, ESTIMATED_COST, JSON_EXECUTION_PLAN, PLAN_ADVICE
-	Statement Statement
+	MigrationFrom string
+	PlanFor       bool
+	Details       []string // upper-cased: CHANGELOG_MODE, ESTIMATED_COST, JSON_EXECUTION_PLAN, PLAN_ADVICE
+	Statement     Statement
 }
 
 // StatementSet is EXECUTE STATEMENT SET BEGIN ... END (or, in a script,

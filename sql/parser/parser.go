@@ -1113,7 +1113,21 @@ func isExplainDetail(w string) bool {
 func (p *parser) parseExplain() (*Explain, error) {
 	start := p.advance().pos // EXPLAIN
 	e := &Explain{}
-	if p.isKw("PLAN") && p.peekIsKw(1, "FOR") {
+	if p.isKw("MIGRATION") && p.peekIsKw(1, "FROM") {
+		p.advance()
+		p.advance()
+		path, _, err := p.stringLit()
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(path) == "" {
+			return nil, fmt.Errorf("EXPLAIN MIGRATION FROM needs the path of a savepoint or checkpoint")
+		}
+		e.MigrationFrom = path
+		if !p.isKw("INSERT") && !p.isKw("EXECUTE") && !p.isKw("STATEMENT") {
+			return nil, p.errExpecting(`"INSERT"`, `"EXECUTE"`, `"STATEMENT"`)
+		}
+	} else if p.isKw("PLAN") && p.peekIsKw(1, "FOR") {
 		p.advance()
 		p.advance()
 		e.PlanFor = true

@@ -696,3 +696,32 @@ func TestTableHints(t *testing.T) {
 		t.Error("an unterminated hint parsed")
 	}
 }
+
+// TestParseExplainMigration: EXPLAIN MIGRATION FROM 'path' takes an INSERT
+// or a statement set; anything else, or no path, is refused.
+func TestParseExplainMigration(t *testing.T) {
+	e := mustParse(t, "EXPLAIN MIGRATION FROM 'file:///sp/savepoint-1' INSERT INTO o SELECT k FROM t").(*Explain)
+	if e.MigrationFrom != "file:///sp/savepoint-1" {
+		t.Errorf("path %q", e.MigrationFrom)
+	}
+	if ins, ok := e.Statement.(*Insert); !ok || ins.Text() != "INSERT INTO o SELECT k FROM t" {
+		t.Errorf("statement %T %q", e.Statement, e.Statement.Text())
+	}
+	e = mustParse(t, "EXPLAIN MIGRATION FROM '/sp' EXECUTE STATEMENT SET BEGIN INSERT INTO a SELECT 1; INSERT INTO b SELECT 2; END").(*Explain)
+	if ss, ok := e.Statement.(*StatementSet); !ok || len(ss.Inserts) != 2 || e.MigrationFrom != "/sp" {
+		t.Errorf("statement set: %T %+v", e.Statement, e)
+	}
+	// A plain EXPLAIN of a table named migration is still a query.
+	if e := mustParse(t, "EXPLAIN SELECT * FROM migration").(*Explain); e.MigrationFrom != "" {
+		t.Errorf("plain explain %+v", e)
+	}
+	for src, want := range map[string]string{
+		"EXPLAIN MIGRATION FROM '' INSERT INTO o SELECT 1": "EXPLAIN MIGRATION FROM needs the path of a savepoint or checkpoint",
+		"EXPLAIN MIGRATION FROM '/sp' SELECT 1":            `Was expecting one of:`,
+		"EXPLAIN MIGRATION FROM INSERT INTO o SELECT 1":    `Encountered "INSERT"`,
+	} {
+		if _, err := ParseStatement(src); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", src, err, want)
+		}
+	}
+}

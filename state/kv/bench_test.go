@@ -2,6 +2,7 @@ package kv
 
 import (
 	"encoding/binary"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -234,5 +235,31 @@ func BenchmarkIncrementalImages(b *testing.B) {
 		last.Discard()
 		b.ReportMetric(100*sum/(rounds-1), "mean-%uploaded")
 		b.ReportMetric(100*worst, "max-%uploaded")
+	}
+}
+
+// BenchmarkRewriteValues: the migration of one value state of n keys after
+// an import (one op = one entry rewritten).
+func BenchmarkRewriteValues(b *testing.B) {
+	for _, v := range variants()[:2] {
+		b.Run(v.name, func(b *testing.B) {
+			clk := &fakeClock{now: 1}
+			be := openVariant(b, v, clk)
+			st, err := NewValueState(be, "acc", Bytes{}, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			val := make([]byte, 24)
+			for i := range b.N {
+				setKey(b, be, fmt.Sprintf("key-%09d", i))
+				if err := st.Put(nil, val); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			if err := be.RewriteValues("acc", func(v []byte) ([]byte, error) { return append(v, 0), nil }); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }

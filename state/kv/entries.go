@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -121,6 +122,64 @@ func (r *importReader) Each(fn func(keyGroup int, key, value []byte) error) erro
 		})
 		if err != nil {
 			return fmt.Errorf("source %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// RewriteValues replaces every stored value of the restored state name in
+// b's key groups by fn's conversion of it (a TTL's last-write stamp is
+// kept as it was): the migration of a state whose layout changed between
+// the snapshot and the job restoring it. It runs before the operator
+// declares its states; a state the snapshot does not hold is left alone.
+func (b *Backend) RewriteValues(name string, fn func(v []byte) ([]byte, error)) error {
+	d := b.byName[name]
+	if d == nil {
+		return nil
+	}
+	type kvp struct{ k, v []byte }
+	var batch []kvp
+	// Key group by key group for rocksdb (a seek each, a bounded batch);
+	// for hashmap, whose each sorts what it visits, one pass over the
+	// instance's key groups (its state is in memory anyway).
+	step := 1
+	if b.kind == image.Hashmap {
+		step = b.kgs.Last - b.kgs.First + 1
+	}
+	for kg := b.kgs.First; kg <= b.kgs.Last; kg += step {
+		lo := binary.BigEndian.AppendUint16(appendKeyGroup(nil, kg), d.sid)
+		hi := binary.BigEndian.AppendUint16(appendKeyGroup(nil, kg), d.sid+1)
+		if step > 1 {
+			hi = appendKeyGroup(nil, b.kgs.Last+1)
+		}
+		batch = batch[:0]
+		err := b.eng.each(lo, hi, func(k, v []byte) error {
+			if len(k) < kgLen+sidLen || binary.BigEndian.Uint16(k[kgLen:]) != d.sid {
+				return nil // another state, in the one-pass range
+			}
+			stamp := []byte(nil)
+			if d.ttl > 0 {
+				if len(v) < ttlLen {
+					return fmt.Errorf("stored value of key %x is shorter than its TTL stamp", prefix32(k))
+				}
+				stamp, v = v[:ttlLen], v[ttlLen:]
+			}
+			// Capped: an append of fn's must not write into the engine's
+			// memory behind v.
+			nv, err := fn(v[:len(v):len(v)])
+			if err != nil {
+				return fmt.Errorf("stored value of key %x: %w", prefix32(k), err)
+			}
+			batch = append(batch, kvp{bytes.Clone(k), append(bytes.Clone(stamp), nv...)})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("kv: rewriting state %q: %w", name, err)
+		}
+		for _, e := range batch {
+			if err := b.eng.put(e.k, e.v); err != nil {
+				return fmt.Errorf("kv: rewriting state %q: %w", name, err)
+			}
 		}
 	}
 	return nil

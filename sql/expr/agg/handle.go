@@ -205,6 +205,13 @@ func resolve(c Call, opts Options) (call, error) {
 // NumAggs is the number of aggregate calls.
 func (h *Handle) NumAggs() int { return len(h.calls) }
 
+// Slots returns the accumulator slots of call i: its own state is
+// acc[off : off+width] (slot 0, the shared row count, is no call's).
+func (h *Handle) Slots(i int) (off, width int) {
+	c := &h.calls[i]
+	return c.off, c.fn + c.width - c.off
+}
+
 // AccWidth is the number of values of one accumulator.
 func (h *Handle) AccWidth() int { return h.width }
 
