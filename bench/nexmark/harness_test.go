@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,7 @@ var (
 	flagBackend     = flag.String("nexmark.backend", "hashmap", "state.backend.type: hashmap or rocksdb")
 	flagTPS         = flag.Int64("nexmark.tps", 10_000_000, "first-event.rate and next-event.rate (${TPS}; Nexmark's default workload uses 10 M)")
 	flagCheckpoint  = flag.String("nexmark.checkpoint-interval", "", "execution.checkpointing.interval (to a temporary directory); empty: no checkpoints")
+	flagCPUProfile  = flag.String("nexmark.cpuprofile", "", "write each query's CPU profile to this file prefix (<prefix>-<query>.pprof)")
 )
 
 // examplesDir holds Nexmark's published SQL.
@@ -108,6 +110,17 @@ func TestMain(m *testing.M) {
 
 // runChild runs one query to the end of its input in this process.
 func runChild(query string) error {
+	if *flagCPUProfile != "" {
+		f, err := os.Create(*flagCPUProfile + "-" + query + ".pprof")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	home, err := os.MkdirTemp("", "nexmark-")
 	if err != nil {
 		return err
@@ -243,7 +256,8 @@ func runQuery(b *testing.B, q string) measurement {
 		"-nexmark.parallelism", strconv.Itoa(*flagParallelism),
 		"-nexmark.backend", *flagBackend,
 		"-nexmark.tps", strconv.FormatInt(*flagTPS, 10),
-		"-nexmark.checkpoint-interval", *flagCheckpoint)
+		"-nexmark.checkpoint-interval", *flagCheckpoint,
+		"-nexmark.cpuprofile", *flagCPUProfile)
 	cmd.Env = append(os.Environ(), childEnv+"="+q)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
