@@ -96,7 +96,7 @@ var optionCoverage = map[string]map[string]cover{
 	"nexmark": merge(watermarkCoverage, map[string]cover{
 		"rate.shape":                testedBy("connectors/nexmark.TestRateShape", "OptRateShape"),
 		"rate.period":               testedBy("connectors/nexmark.TestRateShape", "OptRatePeriod"),
-		"rate.limited":              noop("paces the events like 'max-emit-speed' = 'false' (nexmark-flink reads it into its configuration but its reader never looks at it); the pacing is shown by connectors/nexmark.TestMaxEmitSpeed"),
+		"rate.limited":              testedBy("connectors/nexmark.TestMaxEmitSpeed", "OptRateLimited"),
 		"first-event.rate":          testedBy("connectors/nexmark.TestEventModel", "OptFirstEventRate"),
 		"next-event.rate":           testedBy("connectors/nexmark.TestRateShape", "OptNextEventRate"),
 		"person.avg-size":           testedBy("connectors/nexmark.TestProportionsAndSizes", "OptPersonAvgSize"),
