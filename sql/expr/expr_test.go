@@ -746,3 +746,20 @@ func TestConstantsAndMisc(t *testing.T) {
 		t.Error("2 > 1")
 	}
 }
+
+// TestDotOverColumns: field access on a ROW column (the nested rows of a
+// source, e.g. Nexmark's bid.price) reads the field, and is NULL for a
+// NULL row, also nested one level further.
+func TestDotOverColumns(t *testing.T) {
+	inner := types.RowType(types.Field{Name: "b", Type: types.BigIntType})
+	rt := types.RowType(types.Field{Name: "a", Type: types.StringType}, types.Field{Name: "n", Type: inner})
+	c := Column(0, "r", rt)
+	a := call(t, "DOT", c, FieldSymbol("a"))
+	b := call(t, "DOT", call(t, "DOT", c, FieldSymbol("n")), FieldSymbol("b"))
+	set := types.Row{types.RowValue(types.Row{types.String("x"), types.RowValue(types.Row{types.Int(7)})})}
+	runCases(t, []evalCase{{"field", a, "x", "STRING"}, {"nested field", b, "7", "BIGINT"}}, set, utc)
+	null := types.Row{types.NullValue}
+	runCases(t, []evalCase{{"field of NULL", a, "NULL", ""}, {"nested field of NULL", b, "NULL", ""}}, null, utc)
+	innerNull := types.Row{types.RowValue(types.Row{types.String("x"), types.NullValue})}
+	runCases(t, []evalCase{{"field of a NULL nested row", b, "NULL", ""}}, innerNull, utc)
+}
