@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"regexp/syntax"
 	"strings"
 	"testing"
 	"time"
@@ -762,4 +763,35 @@ func TestDotOverColumns(t *testing.T) {
 	runCases(t, []evalCase{{"field of NULL", a, "NULL", ""}, {"nested field of NULL", b, "NULL", ""}}, null, utc)
 	innerNull := types.Row{types.RowValue(types.Row{types.String("x"), types.NullValue})}
 	runCases(t, []evalCase{{"field of a NULL nested row", b, "NULL", ""}}, innerNull, utc)
+}
+
+// TestRegexRequiredLiteral: the literal every match needs, used to reject
+// strings without it before running the regexp (q21's channel_id).
+func TestRegexRequiredLiteral(t *testing.T) {
+	for _, c := range []struct{ re, want string }{
+		{`(&|^)channel_id=([^&]*)`, "channel_id="},
+		{`foo(.*?)(bar)`, "foo"},
+		{`[0-9]+`, ""},
+		{`(?i)abc`, ""},
+		{`a|b`, ""},
+		{`x(yz)+`, "yz"},
+		{`(ab){2,3}c`, "ab"},
+		{`(ab)?c`, "c"},
+	} {
+		tree, err := syntax.Parse(c.re, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := requiredLiteral(tree.Simplify()); got != c.want {
+			t.Errorf("%s: required literal %q, want %q", c.re, got, c.want)
+		}
+	}
+	url := "https://www.nexmark.com/a/b/c/item.htm?query=1"
+	runCases(t, []evalCase{
+		{"no channel_id", call(t, "REGEXP_EXTRACT", str(url), str(`(&|^)channel_id=([^&]*)`), num(t, "2")), "NULL", ""},
+		{"channel_id", call(t, "REGEXP_EXTRACT", str(url+"&channel_id=42"), str(`(&|^)channel_id=([^&]*)`), num(t, "2")), "42", ""},
+		{"regexp without the literal", call(t, "REGEXP", str("xyz"), str(`y(ab)+`)), "FALSE", ""},
+		{"regexp with it", call(t, "REGEXP", str("xyabab"), str(`y(ab)+`)), "TRUE", ""},
+		{"case-insensitive", call(t, "REGEXP", str("ABC"), str(`(?i)abc`)), "TRUE", ""},
+	}, nil, utc)
 }
