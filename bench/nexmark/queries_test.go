@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -581,7 +582,7 @@ func TestQueries(t *testing.T) {
 		if len(want) == 0 {
 			t.Fatalf("%s: the reference has no rows; the check would prove nothing", c.query)
 		}
-		for _, p := range []int{1, 4} {
+		for _, p := range checkParallelisms(t) {
 			t.Run(fmt.Sprintf("%s/p%d", c.query, p), func(t *testing.T) {
 				got := runSelect(t, c.query, p, c.project)
 				sort.Strings(got)
@@ -591,6 +592,20 @@ func TestQueries(t *testing.T) {
 			})
 		}
 	}
+}
+
+var flagCheckParallelism = flag.String("nexmark.check-parallelism", "1,4", "parallelisms TestQueries runs each query at")
+
+func checkParallelisms(t *testing.T) []int {
+	var ps []int
+	for _, f := range strings.Split(*flagCheckParallelism, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || p < 1 {
+			t.Fatalf("-nexmark.check-parallelism %q: want positive integers separated by commas", *flagCheckParallelism)
+		}
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // diff shows the first rows only one side has.
