@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"math"
 	"regexp/syntax"
 	"strings"
 	"testing"
@@ -793,5 +794,36 @@ func TestRegexRequiredLiteral(t *testing.T) {
 		{"regexp without the literal", call(t, "REGEXP", str("xyz"), str(`y(ab)+`)), "FALSE", ""},
 		{"regexp with it", call(t, "REGEXP", str("xyabab"), str(`y(ab)+`)), "TRUE", ""},
 		{"case-insensitive", call(t, "REGEXP", str("ABC"), str(`(?i)abc`)), "TRUE", ""},
+	}, nil, utc)
+}
+
+// TestDecimalMultiplyCompact: products computed on int64s round HALF_UP at
+// the result scale and agree with the big.Int path, and an overflow of the
+// result precision is NULL as before.
+func TestDecimalMultiplyCompact(t *testing.T) {
+	dec := func(unscaled int64, scale int) types.Value { return types.DecimalFromUnscaled(unscaled, scale) }
+	for _, c := range []struct {
+		a, b types.Value
+		rt   types.Type
+		want string
+	}{
+		{dec(908, 3), dec(122646, 0), types.DecimalType(23, 3), "111362.568"},
+		{dec(-908, 3), dec(5, 0), types.DecimalType(10, 3), "-4.540"},
+		{dec(125, 2), dec(5, 1), types.DecimalType(10, 2), "0.63"},                           // 0.625 rounds half up
+		{dec(-125, 2), dec(5, 1), types.DecimalType(10, 2), "-0.63"},                         // away from zero
+		{dec(124, 2), dec(5, 1), types.DecimalType(10, 2), "0.62"},                           // 0.620
+		{dec(15, 1), dec(15, 1), types.DecimalType(10, 4), "2.2500"},                         // scale raised
+		{dec(99, 0), dec(99, 0), types.DecimalType(3, 0), "NULL"},                            // 9801 overflows DECIMAL(3, 0)
+		{dec(math.MaxInt64, 0), dec(3, 0), types.DecimalType(38, 0), "27670116110564327421"}, // past int64: big.Int
+	} {
+		got := types.FormatSQL(decMul(c.a, c.b, c.rt), c.rt, time.UTC)
+		if got != c.want {
+			t.Errorf("%v * %v as %s = %s, want %s", c.a, c.b, c.rt, got, c.want)
+		}
+	}
+	// CAST(BIGINT AS DECIMAL) without big.Int, and its overflow.
+	runCases(t, []evalCase{
+		{"cast bigint", cast(t, num(t, "123"), types.DecimalType(10, 3)), "123.000", ""},
+		{"cast bigint overflow", cast(t, num(t, "123"), types.DecimalType(4, 2)), "NULL", ""},
 	}, nil, utc)
 }
