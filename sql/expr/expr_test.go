@@ -827,3 +827,30 @@ func TestDecimalMultiplyCompact(t *testing.T) {
 		{"cast bigint overflow", cast(t, num(t, "123"), types.DecimalType(4, 2)), "NULL", ""},
 	}, nil, utc)
 }
+
+// TestSplitIndexMatchesSplit: splitIndex finds the token strings.Split
+// finds once trailing empty tokens are dropped (Java's String.split), for
+// every index of many strings.
+func TestSplitIndexMatchesSplit(t *testing.T) {
+	want := func(s, sep string, idx int64) (string, bool) {
+		parts := strings.Split(s, sep)
+		for len(parts) > 0 && parts[len(parts)-1] == "" {
+			parts = parts[:len(parts)-1]
+		}
+		if idx >= int64(len(parts)) {
+			return "", false
+		}
+		return parts[idx], true
+	}
+	for _, s := range []string{"", "/", "//", "a", "a/", "/a", "a//b", "a/b/", "a/b//", "https://www.nexmark.com/ab/cd_e/f/item.htm?query=1", "aXYbXYXYc", "XYXY", "ab"} {
+		for _, sep := range []string{"/", "XY", "ab", "b"} {
+			for idx := int64(0); idx < 8; idx++ {
+				gs, gok := splitIndex(s, sep, idx)
+				ws, wok := want(s, sep, idx)
+				if gs != ws || gok != wok {
+					t.Errorf("splitIndex(%q, %q, %d) = %q, %v; want %q, %v", s, sep, idx, gs, gok, ws, wok)
+				}
+			}
+		}
+	}
+}

@@ -529,6 +529,33 @@ func buildRegexp(name string, args []Expr) (Expr, error) {
 	return c, nil
 }
 
+// splitIndex returns token idx of s split at sep, as Java's String.split
+// splits (trailing empty tokens dropped), without building the tokens.
+func splitIndex(s, sep string, idx int64) (string, bool) {
+	start := 0
+	for range idx {
+		i := strings.Index(s[start:], sep)
+		if i < 0 {
+			return "", false
+		}
+		start += i + len(sep)
+	}
+	end := len(s)
+	if i := strings.Index(s[start:], sep); i >= 0 {
+		end = start + i
+	}
+	// The token is dropped when it and every token after it are empty:
+	// nothing but separators from its start on.
+	rest := s[start:]
+	for strings.HasPrefix(rest, sep) {
+		rest = rest[len(sep):]
+	}
+	if rest == "" {
+		return "", false
+	}
+	return s[start:end], true
+}
+
 func buildSplitIndex(name string, args []Expr) (Expr, error) {
 	if err := checkArgs(name, args, "SPLIT_INDEX(<CHARACTER>, <CHARACTER>, <INTEGER>)", famString, famString, famInteger); err != nil {
 		return nil, err
@@ -538,15 +565,10 @@ func buildSplitIndex(name string, args []Expr) (Expr, error) {
 		if idx < 0 || v[1].S == "" {
 			return types.Value{}, nil
 		}
-		parts := strings.Split(v[0].S, v[1].S)
-		// Java's String.split drops trailing empty strings.
-		for len(parts) > 0 && parts[len(parts)-1] == "" {
-			parts = parts[:len(parts)-1]
+		if part, ok := splitIndex(v[0].S, v[1].S, idx); ok {
+			return types.String(part), nil
 		}
-		if idx >= int64(len(parts)) {
-			return types.Value{}, nil
-		}
-		return types.String(parts[idx]), nil
+		return types.Value{}, nil
 	}))
 	c.t.NotNull = false
 	return c, nil
