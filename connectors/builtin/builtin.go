@@ -11,6 +11,7 @@ import (
 	"github.com/flinksql/flinksql/connectors/filesystem"
 	"github.com/flinksql/flinksql/connectors/jdbc"
 	"github.com/flinksql/flinksql/connectors/kafka"
+	"github.com/flinksql/flinksql/connectors/nexmark"
 	"github.com/flinksql/flinksql/connectors/print"
 	"github.com/flinksql/flinksql/connectors/upsertkafka"
 	"github.com/flinksql/flinksql/connectors/values"
@@ -41,7 +42,7 @@ func NewFormats() *formats.Registry {
 }
 
 // NewRegistry returns a registry of the built-in connectors (datagen,
-// values, filesystem, kafka, upsert-kafka, jdbc, print, blackhole) resolving the
+// values, filesystem, kafka, upsert-kafka, jdbc, nexmark, print, blackhole) resolving the
 // built-in formats. The
 // print connector writes to stdout and stderr.
 func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
@@ -54,5 +55,6 @@ func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
 	r.Register(kafka.NewFactory())
 	r.Register(upsertkafka.NewFactory())
 	r.Register(jdbc.NewFactory())
+	r.Register(nexmark.NewFactory())
 	return r
 }

@@ -93,6 +93,27 @@ var propertyCoverage = map[string]cover{
 // Kafka client properties) to its cover.
 var optionCoverage = map[string]map[string]cover{
 	"blackhole": {},
+	"nexmark": merge(watermarkCoverage, map[string]cover{
+		"rate.shape":                testedBy("connectors/nexmark.TestRateShape", "OptRateShape"),
+		"rate.period":               testedBy("connectors/nexmark.TestRateShape", "OptRatePeriod"),
+		"rate.limited":              testedBy("connectors/nexmark.TestMaxEmitSpeed", "OptRateLimited"),
+		"first-event.rate":          testedBy("connectors/nexmark.TestEventModel", "OptFirstEventRate"),
+		"next-event.rate":           testedBy("connectors/nexmark.TestRateShape", "OptNextEventRate"),
+		"person.avg-size":           testedBy("connectors/nexmark.TestProportionsAndSizes", "OptPersonAvgSize"),
+		"auction.avg-size":          testedBy("connectors/nexmark.TestProportionsAndSizes", "OptAuctionAvgSize"),
+		"bid.avg-size":              testedBy("connectors/nexmark.TestOptionErrors", "bid.avg-size"),
+		"person.proportion":         testedBy("connectors/nexmark.TestProportionsAndSizes", "OptPersonProportion"),
+		"auction.proportion":        testedBy("connectors/nexmark.TestProportionsAndSizes", "OptAuctionProportion"),
+		"bid.proportion":            testedBy("connectors/nexmark.TestProportionsAndSizes", "OptBidProportion"),
+		"bid.hot-ratio.auctions":    testedBy("connectors/nexmark.TestHotItems", "hot auction"),
+		"bid.hot-ratio.bidders":     testedBy("connectors/nexmark.TestOptionErrors", "bid.hot-ratio.bidders"),
+		"auction.hot-ratio.sellers": testedBy("connectors/nexmark.TestHotSellers", "OptAuctionHotRatioSeller"),
+		"events.num":                testedBy("connectors/nexmark.TestStopAtAndEventsNum", "OptEventsNum"),
+		"keep-alive":                testedBy("connectors/nexmark.TestKeepAlive", "OptKeepAlive"),
+		"stop-at":                   testedBy("connectors/nexmark.TestStopAtAndEventsNum", "OptStopAt"),
+		"max-emit-speed":            testedBy("connectors/nexmark.TestMaxEmitSpeed", "OptMaxEmitSpeed"),
+		"first-event.time":          testedBy("connectors/nexmark.TestRestoreSameParallelism", "OptFirstEventTime"),
+	}),
 	"datagen": merge(watermarkCoverage, map[string]cover{
 		"rows-per-second":    tested("connectors/datagen.TestThrottle"),
 		"number-of-rows":     tested("connectors/datagen.TestNumberOfRows"),

@@ -371,6 +371,16 @@ func castToDecimal(from, to types.Type) (castFn, bool) {
 				v.N < pow10Int64[p] && v.N > -pow10Int64[p] {
 				return v, nil
 			}
+			if v.K == types.KindInt && s <= 18 {
+				// An integer scaled without big.Int when it fits.
+				m := pow10Int64[s]
+				if v.N <= math.MaxInt64/m && v.N >= -math.MaxInt64/m {
+					n := v.N * m
+					if p > 18 || (n < pow10Int64[p] && n > -pow10Int64[p]) {
+						return types.DecimalFromUnscaled(n, s), nil
+					}
+				}
+			}
 			u, ok := decimalFromValue(v, s)
 			if !ok {
 				return types.Value{}, nil

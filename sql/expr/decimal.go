@@ -3,6 +3,7 @@ package expr
 import (
 	"math"
 	"math/big"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -202,6 +203,9 @@ func decAdd(a, b types.Value, rt types.Type, negateB bool) types.Value {
 }
 
 func decMul(a, b types.Value, rt types.Type) types.Value {
+	if v, ok := decMulCompact(a, b, rt); ok {
+		return v
+	}
 	x, sx := decUnscaled(a)
 	y, sy := decUnscaled(b)
 	r := rescaleHalfUp(new(big.Int).Mul(x, y), sx+sy, rt.Scale)
@@ -249,4 +253,57 @@ func low64(q *big.Int) int64 {
 		n = -n
 	}
 	return n
+}
+
+// decMulCompact is decMul for two compact operands whose product and result
+// fit an int64 (0.908 * price and the like), without big.Int; ok is false
+// when the general path must decide.
+func decMulCompact(a, b types.Value, rt types.Type) (types.Value, bool) {
+	if a.IsBigDecimal() || b.IsBigDecimal() {
+		return types.Value{}, false
+	}
+	x, y := a.N, b.N
+	neg := (x < 0) != (y < 0)
+	ux, uy := absUint64(x), absUint64(y)
+	hi, lo := bits.Mul64(ux, uy)
+	if hi != 0 || lo > math.MaxInt64 {
+		return types.Value{}, false
+	}
+	n := int64(lo)
+	from, to := int(a.Aux)+int(b.Aux), rt.Scale
+	switch {
+	case to > from:
+		if to-from > 18 {
+			return types.Value{}, false
+		}
+		m := pow10Int64[to-from]
+		if n > math.MaxInt64/m {
+			return types.Value{}, false
+		}
+		n *= m
+	case to < from:
+		if from-to > 18 {
+			return types.Value{}, false
+		}
+		d := pow10Int64[from-to]
+		q, r := n/d, n%d
+		if r >= d-r { // HALF_UP: away from zero at the half
+			q++
+		}
+		n = q
+	}
+	if neg {
+		n = -n
+	}
+	if rt.Precision <= 18 && (n >= pow10Int64[rt.Precision] || n <= -pow10Int64[rt.Precision]) {
+		return types.Value{}, false // the general path makes it NULL
+	}
+	return types.DecimalFromUnscaled(n, to), true
+}
+
+func absUint64(n int64) uint64 {
+	if n < 0 {
+		return uint64(-n) // also right for math.MinInt64
+	}
+	return uint64(n)
 }

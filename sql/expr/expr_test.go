@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"math"
+	"regexp/syntax"
 	"strings"
 	"testing"
 	"time"
@@ -744,5 +746,111 @@ func TestConstantsAndMisc(t *testing.T) {
 	}
 	if ok, _ := pred.Test(types.Row{types.Int(2)}); !ok {
 		t.Error("2 > 1")
+	}
+}
+
+// TestDotOverColumns: field access on a ROW column (the nested rows of a
+// source, e.g. Nexmark's bid.price) reads the field, and is NULL for a
+// NULL row, also nested one level further.
+func TestDotOverColumns(t *testing.T) {
+	inner := types.RowType(types.Field{Name: "b", Type: types.BigIntType})
+	rt := types.RowType(types.Field{Name: "a", Type: types.StringType}, types.Field{Name: "n", Type: inner})
+	c := Column(0, "r", rt)
+	a := call(t, "DOT", c, FieldSymbol("a"))
+	b := call(t, "DOT", call(t, "DOT", c, FieldSymbol("n")), FieldSymbol("b"))
+	set := types.Row{types.RowValue(types.Row{types.String("x"), types.RowValue(types.Row{types.Int(7)})})}
+	runCases(t, []evalCase{{"field", a, "x", "STRING"}, {"nested field", b, "7", "BIGINT"}}, set, utc)
+	null := types.Row{types.NullValue}
+	runCases(t, []evalCase{{"field of NULL", a, "NULL", ""}, {"nested field of NULL", b, "NULL", ""}}, null, utc)
+	innerNull := types.Row{types.RowValue(types.Row{types.String("x"), types.NullValue})}
+	runCases(t, []evalCase{{"field of a NULL nested row", b, "NULL", ""}}, innerNull, utc)
+}
+
+// TestRegexRequiredLiteral: the literal every match needs, used to reject
+// strings without it before running the regexp (q21's channel_id).
+func TestRegexRequiredLiteral(t *testing.T) {
+	for _, c := range []struct{ re, want string }{
+		{`(&|^)channel_id=([^&]*)`, "channel_id="},
+		{`foo(.*?)(bar)`, "foo"},
+		{`[0-9]+`, ""},
+		{`(?i)abc`, ""},
+		{`a|b`, ""},
+		{`x(yz)+`, "yz"},
+		{`(ab){2,3}c`, "ab"},
+		{`(ab)?c`, "c"},
+	} {
+		tree, err := syntax.Parse(c.re, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := requiredLiteral(tree.Simplify()); got != c.want {
+			t.Errorf("%s: required literal %q, want %q", c.re, got, c.want)
+		}
+	}
+	url := "https://www.nexmark.com/a/b/c/item.htm?query=1"
+	runCases(t, []evalCase{
+		{"no channel_id", call(t, "REGEXP_EXTRACT", str(url), str(`(&|^)channel_id=([^&]*)`), num(t, "2")), "NULL", ""},
+		{"channel_id", call(t, "REGEXP_EXTRACT", str(url+"&channel_id=42"), str(`(&|^)channel_id=([^&]*)`), num(t, "2")), "42", ""},
+		{"regexp without the literal", call(t, "REGEXP", str("xyz"), str(`y(ab)+`)), "FALSE", ""},
+		{"regexp with it", call(t, "REGEXP", str("xyabab"), str(`y(ab)+`)), "TRUE", ""},
+		{"case-insensitive", call(t, "REGEXP", str("ABC"), str(`(?i)abc`)), "TRUE", ""},
+	}, nil, utc)
+}
+
+// TestDecimalMultiplyCompact: products computed on int64s round HALF_UP at
+// the result scale and agree with the big.Int path, and an overflow of the
+// result precision is NULL as before.
+func TestDecimalMultiplyCompact(t *testing.T) {
+	dec := func(unscaled int64, scale int) types.Value { return types.DecimalFromUnscaled(unscaled, scale) }
+	for _, c := range []struct {
+		a, b types.Value
+		rt   types.Type
+		want string
+	}{
+		{dec(908, 3), dec(122646, 0), types.DecimalType(23, 3), "111362.568"},
+		{dec(-908, 3), dec(5, 0), types.DecimalType(10, 3), "-4.540"},
+		{dec(125, 2), dec(5, 1), types.DecimalType(10, 2), "0.63"},                           // 0.625 rounds half up
+		{dec(-125, 2), dec(5, 1), types.DecimalType(10, 2), "-0.63"},                         // away from zero
+		{dec(124, 2), dec(5, 1), types.DecimalType(10, 2), "0.62"},                           // 0.620
+		{dec(15, 1), dec(15, 1), types.DecimalType(10, 4), "2.2500"},                         // scale raised
+		{dec(99, 0), dec(99, 0), types.DecimalType(3, 0), "NULL"},                            // 9801 overflows DECIMAL(3, 0)
+		{dec(math.MaxInt64, 0), dec(3, 0), types.DecimalType(38, 0), "27670116110564327421"}, // past int64: big.Int
+	} {
+		got := types.FormatSQL(decMul(c.a, c.b, c.rt), c.rt, time.UTC)
+		if got != c.want {
+			t.Errorf("%v * %v as %s = %s, want %s", c.a, c.b, c.rt, got, c.want)
+		}
+	}
+	// CAST(BIGINT AS DECIMAL) without big.Int, and its overflow.
+	runCases(t, []evalCase{
+		{"cast bigint", cast(t, num(t, "123"), types.DecimalType(10, 3)), "123.000", ""},
+		{"cast bigint overflow", cast(t, num(t, "123"), types.DecimalType(4, 2)), "NULL", ""},
+	}, nil, utc)
+}
+
+// TestSplitIndexMatchesSplit: splitIndex finds the token strings.Split
+// finds once trailing empty tokens are dropped (Java's String.split), for
+// every index of many strings.
+func TestSplitIndexMatchesSplit(t *testing.T) {
+	want := func(s, sep string, idx int64) (string, bool) {
+		parts := strings.Split(s, sep)
+		for len(parts) > 0 && parts[len(parts)-1] == "" {
+			parts = parts[:len(parts)-1]
+		}
+		if idx >= int64(len(parts)) {
+			return "", false
+		}
+		return parts[idx], true
+	}
+	for _, s := range []string{"", "/", "//", "a", "a/", "/a", "a//b", "a/b/", "a/b//", "https://www.nexmark.com/ab/cd_e/f/item.htm?query=1", "aXYbXYXYc", "XYXY", "ab"} {
+		for _, sep := range []string{"/", "XY", "ab", "b"} {
+			for idx := int64(0); idx < 8; idx++ {
+				gs, gok := splitIndex(s, sep, idx)
+				ws, wok := want(s, sep, idx)
+				if gs != ws || gok != wok {
+					t.Errorf("splitIndex(%q, %q, %d) = %q, %v; want %q, %v", s, sep, idx, gs, gok, ws, wok)
+				}
+			}
+		}
 	}
 }

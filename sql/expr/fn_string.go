@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -353,6 +354,42 @@ type regexSource struct {
 	fixed    *regexp.Regexp
 	fixedErr error
 	constant bool
+	// required is a literal every match of fixed contains ("" if none is
+	// known): a string without it cannot match, which strings.Contains
+	// tells far faster than the regexp engine.
+	required string
+}
+
+// cannotMatch reports whether s certainly has no match of the constant
+// expression.
+func (rs *regexSource) cannotMatch(s string) bool {
+	return rs.constant && rs.required != "" && !strings.Contains(s, rs.required)
+}
+
+// requiredLiteral returns the longest literal that every match of re
+// contains, or "".
+func requiredLiteral(re *syntax.Regexp) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase == 0 {
+			return string(re.Rune)
+		}
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		best := ""
+		for _, sub := range re.Sub {
+			if l := requiredLiteral(sub); len(l) > len(best) {
+				best = l
+			}
+		}
+		return best
+	}
+	return ""
 }
 
 func newRegexSource(arg Expr, convert func(string) (string, error)) *regexSource {
@@ -364,6 +401,11 @@ func newRegexSource(arg Expr, convert func(string) (string, error)) *regexSource
 			rs.fixed, err = regexp.Compile(src)
 		}
 		rs.fixedErr = err
+		if err == nil {
+			if tree, perr := syntax.Parse(src, syntax.Perl); perr == nil {
+				rs.required = requiredLiteral(tree.Simplify())
+			}
+		}
 	}
 	return rs
 }
@@ -445,6 +487,9 @@ func buildRegexpExtract(name string, args []Expr) (Expr, error) {
 	}
 	rs := newRegexSource(args[1], javaRegex)
 	c := newCall(name, args, types.StringType, strictImpl(func(c *evalCtx, v []types.Value) (types.Value, error) {
+		if rs.cannotMatch(v[0].S) {
+			return types.Value{}, nil
+		}
 		re, err := rs.get(c, v[1].S, javaRegex)
 		if err != nil {
 			return types.Value{}, nil
@@ -475,10 +520,40 @@ func buildRegexp(name string, args []Expr) (Expr, error) {
 		if err != nil {
 			return types.Value{}, nil
 		}
+		if rs.cannotMatch(v[0].S) {
+			return types.Bool(false), nil
+		}
 		return types.Bool(re.MatchString(v[0].S)), nil
 	}))
 	c.t.NotNull = false
 	return c, nil
+}
+
+// splitIndex returns token idx of s split at sep, as Java's String.split
+// splits (trailing empty tokens dropped), without building the tokens.
+func splitIndex(s, sep string, idx int64) (string, bool) {
+	start := 0
+	for range idx {
+		i := strings.Index(s[start:], sep)
+		if i < 0 {
+			return "", false
+		}
+		start += i + len(sep)
+	}
+	end := len(s)
+	if i := strings.Index(s[start:], sep); i >= 0 {
+		end = start + i
+	}
+	// The token is dropped when it and every token after it are empty:
+	// nothing but separators from its start on.
+	rest := s[start:]
+	for strings.HasPrefix(rest, sep) {
+		rest = rest[len(sep):]
+	}
+	if rest == "" {
+		return "", false
+	}
+	return s[start:end], true
 }
 
 func buildSplitIndex(name string, args []Expr) (Expr, error) {
@@ -490,15 +565,10 @@ func buildSplitIndex(name string, args []Expr) (Expr, error) {
 		if idx < 0 || v[1].S == "" {
 			return types.Value{}, nil
 		}
-		parts := strings.Split(v[0].S, v[1].S)
-		// Java's String.split drops trailing empty strings.
-		for len(parts) > 0 && parts[len(parts)-1] == "" {
-			parts = parts[:len(parts)-1]
+		if part, ok := splitIndex(v[0].S, v[1].S, idx); ok {
+			return types.String(part), nil
 		}
-		if idx >= int64(len(parts)) {
-			return types.Value{}, nil
-		}
-		return types.String(parts[idx]), nil
+		return types.Value{}, nil
 	}))
 	c.t.NotNull = false
 	return c, nil
