@@ -201,6 +201,28 @@ var checks = []check{
 		}
 		return out
 	}},
+	{query: "q5", want: func(ev *events) (out []string) {
+		// HOP of 10 s sliding by 2 s: a bid at t is in the windows
+		// starting at the multiples of 2 s in (t - 10 s, t].
+		const slide, size = 2_000, tenSeconds
+		type key struct{ start, auction int64 }
+		counts := map[key]int64{}
+		for _, b := range ev.bids {
+			for s := window(b.dt, slide); s > b.dt-size; s -= slide {
+				counts[key{s, b.auction}]++
+			}
+		}
+		maxn := map[int64]int64{} // window start → most bids of an auction
+		for k, n := range counts {
+			maxn[k.start] = max(maxn[k.start], n)
+		}
+		for k, n := range counts {
+			if n >= maxn[k.start] {
+				out = append(out, row(i64(k.auction), i64(n)))
+			}
+		}
+		return out
+	}},
 	{query: "q7", want: func(ev *events) (out []string) {
 		maxPrice := map[int64]int64{} // window end → max price
 		for _, b := range ev.bids {
