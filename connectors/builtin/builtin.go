@@ -9,6 +9,7 @@ import (
 	"github.com/flinksql/flinksql/connectors/blackhole"
 	"github.com/flinksql/flinksql/connectors/datagen"
 	"github.com/flinksql/flinksql/connectors/filesystem"
+	"github.com/flinksql/flinksql/connectors/iceberg"
 	"github.com/flinksql/flinksql/connectors/kafka"
 	"github.com/flinksql/flinksql/connectors/print"
 	"github.com/flinksql/flinksql/connectors/upsertkafka"
@@ -29,7 +30,7 @@ func NewFormats() *formats.Registry {
 }
 
 // NewRegistry returns a registry of the built-in connectors (datagen,
-// values, filesystem, kafka, upsert-kafka, print, blackhole) resolving the
+// values, filesystem, kafka, upsert-kafka, iceberg, print, blackhole) resolving the
 // built-in formats. The
 // print connector writes to stdout and stderr.
 func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
@@ -41,5 +42,6 @@ func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
 	r.Register(blackhole.NewFactory())
 	r.Register(kafka.NewFactory())
 	r.Register(upsertkafka.NewFactory())
+	r.Register(iceberg.NewFactory())
 	return r
 }
