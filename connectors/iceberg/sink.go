@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
@@ -241,11 +244,47 @@ func (w *writer) PrepareCommit(id exec.CheckpointID) ([]exec.Committable, error)
 	if err != nil || len(files) == 0 {
 		return nil, err
 	}
+	if err := syncFiles(files); err != nil {
+		return nil, fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
+	}
 	c, err := encodeCommittable(w.jobID, int64(id), files)
 	if err != nil {
 		return nil, err
 	}
 	return []exec.Committable{c}, nil
+}
+
+// syncFiles makes the data files durable before the checkpoint that
+// commits them can complete: a snapshot must never reference a file a
+// machine crash truncated. (iceberg-go closes them without fsync.)
+func syncFiles(files []iceberg.DataFile) error {
+	for _, df := range files {
+		p := strings.TrimPrefix(df.FilePath(), "file://")
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("sync data file: %w", err)
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("sync data file %s: %w", p, err)
+		}
+	}
+	if len(files) > 0 {
+		// The directory entry too: the files were created since the last sync.
+		d, err := os.Open(filepath.Dir(strings.TrimPrefix(files[0].FilePath(), "file://")))
+		if err != nil {
+			return fmt.Errorf("sync data directory: %w", err)
+		}
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("sync data directory: %w", err)
+		}
+	}
+	return nil
 }
 
 // HasOutput implements exec.CommittableSizer.
@@ -360,6 +399,9 @@ func (w *writer) Finish(ctx context.Context) error {
 	files, err := w.closeSegment()
 	if err != nil || len(files) == 0 {
 		return err
+	}
+	if err := syncFiles(files); err != nil {
+		return fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
 	}
 	c, err := encodeCommittable(w.jobID, math.MaxInt64, files)
 	if err != nil {
