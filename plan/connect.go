@@ -382,7 +382,11 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	}
 	accepted := sink.AcceptedChangelogMode(in.Mode())
 	if updating(in.Mode()) && !accepted.Contains(withoutUB(in.Mode())) {
-		return nil, sinkModeError(t.ID.String(), in, accepted)
+		err := sinkModeError(t.ID.String(), in, accepted)
+		if h, ok := sink.(interface{ UpdatingInputHint() string }); ok {
+			err = fmt.Errorf("%w\n%s", err, h.UpdatingInputHint())
+		}
+		return nil, err
 	}
 	var pk []int
 	if t.PrimaryKey != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/flinksql/flinksql/connectors/blackhole"
 	"github.com/flinksql/flinksql/connectors/datagen"
 	"github.com/flinksql/flinksql/connectors/filesystem"
+	"github.com/flinksql/flinksql/connectors/iceberg"
 	"github.com/flinksql/flinksql/connectors/jdbc"
 	"github.com/flinksql/flinksql/connectors/kafka"
 	"github.com/flinksql/flinksql/connectors/nexmark"
@@ -42,7 +43,7 @@ func NewFormats() *formats.Registry {
 }
 
 // NewRegistry returns a registry of the built-in connectors (datagen,
-// values, filesystem, kafka, upsert-kafka, jdbc, nexmark, print, blackhole) resolving the
+// values, filesystem, kafka, upsert-kafka, iceberg, jdbc, nexmark, print, blackhole) resolving the
 // built-in formats. The
 // print connector writes to stdout and stderr.
 func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
@@ -56,5 +57,6 @@ func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
 	r.Register(upsertkafka.NewFactory())
 	r.Register(jdbc.NewFactory())
 	r.Register(nexmark.NewFactory())
+	r.Register(iceberg.NewFactory())
 	return r
 }

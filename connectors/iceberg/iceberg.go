@@ -1,0 +1,275 @@
+// Package iceberg owns the 'iceberg' connector: a sink that appends to an
+// Apache Iceberg table (github.com/apache/iceberg-go) in a Hadoop catalog
+// (a warehouse directory on the local file system), with exactly-once
+// commits tied to checkpoints as Flink's IcebergFilesCommitter makes them.
+//
+// Between barriers the sink writes Parquet data files. At a barrier it
+// closes them and hands their metadata (path, size, row count, column
+// statistics) over as the committable of the checkpoint; when the
+// checkpoint completes, one Iceberg snapshot appending those files is
+// committed. The snapshot's summary records the writer's job id and the
+// checkpoint id (flink.job-id, flink.max-committed-checkpoint-id), so a
+// commit repeated after a restore finds it already committed and skips it.
+// One committer per table: the sink runs at parallelism 1 (Flink writes
+// at parallelism n and commits at 1; here the committer is the writer).
+//
+// The table is created from the DDL's schema when it does not exist
+// (Flink's type mapping, NOT NULL columns required, the primary key as the
+// identifier fields). Append mode only: an updating query is refused
+// naming 'write.upsert.enabled'.
+package iceberg
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/types"
+
+	iceberg "github.com/apache/iceberg-go"
+)
+
+// Identifier is the value of 'connector' that selects this factory.
+const Identifier = "iceberg"
+
+// Option keys, as Flink's Iceberg connector names them.
+const (
+	OptCatalogName     = "catalog-name"
+	OptCatalogType     = "catalog-type"
+	OptCatalogImpl     = "catalog-impl"
+	OptCatalogDatabase = "catalog-database"
+	OptCatalogTable    = "catalog-table"
+	OptWarehouse       = "warehouse"
+	OptURI             = "uri"
+	OptFormatDefault   = "write.format.default"
+	OptFormatVersion   = "format-version"
+	OptUpsertEnabled   = "write.upsert.enabled"
+	OptTargetFileSize  = "write.target-file-size-bytes"
+	OptPropertyVersion = "property-version"
+	OptCacheEnabled    = "cache-enabled"
+)
+
+// Catalog types.
+const (
+	CatalogHadoop = "hadoop"
+	CatalogHive   = "hive"
+	CatalogREST   = "rest"
+	CatalogSQL    = "sql"
+)
+
+// Factory creates Iceberg sinks.
+type Factory struct{}
+
+// NewFactory returns the iceberg factory.
+func NewFactory() *Factory { return &Factory{} }
+
+// Identifier implements connectors.Factory.
+func (*Factory) Identifier() string { return Identifier }
+
+// RequiredOptions implements connectors.Factory.
+func (*Factory) RequiredOptions() []string { return []string{OptCatalogName} }
+
+// OptionalOptions implements connectors.Factory.
+func (*Factory) OptionalOptions() []string {
+	return []string{
+		OptCatalogType, OptCatalogImpl, OptCatalogDatabase, OptCatalogTable, OptWarehouse, OptURI,
+		OptFormatDefault, OptFormatVersion, OptUpsertEnabled, OptTargetFileSize,
+		OptPropertyVersion, OptCacheEnabled,
+	}
+}
+
+// config is what the sink takes from the options.
+type config struct {
+	name          string // the Flink table, for messages
+	catalogName   string
+	warehouse     string // absolute local path
+	database      string
+	table         string
+	formatVersion int
+	targetSize    int64 // write.target-file-size-bytes; 0: iceberg-go's default
+	schema        types.Schema
+	primaryKey    []int
+}
+
+// CreateSink implements connectors.SinkFactory.
+func (f *Factory) CreateSink(tc *connectors.TableContext) (connectors.Sink, error) {
+	c, err := newConfig(f, tc)
+	if err != nil {
+		return nil, err
+	}
+	// Fail at planning on a type the table cannot hold.
+	if _, err := icebergSchema(c.schema, c.primaryKey); err != nil {
+		return nil, fmt.Errorf("iceberg table %s: %w", c.name, err)
+	}
+	return &Sink{cfg: c}, nil
+}
+
+func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
+	if err := connectors.ValidateOptions(tc, f); err != nil {
+		return nil, err
+	}
+	opts := connectors.Options(tc.Options)
+	c := &config{name: tc.Name, schema: tc.Physical, primaryKey: tc.PrimaryKey}
+	if c.catalogName = strings.TrimSpace(opts[OptCatalogName]); c.catalogName == "" {
+		return nil, fmt.Errorf("Table property '%s' cannot be null", OptCatalogName) //nolint:staticcheck // Flink's text
+	}
+	if len(tc.Metadata) > 0 {
+		return nil, fmt.Errorf("iceberg table %s: METADATA columns are not supported by the iceberg connector (column '%s')", c.name, tc.Metadata[0].Name)
+	}
+	if opts.Has(OptCatalogImpl) {
+		return nil, fmt.Errorf("iceberg table %s: option '%s' (a Java catalog class) is not supported; set '%s' to '%s'", c.name, OptCatalogImpl, OptCatalogType, CatalogHadoop)
+	}
+	// Flink's default catalog type is hive.
+	ctype, err := opts.Enum(OptCatalogType, []string{CatalogHive, CatalogHadoop, CatalogREST, CatalogSQL}, CatalogHive)
+	if err != nil {
+		return nil, err
+	}
+	if ctype != CatalogHadoop {
+		return nil, fmt.Errorf("iceberg table %s: '%s' = '%s' is not supported yet; the supported catalog type is '%s' (a warehouse directory on the local file system)",
+			c.name, OptCatalogType, ctype, CatalogHadoop)
+	}
+	if opts.Has(OptURI) {
+		return nil, fmt.Errorf("iceberg table %s: option '%s' is not used by a '%s' catalog; remove it", c.name, OptURI, CatalogHadoop)
+	}
+	wh := strings.TrimSpace(opts[OptWarehouse])
+	if wh == "" {
+		return nil, fmt.Errorf("iceberg table %s: option '%s' is required for a '%s' catalog", c.name, OptWarehouse, CatalogHadoop)
+	}
+	if c.warehouse, err = localPath(wh); err != nil {
+		return nil, fmt.Errorf("iceberg table %s: option '%s': %w", c.name, OptWarehouse, err)
+	}
+	c.database = opts.String(OptCatalogDatabase, currentDatabase(tc.Name))
+	c.table = opts.String(OptCatalogTable, tc.ObjectName)
+	if c.database == "" || c.table == "" {
+		return nil, fmt.Errorf("iceberg table %s: options '%s' and '%s' must not be empty", c.name, OptCatalogDatabase, OptCatalogTable)
+	}
+	if _, err := opts.Enum(OptFormatDefault, []string{"parquet"}, "parquet"); err != nil {
+		return nil, fmt.Errorf("%w (only Parquet data files are written)", err)
+	}
+	if c.formatVersion, err = opts.Int(OptFormatVersion, 2); err != nil {
+		return nil, err
+	}
+	if c.formatVersion != 1 && c.formatVersion != 2 {
+		return nil, fmt.Errorf("Invalid value for option '%s'. Expected one of [1, 2], but was: %s", OptFormatVersion, opts[OptFormatVersion])
+	}
+	if c.targetSize, err = opts.Long(OptTargetFileSize, 0); err != nil {
+		return nil, err
+	}
+	if opts.Has(OptTargetFileSize) && c.targetSize <= 0 {
+		return nil, fmt.Errorf("Invalid value for option '%s'. Expected a positive number of bytes, but was: %s", OptTargetFileSize, opts[OptTargetFileSize])
+	}
+	upsert, err := opts.Bool(OptUpsertEnabled, false)
+	if err != nil {
+		return nil, err
+	}
+	if upsert {
+		return nil, fmt.Errorf("iceberg table %s: '%s' = 'true' is not supported yet (equality deletes are not written); the sink appends insert-only input", c.name, OptUpsertEnabled)
+	}
+	if _, err := opts.Bool(OptCacheEnabled, true); err != nil {
+		return nil, err
+	}
+	if opts.Has(OptPropertyVersion) {
+		if v := opts[OptPropertyVersion]; v != "1" {
+			return nil, fmt.Errorf("Invalid value for option '%s'. Expected 1, but was: %s", OptPropertyVersion, v)
+		}
+	}
+	return c, nil
+}
+
+// localPath turns a warehouse location into an absolute local path.
+func localPath(loc string) (string, error) {
+	p := loc
+	if rest, ok := strings.CutPrefix(p, "file://"); ok {
+		p = rest
+	} else if rest, ok := strings.CutPrefix(p, "file:"); ok {
+		p = rest
+	} else if i := strings.Index(p, "://"); i > 0 {
+		return "", fmt.Errorf("unsupported file system scheme '%s' in '%s' (a '%s' catalog supports local paths and file:// here; s3:// is not supported yet)", p[:i], loc, CatalogHadoop)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("'%s' is not an absolute path", loc)
+	}
+	p = strings.TrimRight(p, "/")
+	if p == "" {
+		return "", fmt.Errorf("'%s' is the root directory", loc)
+	}
+	return p, nil
+}
+
+// currentDatabase is the database part of a Flink table identifier
+// (catalog.database.table), Flink's default for 'catalog-database'.
+func currentDatabase(name string) string {
+	parts := strings.Split(name, ".")
+	if len(parts) == 3 {
+		return parts[1]
+	}
+	return "default_database"
+}
+
+// icebergSchema maps the DDL's physical columns to an Iceberg schema as
+// Flink's FlinkSchemaUtil does: TINYINT and SMALLINT widen to int, CHAR and
+// VARCHAR are string, BINARY(n) is fixed(n), TIMESTAMP is timestamp and
+// TIMESTAMP_LTZ timestamptz (microseconds), NOT NULL is required, and the
+// primary key becomes the identifier fields. Field IDs are 1..n; the
+// catalog may reassign them at creation.
+func icebergSchema(cols types.Schema, pk []int) (*iceberg.Schema, error) {
+	fields := make([]iceberg.NestedField, len(cols))
+	for i, c := range cols {
+		t, err := icebergType(c.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column '%s': %w", c.Name, err)
+		}
+		fields[i] = iceberg.NestedField{ID: i + 1, Name: c.Name, Type: t, Required: c.Type.NotNull}
+	}
+	ids := make([]int, len(pk))
+	for i, p := range pk {
+		ids[i] = p + 1
+		fields[p].Required = true // primary key columns are NOT NULL in Flink
+	}
+	return iceberg.NewSchemaWithIdentifiers(0, ids, fields...), nil
+}
+
+func icebergType(t types.Type) (iceberg.Type, error) {
+	switch t.Root {
+	case types.RootBoolean:
+		return iceberg.PrimitiveTypes.Bool, nil
+	case types.RootTinyInt, types.RootSmallInt, types.RootInt:
+		return iceberg.PrimitiveTypes.Int32, nil
+	case types.RootBigInt:
+		return iceberg.PrimitiveTypes.Int64, nil
+	case types.RootFloat:
+		return iceberg.PrimitiveTypes.Float32, nil
+	case types.RootDouble:
+		return iceberg.PrimitiveTypes.Float64, nil
+	case types.RootDecimal:
+		if t.Precision > 38 {
+			return nil, fmt.Errorf("DECIMAL(%d, %d) exceeds Iceberg's maximum precision 38", t.Precision, t.Scale)
+		}
+		return iceberg.DecimalTypeOf(t.Precision, t.Scale), nil
+	case types.RootChar, types.RootVarChar:
+		return iceberg.PrimitiveTypes.String, nil
+	case types.RootBinary:
+		return iceberg.FixedTypeOf(t.Precision), nil
+	case types.RootVarBinary:
+		return iceberg.PrimitiveTypes.Binary, nil
+	case types.RootDate:
+		return iceberg.PrimitiveTypes.Date, nil
+	case types.RootTime:
+		return iceberg.PrimitiveTypes.Time, nil
+	case types.RootTimestamp:
+		return iceberg.PrimitiveTypes.Timestamp, nil
+	case types.RootTimestampLTZ:
+		return iceberg.PrimitiveTypes.TimestampTz, nil
+	}
+	return nil, fmt.Errorf("type %s is not supported by the iceberg sink yet (supported: BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, CHAR, VARCHAR, BINARY, VARBINARY, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ)", t)
+}
+
+// Snapshot summary properties, as Flink's IcebergFilesCommitter writes them.
+const (
+	propJobID           = "flink.job-id"
+	propMaxCommittedCkp = "flink.max-committed-checkpoint-id"
+	propOperatorID      = "flink.operator-id"
+)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

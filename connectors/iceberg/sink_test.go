@@ -1,0 +1,470 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/types"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	iceberg "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog/hadoop"
+	"github.com/apache/iceberg-go/table"
+)
+
+var testSchema = types.Schema{
+	{Name: "id", Type: types.BigIntType.WithNullable(false)},
+	{Name: "name", Type: types.StringType},
+}
+
+func testContext(warehouse string, opts map[string]string) *connectors.TableContext {
+	all := map[string]string{
+		"connector": "iceberg", OptCatalogName: "hc", OptCatalogType: "hadoop", OptWarehouse: warehouse,
+	}
+	for k, v := range opts {
+		all[k] = v
+	}
+	return &connectors.TableContext{
+		Name: "default_catalog.default_database.t", ObjectName: "t", Options: all, Physical: testSchema,
+	}
+}
+
+func newTestWriter(t *testing.T, warehouse string) *writer {
+	t.Helper()
+	snk, err := NewFactory().CreateSink(testContext(warehouse, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := snk.NewWriter(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	if err := w.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return w.(*writer)
+}
+
+func write(t *testing.T, w *writer, ids ...int64) {
+	t.Helper()
+	b := types.NewBatch(2, len(ids))
+	for _, id := range ids {
+		name := types.String(fmt.Sprintf("n%d", id))
+		if id%5 == 0 {
+			name = types.NullValue
+		}
+		b.AppendRow(types.Insert, types.Row{types.Int(id), name})
+	}
+	if err := w.Write(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func prepare(t *testing.T, w *writer, id exec.CheckpointID) []exec.Committable {
+	t.Helper()
+	cs, err := w.PrepareCommit(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// readTable scans the table with iceberg-go's own reader and returns its
+// rows as "id,name" sorted.
+func readTable(t *testing.T, warehouse string) (*table.Table, []string) {
+	t.Helper()
+	cat, err := hadoop.NewCatalog("check", "file://"+warehouse, iceberg.Properties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"default_database", "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	var rows []string
+	tr := array.NewTableReader(at, 0)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		ids := rec.Column(0).(*array.Int64)
+		names := rec.Column(1).(*array.String)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			name := "NULL"
+			if names.IsValid(i) {
+				name = names.Value(i)
+			}
+			rows = append(rows, fmt.Sprintf("%d,%s", ids.Value(i), name))
+		}
+	}
+	slices.Sort(rows)
+	return tbl, rows
+}
+
+func expectRows(ids ...int64) []string {
+	var out []string
+	for _, id := range ids {
+		name := fmt.Sprintf("n%d", id)
+		if id%5 == 0 {
+			name = "NULL"
+		}
+		out = append(out, fmt.Sprintf("%d,%s", id, name))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// snapshots lists the table's snapshots from the first to the current one
+// as "seq:checkpoint".
+func snapshots(tbl *table.Table) []string {
+	var out []string
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		out = append(out, fmt.Sprintf("%d:%s", s.SequenceNumber, s.Summary.Properties[propMaxCommittedCkp]))
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = tbl.SnapshotByID(*s.ParentSnapshotID)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// The table is created from the DDL; rows become visible only when their
+// checkpoint commits, one snapshot per checkpoint, each the child of the
+// previous one (sequence numbers 1, 2, ...).
+func TestSinkCommitsOneSnapshotPerCheckpoint(t *testing.T) {
+	wh := t.TempDir()
+	w := newTestWriter(t, wh)
+	tbl, rows := readTable(t, wh)
+	if len(rows) != 0 || tbl.CurrentSnapshot() != nil {
+		t.Fatalf("new table: rows %v, snapshot %v", rows, tbl.CurrentSnapshot())
+	}
+	if f, _ := tbl.Schema().FindFieldByName("id"); !f.Required || !f.Type.Equals(iceberg.PrimitiveTypes.Int64) {
+		t.Fatalf("id field: %+v", f)
+	}
+	if v := tbl.Metadata().Version(); v != 2 {
+		t.Fatalf("format version %d, want 2", v)
+	}
+
+	write(t, w, 1, 2, 3)
+	write(t, w, 4, 5)
+	c1 := prepare(t, w, 1)
+	write(t, w, 6) // after barrier 1: belongs to checkpoint 2
+	if _, rows := readTable(t, wh); len(rows) != 0 {
+		t.Fatalf("visible before the commit: %v", rows)
+	}
+	if err := w.Commit(c1); err != nil {
+		t.Fatal(err)
+	}
+	if _, rows := readTable(t, wh); !slices.Equal(rows, expectRows(1, 2, 3, 4, 5)) {
+		t.Fatalf("after checkpoint 1: %v", rows)
+	}
+	c2 := prepare(t, w, 2)
+	if err := w.Commit(c2); err != nil {
+		t.Fatal(err)
+	}
+	// Checkpoint 3 has no rows: no committable, no snapshot.
+	if c3 := prepare(t, w, 3); len(c3) != 0 {
+		t.Fatalf("empty checkpoint has committables: %d", len(c3))
+	}
+	write(t, w, 7, 8)
+	if err := w.Commit(prepare(t, w, 4)); err != nil {
+		t.Fatal(err)
+	}
+	tbl, rows = readTable(t, wh)
+	if want := expectRows(1, 2, 3, 4, 5, 6, 7, 8); !slices.Equal(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	if got, want := snapshots(tbl), []string{"1:1", "2:2", "3:4"}; !slices.Equal(got, want) {
+		t.Fatalf("snapshots %v, want %v", got, want)
+	}
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.Summary.Operation != table.OpAppend || s.Summary.Properties[propJobID] != w.jobID {
+			t.Fatalf("snapshot %d: %v", s.SnapshotID, s.Summary)
+		}
+	}
+}
+
+// A restore commits the restored checkpoint's committables again: when the
+// snapshot was already committed before the crash, nothing is added; when
+// it was not, it is committed once.
+func TestSinkRecommitAfterRestoreIsIdempotent(t *testing.T) {
+	wh := t.TempDir()
+	w := newTestWriter(t, wh)
+	write(t, w, 1, 2)
+	c1 := prepare(t, w, 1)
+	if err := w.Commit(c1); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, 3)
+	c2 := prepare(t, w, 2) // checkpoint 2 completes, the job dies before committing
+
+	// The next attempt: a new writer, restored from checkpoint 2, commits
+	// checkpoint 1's committable (already in the table) and checkpoint 2's.
+	snk, err := NewFactory().CreateSink(testContext(wh, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := snk.NewWriter(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2 := sw.(*writer)
+	t.Cleanup(func() { w2.Close() })
+	for range 2 { // and once more, as if that attempt also died after its commit
+		if err := w2.Commit(append(slices.Clone(c1), c2...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w2.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w2, 4)
+	if err := w2.Commit(prepare(t, w2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	tbl, rows := readTable(t, wh)
+	if want := expectRows(1, 2, 3, 4); !slices.Equal(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	if got, want := snapshots(tbl), []string{"1:1", "2:2", "3:3"}; !slices.Equal(got, want) {
+		t.Fatalf("snapshots %v, want %v", got, want)
+	}
+	if j := tbl.CurrentSnapshot().Summary.Properties[propJobID]; j != w2.jobID || j == w.jobID {
+		t.Fatalf("last snapshot's job %q; first writer %q, second %q", j, w.jobID, w2.jobID)
+	}
+}
+
+// Without checkpointing, end of input commits everything as one snapshot.
+func TestSinkFinishCommitsWithoutCheckpointing(t *testing.T) {
+	wh := t.TempDir()
+	w := newTestWriter(t, wh)
+	write(t, w, 1, 2, 3)
+	if err := w.Finish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tbl, rows := readTable(t, wh)
+	if want := expectRows(1, 2, 3); !slices.Equal(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots", n)
+	}
+}
+
+// An existing table is appended to; a DDL that does not fit it is refused.
+func TestSinkExistingTable(t *testing.T) {
+	wh := t.TempDir()
+	w := newTestWriter(t, wh)
+	write(t, w, 1)
+	if err := w.Commit(prepare(t, w, 1)); err != nil {
+		t.Fatal(err)
+	}
+	w2 := newTestWriter(t, wh)
+	write(t, w2, 2)
+	if err := w2.Commit(prepare(t, w2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, rows := readTable(t, wh); !slices.Equal(rows, expectRows(1, 2)) {
+		t.Fatalf("rows %v", rows)
+	}
+
+	tc := testContext(wh, nil)
+	tc.Physical = types.Schema{{Name: "id", Type: types.IntType.WithNullable(false)}, {Name: "name", Type: types.StringType}}
+	snk, err := NewFactory().CreateSink(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := snk.NewWriter(0, 1)
+	defer bad.Close()
+	err = bad.Open(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "column 'id' is long in the table, but the DDL's INT NOT NULL maps to int") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestOptionsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		opts map[string]string
+		want string
+	}{
+		{map[string]string{OptCatalogType: "hive"}, "'catalog-type' = 'hive' is not supported yet; the supported catalog type is 'hadoop'"},
+		{map[string]string{OptCatalogType: "glue"}, "Invalid value for option 'catalog-type'"},
+		{map[string]string{OptFormatDefault: "orc"}, "Invalid value for option 'write.format.default'"},
+		{map[string]string{OptFormatVersion: "3"}, "Expected one of [1, 2], but was: 3"},
+		{map[string]string{OptUpsertEnabled: "true"}, "'write.upsert.enabled' = 'true' is not supported yet"},
+		{map[string]string{"warehouse": "s3://bucket/wh"}, "unsupported file system scheme 's3'"},
+		{map[string]string{OptWarehouse: "relative/wh"}, "is not an absolute path"},
+		{map[string]string{"write.distribution-mode": "hash"}, "write.distribution-mode"},
+		{map[string]string{OptCatalogName: ""}, "'catalog-name'"},
+		{map[string]string{OptCatalogImpl: "org.apache.iceberg.jdbc.JdbcCatalog"}, "option 'catalog-impl' (a Java catalog class) is not supported"},
+		{map[string]string{OptURI: "thrift://localhost:9083"}, "option 'uri' is not used by a 'hadoop' catalog"},
+		{map[string]string{OptPropertyVersion: "2"}, "Invalid value for option 'property-version'"},
+		{map[string]string{OptCacheEnabled: "maybe"}, "'cache-enabled'"},
+		{map[string]string{OptTargetFileSize: "0"}, "Invalid value for option 'write.target-file-size-bytes'"},
+	} {
+		_, err := NewFactory().CreateSink(testContext("/tmp/wh", tc.opts))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+	tc := testContext("/tmp/wh", nil)
+	tc.Physical = types.Schema{{Name: "a", Type: types.Type{Root: types.RootArray, Elem: &types.IntType}}}
+	if _, err := NewFactory().CreateSink(tc); err == nil || !strings.Contains(err.Error(), "column 'a'") {
+		t.Errorf("ARRAY column: %v", err)
+	}
+}
+
+// 'catalog-database' and 'catalog-table' name the Iceberg table,
+// 'format-version' is the created table's, and
+// 'write.target-file-size-bytes' rolls data files within a checkpoint.
+func TestSinkTableOptions(t *testing.T) {
+	wh := t.TempDir()
+	snk, err := NewFactory().CreateSink(testContext(wh, map[string]string{
+		"catalog-database": "db1", "catalog-table": "events", "format-version": "1",
+		"write.target-file-size-bytes": "1", "write.format.default": "parquet", "property-version": "1", "cache-enabled": "false",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := snk.NewWriter(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sw.(*writer)
+	defer w.Close()
+	if err := w.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(3) {
+		write(t, w, 2*i+1, 2*i+2)
+	}
+	if err := w.Commit(prepare(t, w, 1)); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := hadoop.NewCatalog("check", "file://"+wh, iceberg.Properties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"db1", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := tbl.Metadata().Version(); v != 1 {
+		t.Fatalf("format version %d", v)
+	}
+	s := tbl.CurrentSnapshot()
+	// A 1-byte target closes the file after every record batch: 3 files.
+	if got := s.Summary.Properties["added-data-files"]; got != "3" {
+		t.Fatalf("added-data-files %s, summary %v", got, s.Summary)
+	}
+	if got := s.Summary.Properties["added-records"]; got != "6" {
+		t.Fatalf("added-records %s", got)
+	}
+}
+
+// Every supported Flink type is written as the Iceberg type Flink maps it
+// to and reads back as the value written (expected values worked out from
+// the engine's representation: DATE in days, TIME in milliseconds of the
+// day, TIMESTAMP in epoch milliseconds plus nanoseconds).
+func TestSinkTypes(t *testing.T) {
+	wh := t.TempDir()
+	tc := testContext(wh, nil)
+	tc.Physical = types.Schema{
+		{Name: "b", Type: types.BooleanType},
+		{Name: "ti", Type: types.TinyIntType},
+		{Name: "si", Type: types.SmallIntType},
+		{Name: "i", Type: types.IntType},
+		{Name: "f", Type: types.FloatType},
+		{Name: "d", Type: types.DoubleType},
+		{Name: "dec", Type: types.Type{Root: types.RootDecimal, Precision: 10, Scale: 2}},
+		{Name: "c", Type: types.Type{Root: types.RootChar, Precision: 3}},
+		{Name: "bin", Type: types.Type{Root: types.RootBinary, Precision: 4}},
+		{Name: "vb", Type: types.Type{Root: types.RootVarBinary, Precision: types.MaxLength}},
+		{Name: "dt", Type: types.Type{Root: types.RootDate}},
+		{Name: "tm", Type: types.Type{Root: types.RootTime}},
+		{Name: "ts", Type: types.TimestampType(6)},
+		{Name: "ltz", Type: types.Type{Root: types.RootTimestampLTZ, Precision: 3}},
+	}
+	snk, err := NewFactory().CreateSink(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, _ := snk.NewWriter(0, 1)
+	w := sw.(*writer)
+	defer w.Close()
+	ctx := context.Background()
+	if err := w.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := types.NewBatch(len(tc.Physical), 2)
+	b.AppendRow(types.Insert, types.Row{
+		types.Bool(true), types.Int(-7), types.Int(300), types.Int(70000), types.Float(1.5), types.Float(-2.25),
+		types.DecimalFromUnscaled(12345, 2), types.String("abc"), types.Bytes([]byte("ab")), types.Bytes([]byte{0, 1, 2}),
+		types.Int(19723), types.Int(3723004), types.Timestamp(1704067200123, 456000), types.TimestampMillis(1704067200123),
+	})
+	b.AppendRow(types.Insert, make(types.Row, len(tc.Physical))) // all NULL
+	if err := w.Write(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(prepare(t, w, 1)); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := hadoop.NewCatalog("check", "file://"+wh, iceberg.Properties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"default_database", "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range tbl.Schema().Fields() {
+		got = append(got, f.Name+":"+f.Type.String())
+	}
+	want := []string{"b:boolean", "ti:int", "si:int", "i:int", "f:float", "d:double", "dec:decimal(10, 2)", "c:string",
+		"bin:fixed[4]", "vb:binary", "dt:date", "tm:time", "ts:timestamp", "ltz:timestamptz"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("schema %v\nwant %v", got, want)
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	if at.NumRows() != 2 {
+		t.Fatalf("%d rows", at.NumRows())
+	}
+	var vals, nulls []string
+	for i := 0; i < int(at.NumCols()); i++ {
+		col := at.Column(i).Data().Chunk(0)
+		vals = append(vals, col.ValueStr(0))
+		if col.IsNull(1) {
+			nulls = append(nulls, at.Schema().Field(i).Name)
+		}
+	}
+	wantVals := []string{"true", "-7", "300", "70000", "1.5", "-2.25", "123.45", "abc", "YWIAAA==", "AAEC",
+		"2024-01-01", "01:02:03.004000", "2024-01-01T00:00:00.123456", "2024-01-01T00:00:00.123Z"} // Arrow prints ISO 8601
+	if len(nulls) != len(want) {
+		t.Errorf("NULL columns of row 2: %v", nulls)
+	}
+	for i := range wantVals {
+		if vals[i] != wantVals[i] {
+			t.Errorf("column %s: %q, want %q", want[i], vals[i], wantVals[i])
+		}
+	}
+}

@@ -1,0 +1,226 @@
+package integration_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	iceberg "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog/hadoop"
+	"github.com/apache/iceberg-go/table"
+)
+
+// TestIcebergKillAndResume runs a bounded job writing an Iceberg table in a
+// process of its own and kills it: first at each fault point of the
+// two-phase commit (before and after the pre-commit, after the checkpoint
+// completed but before the commit, right after the commit), then twice at
+// random moments after a checkpoint; each run resumes from the latest
+// completed checkpoint, until one finishes. The table, read with
+// iceberg-go's own scan, must hold every id exactly once; its snapshots
+// form one chain with sequence numbers 1, 2, … and checkpoint ids that
+// increase, and every data file a snapshot references exists.
+func TestIcebergKillAndResume(t *testing.T) {
+	const rows = 6000
+	dir := t.TempDir()
+	bin := buildBinary(t, dir)
+	wh := filepath.Join(dir, "warehouse")
+	script := filepath.Join(dir, "job.sql")
+	sql := fmt.Sprintf(`
+SET 'execution.checkpointing.interval' = '100 ms';
+SET 'state.checkpoints.dir' = '%s';
+SET 'pipeline.name' = 'iceberg-kill-and-resume';
+SET 'parallelism.default' = '2';
+CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'datagen', 'rows-per-second' = '3000',
+  'number-of-rows' = '%d', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%d',
+  'fields.k.min' = '0', 'fields.k.max' = '9');
+CREATE TABLE ice (id BIGINT, k INT) WITH ('connector' = 'iceberg', 'catalog-name' = 'hc',
+  'catalog-type' = 'hadoop', 'warehouse' = 'file://%s', 'catalog-database' = 'db', 'catalog-table' = 'ids');
+INSERT INTO ice SELECT id, k FROM gen;
+`, filepath.Join(dir, "checkpoints"), rows, rows-1, wh)
+	if err := os.WriteFile(script, []byte(sql), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(18, 5))
+	// The fault runs die by themselves at the second checkpoint after the
+	// one they restore (the newest completed so far); the random ones are
+	// killed; the last one finishes.
+	faults := []string{"before-precommit", "after-precommit", "after-complete", "during-commit", "", ""}
+	completed := 0 // the newest checkpoint a run completed
+	for run := 0; ; run++ {
+		if run > 12 {
+			t.Fatalf("the job did not finish after %d runs", run)
+		}
+		cmd := exec.Command(bin, "-f", script)
+		cmd.Env = os.Environ()
+		if run < len(faults) && faults[run] != "" {
+			cmd.Env = append(cmd.Env, fmt.Sprintf("FLINKSQL_FAULT=%s@%d", faults[run], completed+2))
+		}
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		checkpointed := make(chan struct{}, 1)
+		newest := completed
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				line := sc.Text()
+				if rest, ok := strings.CutPrefix(line, "Completed checkpoint "); ok {
+					if n, err := strconv.Atoi(strings.Fields(rest)[0]); err == nil && n > newest {
+						newest = n
+					}
+					select {
+					case checkpointed <- struct{}{}:
+					default:
+					}
+				}
+				if strings.Contains(line, "Restoring job") || strings.Contains(line, "iceberg") {
+					t.Logf("run %d: %s", run, line)
+				}
+			}
+			done <- cmd.Wait()
+		}()
+		wait := func() error { err := <-done; completed = newest; return err }
+		switch {
+		case run < len(faults) && faults[run] != "":
+			select {
+			case err := <-done:
+				completed = newest
+				if err == nil {
+					t.Fatalf("run %d (fault %s) finished", run, faults[run])
+				}
+				t.Logf("run %d: died at %s: %v", run, faults[run], err)
+			case <-time.After(timeout):
+				_ = cmd.Process.Kill()
+				t.Fatalf("run %d: fault %s did not fire within %s", run, faults[run], timeout)
+			}
+			continue
+		case run < len(faults):
+			select {
+			case <-checkpointed:
+				time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond) // the random moment of the kill
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				_ = wait()
+				t.Logf("run %d: killed", run)
+				continue
+			case err := <-done:
+				t.Fatalf("run %d ended before it could be killed: %v", run, err)
+			case <-time.After(timeout):
+				_ = cmd.Process.Kill()
+				t.Fatalf("run %d: no checkpoint within %s", run, timeout)
+			}
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("final run %d failed: %v", run, err)
+			}
+		case <-time.After(timeout):
+			_ = cmd.Process.Kill()
+			t.Fatalf("final run %d did not finish within %s", run, timeout)
+		}
+		break
+	}
+
+	tbl, ids := readIcebergIDs(t, wh, table.Identifier{"db", "ids"})
+	checkExactlyOnce(t, ids, rows)
+	checkIcebergSnapshots(t, tbl)
+}
+
+// readIcebergIDs scans the table's first column (BIGINT ids).
+func readIcebergIDs(t *testing.T, wh string, ident table.Identifier) (*table.Table, []int) {
+	t.Helper()
+	cat, err := hadoop.NewCatalog("check", "file://"+wh, iceberg.Properties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	tr := array.NewTableReader(at, 0)
+	defer tr.Release()
+	var ids []int
+	for tr.Next() {
+		col := tr.RecordBatch().Column(0).(*array.Int64)
+		for i := 0; i < col.Len(); i++ {
+			ids = append(ids, int(col.Value(i)))
+		}
+	}
+	slices.Sort(ids)
+	return tbl, ids
+}
+
+// checkIcebergSnapshots checks that the snapshots form one chain with
+// sequence numbers 1..n, each an append whose flink.max-committed-checkpoint-id
+// grows within a job id, and that every data file they reference exists.
+func checkIcebergSnapshots(t *testing.T, tbl *table.Table) {
+	t.Helper()
+	var chain []*table.Snapshot
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		chain = append([]*table.Snapshot{s}, chain...)
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = tbl.SnapshotByID(*s.ParentSnapshotID)
+	}
+	if len(chain) != len(tbl.Metadata().Snapshots()) {
+		t.Fatalf("%d snapshots, %d in the current chain", len(tbl.Metadata().Snapshots()), len(chain))
+	}
+	last := map[string]int64{}
+	for i, s := range chain {
+		if s.SequenceNumber != int64(i+1) {
+			t.Errorf("snapshot %d has sequence number %d", i+1, s.SequenceNumber)
+		}
+		job := s.Summary.Properties["flink.job-id"]
+		ckp, err := strconv.ParseInt(s.Summary.Properties["flink.max-committed-checkpoint-id"], 10, 64)
+		if err != nil || job == "" {
+			t.Fatalf("snapshot %d summary %v", i+1, s.Summary)
+		}
+		if prev, ok := last[job]; ok && ckp <= prev {
+			t.Errorf("snapshot %d: checkpoint %d of job %s after checkpoint %d", i+1, ckp, job, prev)
+		}
+		last[job] = ckp
+	}
+	fs, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		f, err := fs.Open(task.File.FilePath())
+		if err != nil {
+			t.Errorf("referenced data file: %v", err)
+			continue
+		}
+		f.Close()
+		n++
+	}
+	t.Logf("%d snapshots, %d data files, %d job ids", len(chain), n, len(last))
+}
