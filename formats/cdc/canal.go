@@ -45,34 +45,18 @@ var canalMetadata = map[string]types.Type{
 }
 
 // CanalFactory is the 'canal-json' format.
-type CanalFactory struct{}
+type CanalFactory struct{ envelope }
 
 // NewCanal returns the 'canal-json' format factory.
-func NewCanal() *CanalFactory { return &CanalFactory{} }
+func NewCanal() *CanalFactory {
+	return &CanalFactory{envelope{id: "canal-json", options: canalOptions, metadata: canalMetadata, keys: canalMetadataKeys}}
+}
 
 var (
 	_ formats.Factory         = (*CanalFactory)(nil)
 	_ formats.ChangelogFormat = (*CanalFactory)(nil)
 	_ formats.MetadataFormat  = (*CanalFactory)(nil)
 )
-
-// Identifier implements formats.Factory.
-func (*CanalFactory) Identifier() string { return "canal-json" }
-
-// OptionalOptions implements formats.Factory.
-func (*CanalFactory) OptionalOptions() []string { return append([]string(nil), canalOptions...) }
-
-// DecodingChangelogMode implements formats.ChangelogFormat.
-func (*CanalFactory) DecodingChangelogMode() types.ChangelogMode { return retractMode }
-
-// EncodingChangelogMode implements formats.ChangelogFormat.
-func (*CanalFactory) EncodingChangelogMode() types.ChangelogMode { return retractMode }
-
-// ReadableMetadata implements formats.MetadataFormat.
-func (*CanalFactory) ReadableMetadata() map[string]types.Type { return canalMetadata }
-
-// MetadataKeys implements formats.MetadataFormat.
-func (*CanalFactory) MetadataKeys() []string { return canalMetadataKeys }
 
 // Envelope field positions of the canal decoder's schema.
 const (
@@ -88,16 +72,9 @@ const (
 )
 
 // CreateDecoder implements formats.Factory.
-func (*CanalFactory) CreateDecoder(c *formats.Context) (formats.Decoder, error) {
-	const id = "canal-json"
-	if err := checkOptions(id, c, canalOptions); err != nil {
-		return nil, err
-	}
-	if err := validateCommon(c); err != nil {
-		return nil, err
-	}
-	ignore, _ := boolOption(c, OptIgnoreParseErrors, false)
-	if err := metadataSlots(id, c, canalMetadata, canalMetadataKeys); err != nil {
+func (f *CanalFactory) CreateDecoder(c *formats.Context) (formats.Decoder, error) {
+	ignore, err := f.decoderOptions(c)
+	if err != nil {
 		return nil, err
 	}
 	dbRe, err := includePattern(c, OptDatabaseInclude)
@@ -125,20 +102,20 @@ func (*CanalFactory) CreateDecoder(c *formats.Context) (formats.Decoder, error) 
 		return nil, err
 	}
 	return &CanalDecoder{
-		inner: inner, ignore: ignore, dbRe: dbRe, tableRe: tableRe,
+		envelopeReader: envelopeReader{name: "Canal", inner: inner, ignore: ignore, env: make(types.Row, len(schema))},
+		dbRe:           dbRe, tableRe: tableRe,
 		width: len(c.Schema), meta: append([]string(nil), c.Metadata...),
-		env: make(types.Row, len(schema)), out: make(types.Row, len(c.Schema)+len(c.Metadata)),
+		out: make(types.Row, len(c.Schema)+len(c.Metadata)),
 	}, nil
 }
 
 // CanalDecoder decodes Canal change events. One goroutine uses it.
 type CanalDecoder struct {
-	inner         formats.Decoder
-	ignore        bool
+	envelopeReader
 	dbRe, tableRe *regexp.Regexp
 	width         int
 	meta          []string
-	env, out      types.Row
+	out           types.Row
 	before        types.Row // an update's old row, completed from the new
 }
 
@@ -150,24 +127,13 @@ func (d *CanalDecoder) Decode([]byte, types.Row) error {
 	return errors.New("canal-json produces a changelog: the connector must read it with DecodeChangelog")
 }
 
-func (d *CanalDecoder) fail(data []byte, err error) error {
-	if d.ignore {
-		return formats.ErrSkipRecord
-	}
-	return fmt.Errorf("Corrupt Canal JSON message '%s'.\nCaused by: %w", recordText(data), err)
-}
-
 // DecodeChangelog implements formats.ChangelogDecoder.
 func (d *CanalDecoder) DecodeChangelog(data []byte, emit func(types.RowKind, types.Row)) error {
 	if len(data) == 0 {
 		return nil
 	}
-	clear(d.env)
-	if err := d.inner.Decode(data, d.env); err != nil {
-		if errors.Is(err, formats.ErrSkipRecord) {
-			return err
-		}
-		return fmt.Errorf("Corrupt Canal JSON message '%s'.\nCaused by: %w", recordText(data), err)
+	if err := d.read(data); err != nil {
+		return err
 	}
 	env := d.env
 	if d.dbRe != nil && !d.dbRe.MatchString(env[cnDatabase].Str()) {
@@ -250,12 +216,8 @@ func (d *CanalDecoder) emit(emit func(types.RowKind, types.Row), kind types.RowK
 
 // CreateEncoder implements formats.Factory: {"data":[row],"type":…} per
 // row; -U and -D rows are DELETE events, +I and +U INSERT events.
-func (*CanalFactory) CreateEncoder(c *formats.Context) (formats.Encoder, error) {
-	const id = "canal-json"
-	if err := checkOptions(id, c, canalOptions); err != nil {
-		return nil, err
-	}
-	if err := validateCommon(c); err != nil {
+func (f *CanalFactory) CreateEncoder(c *formats.Context) (formats.Encoder, error) {
+	if err := f.check(c); err != nil {
 		return nil, err
 	}
 	if _, err := includePattern(c, OptDatabaseInclude); err != nil {

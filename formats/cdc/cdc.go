@@ -13,6 +13,7 @@
 package cdc
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -224,4 +225,87 @@ func recordText(data []byte) string {
 		return strings.ToValidUTF8(string(data[:max]), "\uFFFD") + "..."
 	}
 	return strings.ToValidUTF8(string(data), "\uFFFD")
+}
+
+// envelope is what the three JSON changelog formats' factories share: the
+// identifier, the options and the metadata each offers, and that each
+// reads and writes a retract changelog.
+type envelope struct {
+	id       string
+	options  []string
+	metadata map[string]types.Type
+	keys     []string // metadata keys in Flink's documented order
+}
+
+// Identifier implements formats.Factory.
+func (e *envelope) Identifier() string { return e.id }
+
+// OptionalOptions implements formats.Factory.
+func (e *envelope) OptionalOptions() []string { return append([]string(nil), e.options...) }
+
+// DecodingChangelogMode implements formats.ChangelogFormat.
+func (*envelope) DecodingChangelogMode() types.ChangelogMode { return retractMode }
+
+// EncodingChangelogMode implements formats.ChangelogFormat.
+func (*envelope) EncodingChangelogMode() types.ChangelogMode { return retractMode }
+
+// ReadableMetadata implements formats.MetadataFormat.
+func (e *envelope) ReadableMetadata() map[string]types.Type { return e.metadata }
+
+// MetadataKeys implements formats.MetadataFormat.
+func (e *envelope) MetadataKeys() []string { return e.keys }
+
+// check validates a decoder's or an encoder's options.
+func (e *envelope) check(c *formats.Context) error {
+	if err := checkOptions(e.id, c, e.options); err != nil {
+		return err
+	}
+	return validateCommon(c)
+}
+
+// decoderOptions is check plus what every decoder takes: whether to skip
+// records that do not parse, and the metadata columns asked for.
+func (e *envelope) decoderOptions(c *formats.Context) (ignore bool, err error) {
+	if err := e.check(c); err != nil {
+		return false, err
+	}
+	ignore, _ = boolOption(c, OptIgnoreParseErrors, false)
+	if err := metadataSlots(e.id, c, e.metadata, e.keys); err != nil {
+		return false, err
+	}
+	return ignore, nil
+}
+
+// envelopeReader decodes a change event's JSON envelope into env: the
+// part the three decoders share, with their error text.
+type envelopeReader struct {
+	name   string // "Debezium", "Canal", "Maxwell"
+	inner  formats.Decoder
+	ignore bool
+	env    types.Row
+}
+
+// read decodes data's envelope into env.
+func (r *envelopeReader) read(data []byte) error {
+	clear(r.env)
+	if err := r.inner.Decode(data, r.env); err != nil {
+		if errors.Is(err, formats.ErrSkipRecord) {
+			return err
+		}
+		return r.corrupt(data, err)
+	}
+	return nil
+}
+
+// fail reports an event that decoded but makes no sense, or skips it
+// when parse errors are ignored.
+func (r *envelopeReader) fail(data []byte, err error) error {
+	if r.ignore {
+		return formats.ErrSkipRecord
+	}
+	return r.corrupt(data, err)
+}
+
+func (r *envelopeReader) corrupt(data []byte, err error) error {
+	return fmt.Errorf("Corrupt %s JSON message '%s'.\nCaused by: %w", r.name, recordText(data), err)
 }

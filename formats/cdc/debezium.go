@@ -48,34 +48,18 @@ var debeziumMetadata = map[string]types.Type{
 }
 
 // DebeziumFactory is the 'debezium-json' format.
-type DebeziumFactory struct{}
+type DebeziumFactory struct{ envelope }
 
 // NewDebezium returns the 'debezium-json' format factory.
-func NewDebezium() *DebeziumFactory { return &DebeziumFactory{} }
+func NewDebezium() *DebeziumFactory {
+	return &DebeziumFactory{envelope{id: "debezium-json", options: debeziumOptions, metadata: debeziumMetadata, keys: debeziumMetadataKeys}}
+}
 
 var (
 	_ formats.Factory         = (*DebeziumFactory)(nil)
 	_ formats.ChangelogFormat = (*DebeziumFactory)(nil)
 	_ formats.MetadataFormat  = (*DebeziumFactory)(nil)
 )
-
-// Identifier implements formats.Factory.
-func (*DebeziumFactory) Identifier() string { return "debezium-json" }
-
-// OptionalOptions implements formats.Factory.
-func (*DebeziumFactory) OptionalOptions() []string { return append([]string(nil), debeziumOptions...) }
-
-// DecodingChangelogMode implements formats.ChangelogFormat.
-func (*DebeziumFactory) DecodingChangelogMode() types.ChangelogMode { return retractMode }
-
-// EncodingChangelogMode implements formats.ChangelogFormat.
-func (*DebeziumFactory) EncodingChangelogMode() types.ChangelogMode { return retractMode }
-
-// ReadableMetadata implements formats.MetadataFormat.
-func (*DebeziumFactory) ReadableMetadata() map[string]types.Type { return debeziumMetadata }
-
-// MetadataKeys implements formats.MetadataFormat.
-func (*DebeziumFactory) MetadataKeys() []string { return debeziumMetadataKeys }
 
 // Envelope field positions of the decoder's schema.
 const (
@@ -88,20 +72,13 @@ const (
 )
 
 // CreateDecoder implements formats.Factory.
-func (*DebeziumFactory) CreateDecoder(c *formats.Context) (formats.Decoder, error) {
-	const id = "debezium-json"
-	if err := checkOptions(id, c, debeziumOptions); err != nil {
-		return nil, err
-	}
-	if err := validateCommon(c); err != nil {
+func (f *DebeziumFactory) CreateDecoder(c *formats.Context) (formats.Decoder, error) {
+	ignore, err := f.decoderOptions(c)
+	if err != nil {
 		return nil, err
 	}
 	schemaInclude, err := boolOption(c, OptSchemaInclude, false)
 	if err != nil {
-		return nil, err
-	}
-	ignore, _ := boolOption(c, OptIgnoreParseErrors, false)
-	if err := metadataSlots(id, c, debeziumMetadata, debeziumMetadataKeys); err != nil {
 		return nil, err
 	}
 	row := physicalRow(c.Schema)
@@ -140,21 +117,20 @@ func (*DebeziumFactory) CreateDecoder(c *formats.Context) (formats.Decoder, erro
 		return nil, err
 	}
 	return &DebeziumDecoder{
-		inner: inner, schemaInclude: schemaInclude, ignore: ignore,
-		width: len(c.Schema), meta: append([]string(nil), c.Metadata...),
-		env: make(types.Row, len(schema)), out: make(types.Row, len(c.Schema)+len(c.Metadata)),
+		envelopeReader: envelopeReader{name: "Debezium", inner: inner, ignore: ignore, env: make(types.Row, len(schema))},
+		schemaInclude:  schemaInclude,
+		width:          len(c.Schema), meta: append([]string(nil), c.Metadata...),
+		out: make(types.Row, len(c.Schema)+len(c.Metadata)),
 	}, nil
 }
 
 // DebeziumDecoder decodes Debezium change events. It keeps scratch rows:
 // one goroutine uses it.
 type DebeziumDecoder struct {
-	inner         formats.Decoder
+	envelopeReader
 	schemaInclude bool
-	ignore        bool
 	width         int
 	meta          []string
-	env           types.Row // the decoded envelope
 	out           types.Row // the row handed to emit
 }
 
@@ -175,12 +151,8 @@ func (d *DebeziumDecoder) DecodeChangelog(data []byte, emit func(types.RowKind, 
 	if len(data) == 0 {
 		return nil // a tombstone after a delete
 	}
-	clear(d.env)
-	if err := d.inner.Decode(data, d.env); err != nil {
-		if errors.Is(err, formats.ErrSkipRecord) {
-			return err
-		}
-		return fmt.Errorf("Corrupt Debezium JSON message '%s'.\nCaused by: %w", recordText(data), err)
+	if err := d.read(data); err != nil {
+		return err
 	}
 	payload := d.env
 	if d.schemaInclude {
@@ -222,13 +194,6 @@ func (d *DebeziumDecoder) DecodeChangelog(data []byte, emit func(types.RowKind, 
 }
 
 // fail is a bad event: dropped under ignore-parse-errors, else an error.
-func (d *DebeziumDecoder) fail(data []byte, err error) error {
-	if d.ignore {
-		return formats.ErrSkipRecord
-	}
-	return fmt.Errorf("Corrupt Debezium JSON message '%s'.\nCaused by: %w", recordText(data), err)
-}
-
 func (d *DebeziumDecoder) emit(emit func(types.RowKind, types.Row), kind types.RowKind, row types.Row, payload types.Row, data []byte) {
 	out := d.out
 	copy(out[:d.width], row)
@@ -272,12 +237,8 @@ func (d *DebeziumDecoder) metadata(key string, payload types.Row) types.Value {
 
 // CreateEncoder implements formats.Factory: {"before":…,"after":…,"op":…}
 // per row; -U and -D rows are delete events, +I and +U create events.
-func (*DebeziumFactory) CreateEncoder(c *formats.Context) (formats.Encoder, error) {
-	const id = "debezium-json"
-	if err := checkOptions(id, c, debeziumOptions); err != nil {
-		return nil, err
-	}
-	if err := validateCommon(c); err != nil {
+func (f *DebeziumFactory) CreateEncoder(c *formats.Context) (formats.Encoder, error) {
+	if err := f.check(c); err != nil {
 		return nil, err
 	}
 	if inc, err := boolOption(c, OptSchemaInclude, false); err != nil {

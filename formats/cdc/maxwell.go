@@ -34,34 +34,18 @@ var maxwellMetadata = map[string]types.Type{
 }
 
 // MaxwellFactory is the 'maxwell-json' format.
-type MaxwellFactory struct{}
+type MaxwellFactory struct{ envelope }
 
 // NewMaxwell returns the 'maxwell-json' format factory.
-func NewMaxwell() *MaxwellFactory { return &MaxwellFactory{} }
+func NewMaxwell() *MaxwellFactory {
+	return &MaxwellFactory{envelope{id: "maxwell-json", options: maxwellOptions, metadata: maxwellMetadata, keys: maxwellMetadataKeys}}
+}
 
 var (
 	_ formats.Factory         = (*MaxwellFactory)(nil)
 	_ formats.ChangelogFormat = (*MaxwellFactory)(nil)
 	_ formats.MetadataFormat  = (*MaxwellFactory)(nil)
 )
-
-// Identifier implements formats.Factory.
-func (*MaxwellFactory) Identifier() string { return "maxwell-json" }
-
-// OptionalOptions implements formats.Factory.
-func (*MaxwellFactory) OptionalOptions() []string { return append([]string(nil), maxwellOptions...) }
-
-// DecodingChangelogMode implements formats.ChangelogFormat.
-func (*MaxwellFactory) DecodingChangelogMode() types.ChangelogMode { return retractMode }
-
-// EncodingChangelogMode implements formats.ChangelogFormat.
-func (*MaxwellFactory) EncodingChangelogMode() types.ChangelogMode { return retractMode }
-
-// ReadableMetadata implements formats.MetadataFormat.
-func (*MaxwellFactory) ReadableMetadata() map[string]types.Type { return maxwellMetadata }
-
-// MetadataKeys implements formats.MetadataFormat.
-func (*MaxwellFactory) MetadataKeys() []string { return maxwellMetadataKeys }
 
 // Envelope field positions of the maxwell decoder's schema.
 const (
@@ -75,16 +59,9 @@ const (
 )
 
 // CreateDecoder implements formats.Factory.
-func (*MaxwellFactory) CreateDecoder(c *formats.Context) (formats.Decoder, error) {
-	const id = "maxwell-json"
-	if err := checkOptions(id, c, maxwellOptions); err != nil {
-		return nil, err
-	}
-	if err := validateCommon(c); err != nil {
-		return nil, err
-	}
-	ignore, _ := boolOption(c, OptIgnoreParseErrors, false)
-	if err := metadataSlots(id, c, maxwellMetadata, maxwellMetadataKeys); err != nil {
+func (f *MaxwellFactory) CreateDecoder(c *formats.Context) (formats.Decoder, error) {
+	ignore, err := f.decoderOptions(c)
+	if err != nil {
 		return nil, err
 	}
 	row := physicalRow(c.Schema)
@@ -102,21 +79,20 @@ func (*MaxwellFactory) CreateDecoder(c *formats.Context) (formats.Decoder, error
 		return nil, err
 	}
 	return &MaxwellDecoder{
-		inner: inner, ignore: ignore,
-		width: len(c.Schema), meta: append([]string(nil), c.Metadata...),
-		env: make(types.Row, len(schema)), out: make(types.Row, len(c.Schema)+len(c.Metadata)),
+		envelopeReader: envelopeReader{name: "Maxwell", inner: inner, ignore: ignore, env: make(types.Row, len(schema))},
+		width:          len(c.Schema), meta: append([]string(nil), c.Metadata...),
+		out:    make(types.Row, len(c.Schema)+len(c.Metadata)),
 		before: make(types.Row, len(c.Schema)),
 	}, nil
 }
 
 // MaxwellDecoder decodes Maxwell change events. One goroutine uses it.
 type MaxwellDecoder struct {
-	inner    formats.Decoder
-	ignore   bool
-	width    int
-	meta     []string
-	env, out types.Row
-	before   types.Row
+	envelopeReader
+	width  int
+	meta   []string
+	out    types.Row
+	before types.Row
 }
 
 var _ formats.ChangelogDecoder = (*MaxwellDecoder)(nil)
@@ -127,24 +103,13 @@ func (d *MaxwellDecoder) Decode([]byte, types.Row) error {
 	return errors.New("maxwell-json produces a changelog: the connector must read it with DecodeChangelog")
 }
 
-func (d *MaxwellDecoder) fail(data []byte, err error) error {
-	if d.ignore {
-		return formats.ErrSkipRecord
-	}
-	return fmt.Errorf("Corrupt Maxwell JSON message '%s'.\nCaused by: %w", recordText(data), err)
-}
-
 // DecodeChangelog implements formats.ChangelogDecoder.
 func (d *MaxwellDecoder) DecodeChangelog(data []byte, emit func(types.RowKind, types.Row)) error {
 	if len(data) == 0 {
 		return nil
 	}
-	clear(d.env)
-	if err := d.inner.Decode(data, d.env); err != nil {
-		if errors.Is(err, formats.ErrSkipRecord) {
-			return err
-		}
-		return fmt.Errorf("Corrupt Maxwell JSON message '%s'.\nCaused by: %w", recordText(data), err)
+	if err := d.read(data); err != nil {
+		return err
 	}
 	env := d.env
 	after := env[mxData].RowOf()
@@ -200,12 +165,8 @@ func (d *MaxwellDecoder) emit(emit func(types.RowKind, types.Row), kind types.Ro
 
 // CreateEncoder implements formats.Factory: {"data":row,"type":…} per row;
 // -U and -D rows are delete events, +I and +U insert events.
-func (*MaxwellFactory) CreateEncoder(c *formats.Context) (formats.Encoder, error) {
-	const id = "maxwell-json"
-	if err := checkOptions(id, c, maxwellOptions); err != nil {
-		return nil, err
-	}
-	if err := validateCommon(c); err != nil {
+func (f *MaxwellFactory) CreateEncoder(c *formats.Context) (formats.Encoder, error) {
+	if err := f.check(c); err != nil {
 		return nil, err
 	}
 	inner, err := newJSONEncoder(c, types.Schema{
