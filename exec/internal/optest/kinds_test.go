@@ -26,7 +26,7 @@ import (
 // TestEveryOperatorKindRestores runs the restore-at-every-step check
 // (optest.CheckRestores) over whole planned queries, one per kind of plan
 // node the job graph builder turns into runtime parts. The kinds are read
-// from the builder's source (the cases of graphBuilder.build), so a new kind
+// from the builder's source (the cases of graphBuilder.buildNode), so a new kind
 // without a query here fails the test. Every operator of every query must
 // take part in checkpoints or declare that it has no state, and every source
 // reader must record its position; the output after a restore from the
@@ -116,7 +116,7 @@ func buildKinds(t *testing.T) []string {
 	var kinds []string
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Name.Name != "build" || fd.Recv == nil {
+		if !ok || fd.Name.Name != "buildNode" || fd.Recv == nil {
 			continue
 		}
 		ast.Inspect(fd.Body, func(n ast.Node) bool {
@@ -137,7 +137,7 @@ func buildKinds(t *testing.T) []string {
 		})
 	}
 	if len(kinds) < 10 {
-		t.Fatalf("found only %v in graphBuilder.build; has jobgraph.go changed shape?", kinds)
+		t.Fatalf("found only %v in graphBuilder.buildNode; has jobgraph.go changed shape?", kinds)
 	}
 	return kinds
 }
@@ -171,6 +171,8 @@ type restoreCase struct {
 	query  string // a SELECT (collect sink) or an INSERT
 	script []pstep
 	want   []string
+	// cdcDuplicates plans with table.exec.source.cdc-events-duplicate.
+	cdcDuplicates bool
 }
 
 // The common tables. bids' rows are read one per step by read(0, 1);
@@ -296,6 +298,28 @@ FROM TABLE(HOP(TABLE bids, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SE
 		query:  "SELECT k, v FROM ups",
 		script: []pstep{read(0, 1), read(0, 2), read(0, 1), end()},
 		want:   []string{"+I(a, 1)", "+I(b, 5)", "-U(a, 1)", "+U(a, 2)", "-D(b, 5)"},
+	},
+	{
+		// Duplicated change events (table.exec.source.cdc-events-duplicate):
+		// DropUpdateBefore drops the -U rows, ChangelogNormalize by the key
+		// drops a row equal to the key's current one and a delete of a key
+		// it does not hold; +U a,2 becomes -U a,1 / +U a,2.
+		name: "changelog normalize of duplicated events",
+		ddl: `CREATE TABLE dupups (k STRING, v INT, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'values', 'changelog-mode' = 'I,UB,UA,D', 'data' = '
++I a,1
++I a,1
+-U a,1
++U a,2
+-U a,1
++U a,2
++I b,5
+-D b,5
+-D b,5
+');`,
+		query:         "SELECT k, v FROM dupups",
+		cdcDuplicates: true,
+		script:        []pstep{read(0, 2), read(0, 2), read(0, 2), read(0, 3), end()},
+		want:          []string{"+I(a, 1)", "-U(a, 1)", "+U(a, 2)", "+I(b, 5)", "-D(b, 5)"},
 	},
 	{
 		name: "sink materializer and not-null enforcer",
@@ -531,7 +555,7 @@ func (h *harness) planWith(cur **pipeline) *plan.Plan {
 	reg := builtin.NewRegistry(io.Discard, io.Discard)
 	reg.Register(collectFactory{cur})
 	cat := catalog.New()
-	p := plan.New(cat, reg, plan.Config{Parallelism: 1, Loc: time.UTC, NotNullEnforcer: exec.NotNullDrop})
+	p := plan.New(cat, reg, plan.Config{Parallelism: 1, Loc: time.UTC, NotNullEnforcer: exec.NotNullDrop, CDCEventsDuplicate: h.c.cdcDuplicates})
 	stmts, err := sqlparser.ParseScript(commonDDL + h.c.ddl)
 	if err != nil {
 		t.Fatal(err)
