@@ -33,6 +33,8 @@ func TestErrors(t *testing.T) {
 		{in: "SELECT CAST(a AS) FROM t", line: 1, col: 17, encountered: ")"},
 		{in: "SELECT (a + b FROM t", line: 1, col: 15, encountered: "FROM", expected: []string{`")"`}},
 		{in: "SELECT * FROM t JOIN u", line: 1, col: 23, encountered: "<EOF>", expected: []string{`"ON"`, `"USING"`}},
+		{in: "SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS a > 0)", line: 1, col: 17, msg: "MATCH_RECOGNIZE (pattern recognition, Flink's CEP in SQL) is not supported yet"},
+		{in: "SELECT * FROM u JOIN t MATCH_RECOGNIZE (PATTERN (A))", line: 1, col: 24, msg: "MATCH_RECOGNIZE"},
 		{in: "SELECT INTERVAL '1' FORTNIGHT", line: 1, col: 21, encountered: "FORTNIGHT"},
 		{in: "SELECT 1 2", line: 1, col: 10, encountered: "2"},
 		{in: "EXPLAIN CHANGELOG_MODE, FOO SELECT 1", line: 1, col: 25, encountered: "FOO", expected: []string{`"ESTIMATED_COST"`}},

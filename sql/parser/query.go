@@ -443,6 +443,9 @@ func (p *parser) parseJoinChain() (TableRef, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := p.refuseMatchRecognize(); err != nil {
+		return nil, err
+	}
 	for {
 		pos := p.cur().pos
 		kind, natural, ok, err := p.joinKind()
@@ -454,6 +457,9 @@ func (p *parser) parseJoinChain() (TableRef, error) {
 		}
 		right, err := p.parseTablePrimary()
 		if err != nil {
+			return nil, err
+		}
+		if err := p.refuseMatchRecognize(); err != nil {
 			return nil, err
 		}
 		j := &Join{At: At{pos}, Kind: kind, Natural: natural, Left: left, Right: right}
@@ -473,6 +479,16 @@ func (p *parser) parseJoinChain() (TableRef, error) {
 		}
 		left = j
 	}
+}
+
+// refuseMatchRecognize says clearly that a MATCH_RECOGNIZE clause after a
+// table is Flink SQL that flinksql does not run yet, rather than a syntax
+// error expecting an alias.
+func (p *parser) refuseMatchRecognize() error {
+	if p.isKw("MATCH_RECOGNIZE") {
+		return p.errAt(p.cur().pos, "MATCH_RECOGNIZE (pattern recognition, Flink's CEP in SQL) is not supported yet")
+	}
+	return nil
 }
 
 func (p *parser) parseTablePrimary() (TableRef, error) {
