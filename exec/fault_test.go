@@ -32,7 +32,15 @@ func TestFaultPoints(t *testing.T) {
 			violations = append(violations, fmt.Sprintf(format, args...))
 		}
 	}
+	// The commit of checkpoint 1 is awaited before the rows of checkpoint
+	// 2 are granted: otherwise the sink may meet barrier 2 before it is
+	// told that checkpoint 1 completed, and the points interleave.
+	committed1 := make(chan struct{})
+	var once sync.Once
 	fault := func(point string, id CheckpointID) {
+		if point == FaultDuringCommit && id == 1 {
+			defer once.Do(func() { close(committed1) })
+		}
 		completed := store.isCompleted(id)
 		tl.mu.Lock()
 		commits := tl.commitCalls[txn[id]]
@@ -62,6 +70,11 @@ func TestFaultPoints(t *testing.T) {
 	if id := awaitTrigger(t, triggerAsync(j)); id != 1 {
 		t.Fatalf("checkpoint %d", id)
 	}
+	select {
+	case <-committed1:
+	case <-j.Done():
+		t.Fatal("the job ended before checkpoint 1 was committed")
+	}
 	grant(t, j, r, 2)
 	grant(t, j, r, -1)
 	if err := waitJob(t, j); err != nil {
@@ -77,7 +90,8 @@ func TestFaultPoints(t *testing.T) {
 	}
 	// The coordinator's after-complete and the sink's commit run on
 	// different goroutines, but the sink commits only when the coordinator
-	// told it, after the hook returned: the order is total.
+	// told it, after the hook returned, and checkpoint 2's rows come after
+	// that commit: the order is total.
 	if !slices.Equal(got, want) {
 		t.Errorf("fault points\n got %v\nwant %v", got, want)
 	}
