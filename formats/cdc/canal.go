@@ -233,33 +233,6 @@ func (f *CanalFactory) CreateEncoder(c *formats.Context) (formats.Encoder, error
 	if err != nil {
 		return nil, err
 	}
-	return &CanalEncoder{inner: inner}, nil
-}
-
-// CanalEncoder writes Canal change events. It keeps no state between calls.
-type CanalEncoder struct {
-	inner formats.Encoder
-}
-
-var _ formats.ChangelogEncoder = (*CanalEncoder)(nil)
-
-var (
-	canalInsert = types.String("INSERT")
-	canalDelete = types.String("DELETE")
-)
-
-// Encode implements formats.Encoder: a row without a kind is an insert.
-func (e *CanalEncoder) Encode(dst []byte, row types.Row) ([]byte, error) {
-	return e.EncodeChangelog(dst, types.Insert, row)
-}
-
-// EncodeChangelog implements formats.ChangelogEncoder.
-func (e *CanalEncoder) EncodeChangelog(dst []byte, kind types.RowKind, row types.Row) ([]byte, error) {
-	var one [1]types.Value
-	one[0] = types.RowValue(row)
-	env := [2]types.Value{types.ArrayValue(one[:]), canalInsert}
-	if kind.IsRetract() {
-		env[1] = canalDelete
-	}
-	return e.inner.Encode(dst, env[:])
+	// The row goes in a one-element array, as Canal batches rows.
+	return &typeEncoder{inner: inner, inArray: true, insert: types.String("INSERT"), delete: types.String("DELETE")}, nil
 }

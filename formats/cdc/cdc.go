@@ -309,3 +309,34 @@ func (r *envelopeReader) fail(data []byte, err error) error {
 func (r *envelopeReader) corrupt(data []byte, err error) error {
 	return fmt.Errorf("Corrupt %s JSON message '%s'.\nCaused by: %w", r.name, recordText(data), err)
 }
+
+// typeEncoder writes the change events of Canal and Maxwell: the row (in
+// a one-element array for Canal) and a type, an insert for +I/+U and a
+// delete for -U/-D. It keeps no state between calls.
+type typeEncoder struct {
+	inner          formats.Encoder
+	inArray        bool
+	insert, delete types.Value
+}
+
+var _ formats.ChangelogEncoder = (*typeEncoder)(nil)
+
+// Encode implements formats.Encoder: a row without a kind is an insert.
+func (e *typeEncoder) Encode(dst []byte, row types.Row) ([]byte, error) {
+	return e.EncodeChangelog(dst, types.Insert, row)
+}
+
+// EncodeChangelog implements formats.ChangelogEncoder.
+func (e *typeEncoder) EncodeChangelog(dst []byte, kind types.RowKind, row types.Row) ([]byte, error) {
+	var one [1]types.Value
+	data := types.RowValue(row)
+	if e.inArray {
+		one[0] = data
+		data = types.ArrayValue(one[:])
+	}
+	env := [2]types.Value{data, e.insert}
+	if kind.IsRetract() {
+		env[1] = e.delete
+	}
+	return e.inner.Encode(dst, env[:])
+}

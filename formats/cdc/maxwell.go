@@ -176,32 +176,5 @@ func (f *MaxwellFactory) CreateEncoder(c *formats.Context) (formats.Encoder, err
 	if err != nil {
 		return nil, err
 	}
-	return &MaxwellEncoder{inner: inner}, nil
-}
-
-// MaxwellEncoder writes Maxwell change events. It keeps no state between
-// calls.
-type MaxwellEncoder struct {
-	inner formats.Encoder
-}
-
-var _ formats.ChangelogEncoder = (*MaxwellEncoder)(nil)
-
-var (
-	maxwellInsert = types.String("insert")
-	maxwellDelete = types.String("delete")
-)
-
-// Encode implements formats.Encoder: a row without a kind is an insert.
-func (e *MaxwellEncoder) Encode(dst []byte, row types.Row) ([]byte, error) {
-	return e.EncodeChangelog(dst, types.Insert, row)
-}
-
-// EncodeChangelog implements formats.ChangelogEncoder.
-func (e *MaxwellEncoder) EncodeChangelog(dst []byte, kind types.RowKind, row types.Row) ([]byte, error) {
-	env := [2]types.Value{types.RowValue(row), maxwellInsert}
-	if kind.IsRetract() {
-		env[1] = maxwellDelete
-	}
-	return e.inner.Encode(dst, env[:])
+	return &typeEncoder{inner: inner, insert: types.String("insert"), delete: types.String("delete")}, nil
 }
