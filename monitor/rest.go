@@ -683,6 +683,27 @@ func checkFormat(formatType string) error {
 	return nil
 }
 
+// savepointFields are the fields Flink's stop and savepoint requests share.
+type savepointFields struct {
+	TriggerID  string `json:"triggerId"`
+	FormatType string `json:"formatType"`
+}
+
+// decodeSavepointBody reads a stop or savepoint request into body, whose
+// shared fields are f, and checks its format type; it answers the request
+// with the error and returns false when either is wrong.
+func decodeSavepointBody(w http.ResponseWriter, r *http.Request, body any, f *savepointFields, what string) bool {
+	if err := decodeBody(r, body); err != nil {
+		writeError(w, http.StatusBadRequest, "Request body is not a valid %s request: %v", what, err)
+		return false
+	}
+	if err := checkFormat(f.FormatType); err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return false
+	}
+	return true
+}
+
 // stop is POST /jobs/:id/stop: stop with a savepoint, asynchronously
 // (its result under GET /jobs/:id/savepoints/:triggerid).
 func (a *restAPI) stop(w http.ResponseWriter, r *http.Request) {
@@ -693,15 +714,9 @@ func (a *restAPI) stop(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		TargetDirectory string `json:"targetDirectory"`
 		Drain           bool   `json:"drain"`
-		TriggerID       string `json:"triggerId"`
-		FormatType      string `json:"formatType"`
+		savepointFields
 	}
-	if err := decodeBody(r, &body); err != nil {
-		writeError(w, http.StatusBadRequest, "Request body is not a valid stop request: %v", err)
-		return
-	}
-	if err := checkFormat(body.FormatType); err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
+	if !decodeSavepointBody(w, r, &body, &body.savepointFields, "stop") {
 		return
 	}
 	a.start(w, rj, body.TriggerID, func(ctx context.Context) (string, error) {
@@ -723,15 +738,9 @@ func (a *restAPI) triggerSavepoint(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		TargetDirectory string `json:"target-directory"`
 		CancelJob       bool   `json:"cancel-job"`
-		TriggerID       string `json:"triggerId"`
-		FormatType      string `json:"formatType"`
+		savepointFields
 	}
-	if err := decodeBody(r, &body); err != nil {
-		writeError(w, http.StatusBadRequest, "Request body is not a valid savepoint request: %v", err)
-		return
-	}
-	if err := checkFormat(body.FormatType); err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
+	if !decodeSavepointBody(w, r, &body, &body.savepointFields, "savepoint") {
 		return
 	}
 	a.start(w, rj, body.TriggerID, func(ctx context.Context) (string, error) {
