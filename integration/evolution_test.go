@@ -152,25 +152,8 @@ func committedRecords(t *testing.T, addr, topic string) []string {
 func TestQueryEvolutionKeepsWindowState(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"events": 4, "totals": 1})
 	spDir := t.TempDir()
-	conf := func(par, backend, restore string) map[string]string {
-		c := map[string]string{
-			"parallelism.default":              par,
-			"state.backend.type":               backend,
-			"execution.checkpointing.interval": "200 ms",
-			"execution.checkpointing.timeout":  "10 s",
-			"state.checkpoints.dir":            "file://" + t.TempDir(),
-			"state.savepoints.dir":             "file://" + spDir,
-		}
-		if restore != "" {
-			c["execution.state-recovery.path"] = restore
-		}
-		return c
-	}
-	produce(t, addr, "events",
-		rec{partition: 0, value: ev("a", 1, 1)}, rec{partition: 0, value: ev("b", 2, 2)}, rec{partition: 0, value: ev("a", 3, 12)},
-		rec{partition: 1, value: ev("a", 10, 3)}, rec{partition: 1, value: ev("b", 20, 13)},
-		rec{partition: 2, value: ev("b", 5, 4)}, rec{partition: 2, value: ev("a", 7, 14)},
-		rec{partition: 3, value: ev("a", 100, 5)}, rec{partition: 3, value: ev("b", 200, 15)})
+	conf := savepointRunConf(t, spDir)
+	produceWindowInputA(t, addr)
 
 	s1 := newSession(t, conf("1", "hashmap", ""))
 	id := startJob(t, s1, evolutionSQL(addr, 1))
@@ -264,20 +247,7 @@ INSERT INTO agg SELECT `+"`user`"+`, SUM(amount)%[3]s FROM ev%[4]s GROUP BY `+"`
 func TestQueryEvolutionAddsAggregate(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"ev": 4, "agg": 1})
 	spDir := t.TempDir()
-	conf := func(par, backend, restore string) map[string]string {
-		c := map[string]string{
-			"parallelism.default":              par,
-			"state.backend.type":               backend,
-			"execution.checkpointing.interval": "200 ms",
-			"execution.checkpointing.timeout":  "10 s",
-			"state.checkpoints.dir":            "file://" + t.TempDir(),
-			"state.savepoints.dir":             "file://" + spDir,
-		}
-		if restore != "" {
-			c["execution.state-recovery.path"] = restore
-		}
-		return c
-	}
+	conf := savepointRunConf(t, spDir)
 	produce(t, addr, "ev", evRec(0, "a", "x", 5, 1), evRec(0, "b", "y", 7, 2), evRec(1, "c", "x", 1, 3), evRec(1, "a", "x", 9, 4))
 	s1 := newSession(t, conf("1", "hashmap", ""))
 	id := startJob(t, s1, evolutionAggSQL(addr, 1))

@@ -133,20 +133,7 @@ func TestRescaleEveryStatefulOperator(t *testing.T) {
 	}
 	addr := startBroker(t, topics)
 	spDir := t.TempDir()
-	conf := func(par, backend, restore string) map[string]string {
-		c := map[string]string{
-			"parallelism.default":              par,
-			"state.backend.type":               backend,
-			"execution.checkpointing.interval": "200 ms",
-			"execution.checkpointing.timeout":  "10 s",
-			"state.checkpoints.dir":            "file://" + t.TempDir(),
-			"state.savepoints.dir":             "file://" + spDir,
-		}
-		if restore != "" {
-			c["execution.state-recovery.path"] = restore
-		}
-		return c
-	}
+	conf := savepointRunConf(t, spDir)
 	aggRow := func(u string, total, cnt int) string {
 		return fmt.Sprintf(`{"user":%q,"total":%d,"cnt":%d}`, u, total, cnt)
 	}

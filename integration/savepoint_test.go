@@ -136,25 +136,8 @@ func committedTotals(t *testing.T, addr string) []string {
 func TestStopWithSavepointRescaleAndSwitchBackend(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"events": 4, "totals": 1})
 	spDir := t.TempDir()
-	conf := func(par, backend, restore string) map[string]string {
-		c := map[string]string{
-			"parallelism.default":              par,
-			"state.backend.type":               backend,
-			"execution.checkpointing.interval": "200 ms",
-			"execution.checkpointing.timeout":  "10 s",
-			"state.checkpoints.dir":            "file://" + t.TempDir(),
-			"state.savepoints.dir":             "file://" + spDir,
-		}
-		if restore != "" {
-			c["execution.state-recovery.path"] = restore
-		}
-		return c
-	}
-	produce(t, addr, "events",
-		rec{partition: 0, value: ev("a", 1, 1)}, rec{partition: 0, value: ev("b", 2, 2)}, rec{partition: 0, value: ev("a", 3, 12)},
-		rec{partition: 1, value: ev("a", 10, 3)}, rec{partition: 1, value: ev("b", 20, 13)},
-		rec{partition: 2, value: ev("b", 5, 4)}, rec{partition: 2, value: ev("a", 7, 14)},
-		rec{partition: 3, value: ev("a", 100, 5)}, rec{partition: 3, value: ev("b", 200, 15)})
+	conf := savepointRunConf(t, spDir)
+	produceWindowInputA(t, addr)
 
 	s1 := newSession(t, conf("1", "hashmap", ""))
 	id := startJob(t, s1, savepointJobSQL(addr))
@@ -224,11 +207,7 @@ func TestRestoreCheckpointAtOtherParallelism(t *testing.T) {
 			"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
 		}
 	}
-	produce(t, addr, "events",
-		rec{partition: 0, value: ev("a", 1, 1)}, rec{partition: 0, value: ev("b", 2, 2)}, rec{partition: 0, value: ev("a", 3, 12)},
-		rec{partition: 1, value: ev("a", 10, 3)}, rec{partition: 1, value: ev("b", 20, 13)},
-		rec{partition: 2, value: ev("b", 5, 4)}, rec{partition: 2, value: ev("a", 7, 14)},
-		rec{partition: 3, value: ev("a", 100, 5)}, rec{partition: 3, value: ev("b", 200, 15)})
+	produceWindowInputA(t, addr)
 	s1 := newSession(t, conf("2", "rocksdb"))
 	startJob(t, s1, savepointJobSQL(addr))
 	readAll(t, addr, "totals", 2)
@@ -262,4 +241,36 @@ func TestRestoreCheckpointAtOtherParallelism(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("committed totals =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// savepointRunConf gives the configuration of one run of a stop → edit →
+// resume scenario: its parallelism, its backend, and the savepoint or
+// checkpoint it restores ("" for none); savepoints go to spDir.
+func savepointRunConf(t *testing.T, spDir string) func(par, backend, restore string) map[string]string {
+	return func(par, backend, restore string) map[string]string {
+		c := map[string]string{
+			"parallelism.default":              par,
+			"state.backend.type":               backend,
+			"execution.checkpointing.interval": "200 ms",
+			"execution.checkpointing.timeout":  "10 s",
+			"state.checkpoints.dir":            "file://" + t.TempDir(),
+			"state.savepoints.dir":             "file://" + spDir,
+		}
+		if restore != "" {
+			c["execution.state-recovery.path"] = restore
+		}
+		return c
+	}
+}
+
+// produceWindowInputA writes batch A of the window scenarios' events (see
+// TestStopWithSavepointRescaleAndSwitchBackend): watermark 12 on every
+// partition, [0,10) complete.
+func produceWindowInputA(t *testing.T, addr string) {
+	t.Helper()
+	produce(t, addr, "events",
+		rec{partition: 0, value: ev("a", 1, 1)}, rec{partition: 0, value: ev("b", 2, 2)}, rec{partition: 0, value: ev("a", 3, 12)},
+		rec{partition: 1, value: ev("a", 10, 3)}, rec{partition: 1, value: ev("b", 20, 13)},
+		rec{partition: 2, value: ev("b", 5, 4)}, rec{partition: 2, value: ev("a", 7, 14)},
+		rec{partition: 3, value: ev("a", 100, 5)}, rec{partition: 3, value: ev("b", 200, 15)})
 }
