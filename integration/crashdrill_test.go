@@ -306,6 +306,18 @@ func drillSQL(addr, checkpoints, guarantee, outTopic string) string {
   'sink.transactional-id-prefix' = 'drill',
   'properties.transaction.timeout.ms' = '60000'`
 	}
+	return drillPipelineSQL(addr, checkpoints, guarantee, "", fmt.Sprintf(`
+  'connector' = 'kafka',
+  'topic' = '%s',
+  'properties.bootstrap.servers' = '%s',
+  %s,
+  'format' = 'json'`, outTopic, addr, sinkOpts))
+}
+
+// drillPipelineSQL is the drills' job: the events from Kafka, summed per
+// key over 10-second tumbling windows into a totals table (extra columns
+// and the WITH options given), named after name.
+func drillPipelineSQL(addr, checkpoints, name, totalsExtra, totalsWith string) string {
 	return fmt.Sprintf(`
 SET 'parallelism.default' = '2';
 SET 'execution.checkpointing.interval' = '200 ms';
@@ -335,20 +347,15 @@ CREATE TABLE events (
 CREATE TABLE totals (
   window_start TIMESTAMP(3),
   k STRING,
-  total BIGINT
-) WITH (
-  'connector' = 'kafka',
-  'topic' = '%s',
-  'properties.bootstrap.servers' = '%s',
-  %s,
-  'format' = 'json'
+  total BIGINT%s
+) WITH (%s
 );
 
 INSERT INTO totals
 SELECT window_start, k, SUM(amount)
 FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY window_start, window_end, k;
-`, drillRetained, checkpoints, guarantee, addr, outTopic, addr, sinkOpts)
+`, drillRetained, checkpoints, name, addr, totalsExtra, totalsWith)
 }
 
 // drillRun is one planned run: killed by the test at a random moment, killed

@@ -161,46 +161,9 @@ func jdbcDrillSQL(addr, url, checkpoints, name, guarantee, pk string) string {
 	if guarantee == "exactly-once" {
 		sinkOpts += `, 'sink.transactional-id-prefix' = 'drill'`
 	}
-	return fmt.Sprintf(`
-SET 'parallelism.default' = '2';
-SET 'execution.checkpointing.interval' = '200 ms';
-SET 'execution.checkpointing.timeout' = '10 s';
-SET 'state.checkpoints.num-retained' = '%d';
-SET 'state.checkpoints.dir' = '%s';
-SET 'pipeline.name' = 'crash-drill-%s';
-SET 'restart-strategy.type' = 'none';
-SET 'table.local-time-zone' = 'UTC';
-
-CREATE TABLE events (
-  k STRING,
-  amount BIGINT,
-  ts TIMESTAMP(3),
-  WATERMARK FOR ts AS ts - INTERVAL '3' SECOND
-) WITH (
-  'connector' = 'kafka',
-  'topic' = 'events',
-  'properties.bootstrap.servers' = '%s',
-  'scan.startup.mode' = 'earliest-offset',
-  'scan.bounded.mode' = 'latest-offset',
-  'properties.isolation.level' = 'read_committed',
-  'properties.max.partition.fetch.bytes' = '400',
-  'format' = 'json'
-);
-
-CREATE TABLE totals (
-  window_start TIMESTAMP(3),
-  k STRING,
-  total BIGINT%s
-) WITH (
+	return drillPipelineSQL(addr, checkpoints, name, pk, fmt.Sprintf(`
   'connector' = 'jdbc',
   'url' = '%s',
   'table-name' = 'totals',
-  %s
-);
-
-INSERT INTO totals
-SELECT window_start, k, SUM(amount)
-FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '10' SECOND))
-GROUP BY window_start, window_end, k;
-`, drillRetained, checkpoints, name, addr, pk, url, sinkOpts)
+  %s`, url, sinkOpts))
 }
