@@ -1,19 +1,13 @@
 package integration_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	iceberg "github.com/apache/iceberg-go"
@@ -51,92 +45,23 @@ INSERT INTO ice SELECT id, k FROM gen;
 	if err := os.WriteFile(script, []byte(sql), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(18, 5))
-	// The fault runs die by themselves at the second checkpoint after the
-	// one they restore (the newest completed so far); the random ones are
-	// killed; the last one finishes.
-	faults := []string{"before-precommit", "after-precommit", "after-complete", "during-commit", "", ""}
-	completed := 0 // the newest checkpoint a run completed
-	for run := 0; ; run++ {
-		if run > 12 {
-			t.Fatalf("the job did not finish after %d runs", run)
-		}
-		cmd := exec.Command(bin, "-f", script)
-		cmd.Env = os.Environ()
-		if run < len(faults) && faults[run] != "" {
-			cmd.Env = append(cmd.Env, fmt.Sprintf("FLINKSQL_FAULT=%s@%d", faults[run], completed+2))
-		}
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		checkpointed := make(chan struct{}, 1)
-		newest := completed
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				line := sc.Text()
-				if rest, ok := strings.CutPrefix(line, "Completed checkpoint "); ok {
-					if n, err := strconv.Atoi(strings.Fields(rest)[0]); err == nil && n > newest {
-						newest = n
-					}
-					select {
-					case checkpointed <- struct{}{}:
-					default:
-					}
-				}
-				if strings.Contains(line, "Restoring job") || strings.Contains(line, "iceberg") {
-					t.Logf("run %d: %s", run, line)
-				}
-			}
-			done <- cmd.Wait()
-		}()
-		wait := func() error { err := <-done; completed = newest; return err }
-		switch {
-		case run < len(faults) && faults[run] != "":
-			select {
-			case err := <-done:
-				completed = newest
-				if err == nil {
-					t.Fatalf("run %d (fault %s) finished", run, faults[run])
-				}
-				t.Logf("run %d: died at %s: %v", run, faults[run], err)
-			case <-time.After(timeout):
-				_ = cmd.Process.Kill()
-				t.Fatalf("run %d: fault %s did not fire within %s", run, faults[run], timeout)
-			}
-			continue
-		case run < len(faults):
-			select {
-			case <-checkpointed:
-				time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond) // the random moment of the kill
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				_ = wait()
-				t.Logf("run %d: killed", run)
-				continue
-			case err := <-done:
-				t.Fatalf("run %d ended before it could be killed: %v", run, err)
-			case <-time.After(timeout):
-				_ = cmd.Process.Kill()
-				t.Fatalf("run %d: no checkpoint within %s", run, timeout)
-			}
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("final run %d failed: %v", run, err)
-			}
-		case <-time.After(timeout):
-			_ = cmd.Process.Kill()
-			t.Fatalf("final run %d did not finish within %s", run, timeout)
-		}
-		break
+	// The fault runs die by themselves inside the two-phase commit of
+	// their second checkpoint; the random ones are killed after their
+	// first; the last one finishes (runDrill, the crash drill's runner).
+	var plan []drillRun
+	for _, p := range []string{"before-precommit", "after-precommit", "after-complete", "during-commit"} {
+		plan = append(plan, drillRun{fault: p})
 	}
-
+	plan = append(plan, drillRun{random: true}, drillRun{random: true}, drillRun{})
+	tmp := filepath.Join(dir, "tmp")
+	mkdir(t, tmp)
+	st := runDrill(t, bin, script, tmp, plan, 18, nil, func() string { return "" })
+	if st.loss != "" {
+		t.Fatalf("the job reported lost output: %s", st.loss)
+	}
+	if st.faultKills != 4 || st.randomKills != 2 {
+		t.Fatalf("%d fault kills and %d random kills, want 4 and 2", st.faultKills, st.randomKills)
+	}
 	tbl, ids := readIcebergIDs(t, wh, table.Identifier{"db", "ids"})
 	checkExactlyOnce(t, ids, rows)
 	checkIcebergSnapshots(t, tbl)
