@@ -317,6 +317,9 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	if err := checkSupported(rel.node); err != nil {
 		return nil, err
 	}
+	if rel, err = pc.finishBatch(rel); err != nil {
+		return nil, err
+	}
 	q := rel.node.Schema()
 	// Map the query's columns onto the target's, by the column list if given.
 	pos := make([]int, len(target)) // target column -> query column, -1 for NULL
@@ -407,6 +410,9 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 			in = pc.addSinkMaterializer(in, pk, reason)
 			resolveChangelog(in, false)
 		}
+	}
+	if err := checkFinal(in); err != nil {
+		return nil, err
 	}
 	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names(), PrimaryKey: pk}
 	s.inputs, s.schema, s.mode = []Node{in}, target, in.Mode()

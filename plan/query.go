@@ -638,6 +638,8 @@ func (pc *planContext) planOrderLimit(q *parser.Query, rel *relation) (*relation
 			return nil, err
 		}
 	}
+	// In batch mode an updating input is made final first.
+	rel = &relation{node: pc.final(rel.node), scope: rel.scope}
 	if rel.node.Mode().UpdateBefore || rel.node.Mode().Delete || rel.node.Mode().UpdateAfter {
 		return nil, &UnsupportedError{Msg: "ORDER BY / LIMIT over an updating input is not supported yet"}
 	}
