@@ -289,6 +289,13 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 		}
 		keys, off, lim := x.Keys, x.Offset, x.Limit
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewSort(keys, off, lim), nil }), nil
+	case *TemporalSortNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		keys := x.Keys
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewTemporalSort(keys[0].Col, keys), nil }), nil
 	case *FinalNode:
 		v, err := gb.build(x.inputs[0])
 		if err != nil {
