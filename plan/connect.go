@@ -258,6 +258,9 @@ func metadataKeys(m map[string]types.Type) string {
 // planInsert plans INSERT INTO t [(cols)] query.
 func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	if st.Overwrite {
+		if pc.batchMode() {
+			return nil, &UnsupportedError{Msg: "INSERT OVERWRITE is not supported yet in batch mode"}
+		}
 		return nil, &UnsupportedError{Msg: "INSERT OVERWRITE is not supported in streaming mode."}
 	}
 	if len(st.Partition) > 0 {
