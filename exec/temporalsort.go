@@ -42,10 +42,16 @@ type temporalSortOp struct {
 	metrics  *OperatorMetrics
 
 	keyBuf, valBuf []byte
-	due            []types.Row // rows released by one watermark
-	dueKeys        [][]byte
-	em             Emitter
+	// The rows one watermark releases, decoded into one arena of values,
+	// and their stored keys (sortKeyLen bytes each), reused.
+	arena  []types.Value
+	keys16 []byte
+	due    []types.Row
+	em     Emitter
 }
+
+// sortKeyLen is the length of a stored key: timestamp and arrival number.
+const sortKeyLen = 16
 
 // Keyed state names of temporalSortOp.
 const (
@@ -111,7 +117,7 @@ func (s *temporalSortOp) Open(ctx *OperatorContext) error {
 	return nil
 }
 
-func (s *temporalSortOp) Close() error { s.due, s.dueKeys = nil, nil; return nil }
+func (s *temporalSortOp) Close() error { s.due, s.arena, s.keys16 = nil, nil, nil; return nil }
 
 // sortKey is the stored key of a row: the timestamp with its sign bit
 // flipped (so that byte order is numeric order) and the arrival number.
@@ -163,19 +169,35 @@ func (s *temporalSortOp) ProcessWatermark(wm int64, out Output) error {
 	if err := setConstantKey(s.b); err != nil {
 		return fmt.Errorf("temporal sort: %w", err)
 	}
-	s.due, s.dueKeys = s.due[:0], s.dueKeys[:0]
+	clear(s.arena)
+	s.arena, s.keys16, s.due = s.arena[:0], s.keys16[:0], s.due[:0]
+	width := -1
 	var derr error
 	err := s.rows.Ascend(nil, nil, func(k, v []byte) bool {
+		if len(k) != sortKeyLen {
+			derr = fmt.Errorf("temporal sort: stored key of %d bytes", len(k))
+			return false
+		}
 		if sortKeyTime(k) > wm {
 			return false
 		}
-		row, _, err := types.DecodeRow(v)
-		if err != nil {
-			derr = fmt.Errorf("temporal sort: stored row: %w", err)
+		n, w := binary.Uvarint(v)
+		if w <= 0 || (width >= 0 && int(n) != width) {
+			derr = errors.New("temporal sort: a stored row of another width")
 			return false
 		}
-		s.due = append(s.due, row)
-		s.dueKeys = append(s.dueKeys, slices.Clone(k))
+		width = int(n)
+		rest := v[w:]
+		for range width {
+			var val types.Value
+			var err error
+			if val, rest, err = types.DecodeValue(rest); err != nil {
+				derr = fmt.Errorf("temporal sort: stored row: %w", err)
+				return false
+			}
+			s.arena = append(s.arena, val)
+		}
+		s.keys16 = append(s.keys16, k...)
 		return true
 	})
 	if err == nil {
@@ -183,6 +205,9 @@ func (s *temporalSortOp) ProcessWatermark(wm int64, out Output) error {
 	}
 	if err != nil {
 		return err
+	}
+	for i := 0; i < len(s.keys16)/sortKeyLen; i++ {
+		s.due = append(s.due, types.Row(s.arena[i*width:(i+1)*width:(i+1)*width]))
 	}
 	if len(s.due) > 0 {
 		if !s.em.Ready() {
@@ -199,13 +224,12 @@ func (s *temporalSortOp) ProcessWatermark(wm int64, out Output) error {
 		if err := s.em.Flush(out); err != nil {
 			return err
 		}
-		for _, k := range s.dueKeys {
-			if err := s.rows.Delete(nil, k); err != nil {
+		for k := s.keys16; len(k) > 0; k = k[sortKeyLen:] {
+			if err := s.rows.Delete(nil, k[:sortKeyLen]); err != nil {
 				return fmt.Errorf("temporal sort: removing a released row: %w", err)
 			}
 		}
-		s.last = sortKeyTime(s.dueKeys[len(s.dueKeys)-1])
-		clear(s.due)
+		s.last = sortKeyTime(s.keys16[len(s.keys16)-sortKeyLen:])
 	}
 	return out.PushWatermark(wm)
 }
