@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/types"
@@ -139,16 +140,14 @@ func checkFinal(n Node) error {
 func (p *Planner) planInMode(plan func(q *Planner) (*Plan, error)) (*Plan, error) {
 	switch p.cfg.RuntimeMode {
 	case Batch:
-		q := *p
-		q.batch = true
+		q := p.inBatch()
 		pl, err := plan(&q)
 		if pl != nil {
 			pl.Batch = true
 		}
 		return pl, err
 	case Automatic:
-		q := *p
-		q.batch = true
+		q := p.inBatch()
 		pl, err := plan(&q)
 		var ub *UnboundedInBatchError
 		if errors.As(err, &ub) {
@@ -160,4 +159,22 @@ func (p *Planner) planInMode(plan func(q *Planner) (*Plan, error)) (*Plan, error
 		return pl, err
 	}
 	return plan(p)
+}
+
+// batchBundle is how many input rows an unwindowed aggregation folds per
+// key before it emits, in batch mode (see inBatch).
+const batchBundle = 100_000
+
+// inBatch is p planning in batch mode. An unwindowed aggregation there
+// folds its input in mini-batches of batchBundle rows (unless the session
+// set its own): only the final rows matter, so folding many input rows of
+// a key into one change saves FinalRows most of its counting; the bundle
+// bounds the memory, and end of input flushes the last one.
+func (p *Planner) inBatch() Planner {
+	q := *p
+	q.batch = true
+	if !q.cfg.MiniBatch.Enabled {
+		q.cfg.MiniBatch = MiniBatch{Enabled: true, AllowLatency: time.Hour, Size: batchBundle}
+	}
+	return q
 }
