@@ -66,6 +66,16 @@ func (n *FinalNode) Describe() string {
 	return "FinalRows(select=[" + strings.Join(n.schema.Names(), ", ") + "])"
 }
 
+// bounded reports whether every source of the plan ends by itself.
+func (pl *Plan) bounded() bool {
+	for _, s := range pl.Sinks {
+		if !isBounded(s) {
+			return false
+		}
+	}
+	return true
+}
+
 // batchMode reports whether the statement being planned runs in batch mode.
 func (pc *planContext) batchMode() bool { return pc.p.batch }
 
@@ -147,16 +157,25 @@ func (p *Planner) planInMode(plan func(q *Planner) (*Plan, error)) (*Plan, error
 		}
 		return pl, err
 	case Automatic:
+		// Streaming planning tells whether the sources are bounded; a
+		// statement only batch mode plans (ORDER BY over an aggregate) is
+		// planned in batch mode, and an unbounded one gets streaming's
+		// message.
+		spl, serr := plan(p)
+		if serr == nil && !spl.bounded() {
+			return spl, nil
+		}
 		q := p.inBatch()
 		pl, err := plan(&q)
 		var ub *UnboundedInBatchError
-		if errors.As(err, &ub) {
-			return plan(p)
+		if errors.As(err, &ub) && serr != nil {
+			return nil, serr
 		}
-		if pl != nil {
-			pl.Batch = true
+		if err != nil {
+			return nil, err
 		}
-		return pl, err
+		pl.Batch = true
+		return pl, nil
 	}
 	return plan(p)
 }

@@ -128,6 +128,9 @@ func (pc *planContext) scanTable(t *catalog.Table) (*ScanNode, error) {
 			prepare[i] = x
 		}
 	}
+	if pc.batchMode() && !src.Bounded() {
+		return nil, &UnboundedInBatchError{Table: t.ID.String()}
+	}
 	n := &ScanNode{Table: t, Source: src, ReadWidth: readWidth}
 	if !identity {
 		n.Prepare = prepare
