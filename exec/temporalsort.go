@@ -141,7 +141,7 @@ func (s *temporalSortOp) ProcessBatch(_ int, b *types.Batch, _ Output) error {
 		}
 		v := r[s.timeCol]
 		if v.IsNull() {
-			return errors.New(errNullRowtime)
+			return errors.New(NullRowtimeMessage)
 		}
 		ts := v.Millis()
 		if ts <= s.last {
@@ -160,8 +160,9 @@ func (s *temporalSortOp) ProcessBatch(_ int, b *types.Batch, _ Output) error {
 	return nil
 }
 
-// errNullRowtime is Flink's message for a NULL rowtime.
-const errNullRowtime = "RowTime field should not be null, please convert it to a non-null long value."
+// NullRowtimeMessage is Flink's message for a NULL rowtime, shared by the
+// event-time operators.
+const NullRowtimeMessage = "RowTime field should not be null, please convert it to a non-null long value."
 
 // ProcessWatermark releases the rows at or below wm, in order, then
 // forwards wm.
