@@ -2,11 +2,9 @@ package exec
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/flinksql/flinksql/state/image"
-	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -35,18 +33,7 @@ func BenchmarkSortLimit(b *testing.B) {
 					o = NewLimit(1<<40, 10) // passes nothing: the counting alone
 				}
 				if ko, ok := o.(KeyedOperator); ok {
-					cfg := kv.Config{Kind: kind, Dir: filepath.Join(b.TempDir(), "db")}
-					if kind == image.RocksDB {
-						cfg.MemoryBudget = 64 << 20
-					}
-					be, err := kv.Open(cfg)
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer be.Close()
-					if err := ko.OpenKeyedState(be); err != nil {
-						b.Fatal(err)
-					}
+					openBenchBackend(b, kind, ko)
 				} else if kind == image.RocksDB {
 					b.Skip("operator state: no backend")
 				}

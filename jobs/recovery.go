@@ -83,6 +83,17 @@ func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, 
 	if iv == "" && recovery == "" && savepoints == "" {
 		return nil, nil
 	}
+	if pl.Batch {
+		if recovery != "" {
+			return nil, fmt.Errorf("'%s' = '%s' cannot be used in batch mode: a batch job has no checkpoints and does not restore state; run it with 'execution.runtime-mode' = 'streaming' or reset the option", options.RecoveryPath.Key, recovery)
+		}
+		// Flink's StreamGraphGenerator disables checkpointing in batch mode
+		// and says so in its log.
+		if iv != "" && s.cfg.Logf != nil {
+			s.cfg.Logf("Disabled Checkpointing. Checkpointing is not supported and not needed when executing jobs in BATCH mode.")
+		}
+		return nil, nil
+	}
 	c := &checkpointing{savepointsDir: savepoints, storageOpts: map[string]string{}}
 	if iv != "" {
 		c.cfg.Interval = options.CheckpointInterval.Get(conf)

@@ -12,7 +12,7 @@ import (
 // defaults unless a description says otherwise.
 var (
 	RuntimeMode = Enum("execution.runtime-mode", "streaming", []string{"streaming", "batch", "automatic"},
-		"How jobs run. flinksql runs every job as a streaming job; batch and automatic are refused when a job is planned.")
+		"How jobs run. streaming: incremental results (changelogs); batch: final results over bounded sources only (no retractions, ORDER BY on any column, no checkpoints: a checkpoint interval is ignored with a logged notice); automatic: batch when every source of the statement is bounded, else streaming.")
 	Parallelism = Int("parallelism.default", 1, 1,
 		"Parallel subtasks of each operator of a job.")
 	MaxParallelism = Int("pipeline.max-parallelism", 128, 1,

@@ -83,6 +83,8 @@ func resolveChangelog(n Node, needUB bool) {
 		x.mode = unionMode(x.inputs)
 	case *JoinNode:
 		resolveJoinChangelog(x)
+	case *FinalNode:
+		resolveFinal(x)
 	case changeForwarder:
 		resolveChangelog(x.Inputs()[0], needUB)
 		x.forwardChanges(x.Inputs()[0].Mode())

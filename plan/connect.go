@@ -128,6 +128,9 @@ func (pc *planContext) scanTable(t *catalog.Table) (*ScanNode, error) {
 			prepare[i] = x
 		}
 	}
+	if pc.batchMode() && !src.Bounded() {
+		return nil, &UnboundedInBatchError{Table: t.ID.String()}
+	}
 	n := &ScanNode{Table: t, Source: src, ReadWidth: readWidth}
 	if !identity {
 		n.Prepare = prepare
@@ -258,6 +261,9 @@ func metadataKeys(m map[string]types.Type) string {
 // planInsert plans INSERT INTO t [(cols)] query.
 func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	if st.Overwrite {
+		if pc.batchMode() {
+			return nil, &UnsupportedError{Msg: "INSERT OVERWRITE is not supported yet in batch mode"}
+		}
 		return nil, &UnsupportedError{Msg: "INSERT OVERWRITE is not supported in streaming mode."}
 	}
 	if len(st.Partition) > 0 {
@@ -315,6 +321,9 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 		return nil, err
 	}
 	if err := checkSupported(rel.node); err != nil {
+		return nil, err
+	}
+	if rel, err = pc.finishBatch(rel); err != nil {
 		return nil, err
 	}
 	q := rel.node.Schema()
@@ -407,6 +416,9 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 			in = pc.addSinkMaterializer(in, pk, reason)
 			resolveChangelog(in, false)
 		}
+	}
+	if err := checkFinal(in); err != nil {
+		return nil, err
 	}
 	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names(), PrimaryKey: pk}
 	s.inputs, s.schema, s.mode = []Node{in}, target, in.Mode()

@@ -24,19 +24,11 @@ func (p *Planner) Explain(st *parser.Explain) (string, error) {
 	var roots []Node
 	switch s := st.Statement.(type) {
 	case *parser.QueryStmt:
-		pc := p.newPlanContext()
-		rel, err := pc.planQuery(s.Query, nil)
+		plan, err := p.PlanQuery(s.Query, nil)
 		if err != nil {
 			return "", err
 		}
-		if err := resolveMarkers(rel); err != nil {
-			return "", err
-		}
-		if err := checkSupported(rel.node); err != nil {
-			return "", err
-		}
-		resolveChangelog(rel.node, true)
-		roots = []Node{rel.node}
+		roots = []Node{plan.Sinks[0].inputs[0]}
 	case *parser.Insert:
 		plan, err := p.PlanInsert(s)
 		if err != nil {

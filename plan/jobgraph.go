@@ -289,6 +289,20 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 		}
 		keys, off, lim := x.Keys, x.Offset, x.Limit
 		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewSort(keys, off, lim), nil }), nil
+	case *TemporalSortNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		keys := x.Keys
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewTemporalSort(keys[0].Col, keys), nil }), nil
+	case *FinalNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		width := len(x.schema)
+		return appendOp(v, x.Describe(), func() (exec.Operator, error) { return exec.NewFinal(width), nil }), nil
 	case *LimitNode:
 		v, err := gb.build(x.inputs[0])
 		if err != nil {
@@ -380,7 +394,8 @@ func (gb *graphBuilder) scan(x *ScanNode) *exec.Vertex {
 	} else {
 		spec.PreparedWidth = x.ReadWidth
 	}
-	if x.Watermark != nil {
+	// In batch mode the end of input's is the only watermark (batch.go).
+	if x.Watermark != nil && !gb.p.batch {
 		wm := x.Watermark
 		spec.Watermark = &exec.WatermarkSpec{
 			Expr:           func() (exec.Projector, error) { return expr.NewProjector([]expr.Expr{wm}, cfg), nil },

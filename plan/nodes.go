@@ -239,6 +239,18 @@ func (n *SortNode) Describe() string {
 	return s + ")"
 }
 
+// TemporalSortNode sorts an unbounded insert-only stream by its rowtime
+// attribute (Keys[0], ascending) and then the other keys, releasing rows as
+// the watermark passes them (Flink's TemporalSort).
+type TemporalSortNode struct {
+	base
+	Keys []exec.SortKey
+}
+
+func (n *TemporalSortNode) Describe() string {
+	return "Temporal" + (&SortNode{base: n.base, Keys: n.Keys, Limit: -1}).Describe()
+}
+
 // LimitNode passes the first rows of an insert-only stream (LIMIT without ORDER BY).
 type LimitNode struct {
 	base

@@ -242,6 +242,11 @@ func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parse
 		return nil, err
 	}
 	ref, ok := ord.(*expr.ColumnRef)
+	if (!ok || !ord.Type().IsTimeAttr()) && pc.batchMode() {
+		// Flink's batch OVER sorts by any column; flinksql's OVER operator
+		// is the streaming one, which orders by a time attribute.
+		return nil, &UnsupportedError{Msg: "OVER windows ordered by a column that is not a time attribute are not supported yet in batch mode; order the window by a time attribute (a column with a WATERMARK)"}
+	}
 	if !ok || !ord.Type().IsTimeAttr() {
 		return nil, tableError("OVER windows' ordering in stream mode must be defined on a time attribute.")
 	}

@@ -39,6 +39,8 @@ type Config struct {
 	Emit EmitOptions // table.exec.emit.*
 	// AsyncLookup is table.exec.async-lookup.*.
 	AsyncLookup AsyncLookup
+	// RuntimeMode is execution.runtime-mode (batch.go).
+	RuntimeMode RuntimeMode
 }
 
 // AsyncLookup holds the table.exec.async-lookup.* options.
@@ -74,6 +76,8 @@ type Planner struct {
 	cfg Config
 	// ctx, when set, is checked while planning (see WithContext).
 	ctx context.Context
+	// batch: the statement being planned runs in batch mode (batch.go).
+	batch bool
 }
 
 // WithContext returns a planner whose planning stops with ctx's error
@@ -188,6 +192,8 @@ type Plan struct {
 	Mode   types.ChangelogMode
 	// Name is the default job name (insert-into_<sink>, or collect).
 	Name string
+	// Batch: the job runs in batch mode (final results, no checkpoints).
+	Batch bool
 
 	planner *Planner
 }
@@ -197,6 +203,10 @@ type CollectFactory func(subtask, parallelism int) (exec.SinkWriter, error)
 
 // PlanQuery plans a SELECT whose rows go to the collect sink.
 func (p *Planner) PlanQuery(q *parser.Query, collect CollectFactory) (*Plan, error) {
+	return p.planInMode(func(p *Planner) (*Plan, error) { return p.planQuery(q, collect) })
+}
+
+func (p *Planner) planQuery(q *parser.Query, collect CollectFactory) (*Plan, error) {
 	pc := p.newPlanContext()
 	rel, err := pc.planQuery(q, nil)
 	if err != nil {
@@ -208,7 +218,13 @@ func (p *Planner) PlanQuery(q *parser.Query, collect CollectFactory) (*Plan, err
 	if err := checkSupported(rel.node); err != nil {
 		return nil, err
 	}
+	if rel, err = pc.finishBatch(rel); err != nil {
+		return nil, err
+	}
 	resolveChangelog(rel.node, true)
+	if err := checkFinal(rel.node); err != nil {
+		return nil, err
+	}
 	schema := rel.scope.schema()
 	sink := &SinkNode{Name: "collect", Sink: &collectSink{newWriter: collect}, Fields: schema.Names()}
 	sink.inputs = []Node{rel.node}
@@ -223,6 +239,10 @@ func (p *Planner) PlanQuery(q *parser.Query, collect CollectFactory) (*Plan, err
 
 // PlanInsert plans an INSERT INTO.
 func (p *Planner) PlanInsert(st *parser.Insert) (*Plan, error) {
+	return p.planInMode(func(p *Planner) (*Plan, error) { return p.planInsert(st) })
+}
+
+func (p *Planner) planInsert(st *parser.Insert) (*Plan, error) {
 	pc := p.newPlanContext()
 	sink, err := pc.planInsert(st)
 	if err != nil {
@@ -233,6 +253,10 @@ func (p *Planner) PlanInsert(st *parser.Insert) (*Plan, error) {
 
 // PlanStatementSet plans the INSERTs of a statement set as one job.
 func (p *Planner) PlanStatementSet(st *parser.StatementSet) (*Plan, error) {
+	return p.planInMode(func(p *Planner) (*Plan, error) { return p.planStatementSet(st) })
+}
+
+func (p *Planner) planStatementSet(st *parser.StatementSet) (*Plan, error) {
 	if len(st.Inserts) == 0 {
 		return nil, errAt(st, "A statement set must contain at least one INSERT statement")
 	}

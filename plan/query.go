@@ -638,6 +638,8 @@ func (pc *planContext) planOrderLimit(q *parser.Query, rel *relation) (*relation
 			return nil, err
 		}
 	}
+	// In batch mode an updating input is made final first.
+	rel = &relation{node: pc.final(rel.node), scope: rel.scope}
 	if rel.node.Mode().UpdateBefore || rel.node.Mode().Delete || rel.node.Mode().UpdateAfter {
 		return nil, &UnsupportedError{Msg: "ORDER BY / LIMIT over an updating input is not supported yet"}
 	}
@@ -695,7 +697,15 @@ func (pc *planContext) planOrderLimit(q *parser.Query, rel *relation) (*relation
 		if first.TimeAttr == types.NoTimeAttr || keys[0].Desc {
 			return nil, errAt(q.OrderBy[0].Expr, "Sort on a non-time-attribute field is not supported.")
 		}
-		return nil, &UnsupportedError{Msg: "ORDER BY a time attribute on an unbounded input (temporal sort) is not supported yet"}
+		if first.TimeAttr != types.RowtimeAttr {
+			return nil, &UnsupportedError{Msg: "ORDER BY a processing-time attribute on an unbounded input (temporal sort on processing time) is not supported yet; order by an event-time attribute (a column with a WATERMARK)"}
+		}
+		// Flink's streaming temporal sort: rows released in rowtime order
+		// as the watermark passes them, in one subtask.
+		n := &TemporalSortNode{Keys: keys}
+		n.inputs = []Node{pc.exchange(rel.node, exec.Partitioner{Kind: exec.Global})}
+		n.schema, n.mode = rel.node.Schema(), types.InsertOnly
+		return &relation{node: n, scope: rel.scope}, nil
 	}
 	n := &SortNode{Keys: keys, Offset: offset, Limit: limit}
 	n.inputs = []Node{pc.exchange(rel.node, exec.Partitioner{Kind: exec.Global})}

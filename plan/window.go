@@ -84,6 +84,13 @@ func (pc *planContext) planTableFunc(tf *parser.TableFunc, env *cteEnv) (*relati
 		return nil, errAt(desc, "%s", msg)
 	}
 	timeType := in.scope.cols[idx].Type
+	if timeType.TimeAttr == types.NoTimeAttr && pc.batchMode() &&
+		(timeType.Root == types.RootTimestamp || timeType.Root == types.RootTimestampLTZ) {
+		// Batch mode windows any TIMESTAMP or TIMESTAMP_LTZ column, as
+		// Flink's batch window TVFs do: the end of input's is the only
+		// watermark, so event time needs no WATERMARK declaration.
+		timeType.TimeAttr = types.RowtimeAttr
+	}
 	if timeType.TimeAttr == types.NoTimeAttr {
 		return nil, errAt(desc, "The window function %s(TABLE table_name, DESCRIPTOR(timecol), ...) requires the timecol to be a time attribute type, but is %s.", name, timeType)
 	}

@@ -137,8 +137,9 @@ func (s *Session) planner(ctx context.Context) (*plan.Planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if mode := options.RuntimeMode.Get(s.conf); mode != "streaming" {
-		return nil, &plan.UnsupportedError{Msg: fmt.Sprintf("execution.runtime-mode '%s' is not supported yet; flinksql runs queries in streaming mode", mode)}
+	mode, err := plan.ParseRuntimeMode(options.RuntimeMode.Get(s.conf))
+	if err != nil {
+		return nil, err
 	}
 	mb := plan.MiniBatch{
 		Enabled:      options.MiniBatchEnabled.Get(s.conf),
@@ -156,6 +157,7 @@ func (s *Session) planner(ctx context.Context) (*plan.Planner, error) {
 	return plan.New(s.cat, s.reg, plan.Config{
 		Parallelism:    options.Parallelism.Get(s.conf),
 		MaxParallelism: options.MaxParallelism.Get(s.conf),
+		RuntimeMode:    mode,
 		Loc:            loc,
 		Now:            s.now,
 		StateTTL:       options.StateTTL.Get(s.conf),

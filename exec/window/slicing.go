@@ -13,7 +13,7 @@ import (
 
 // errNullRowtime is Flink's message when a window aggregate meets a NULL
 // rowtime: the job fails rather than guessing a window.
-const errNullRowtime = "RowTime field should not be null, please convert it to a non-null long value."
+const errNullRowtime = exec.NullRowtimeMessage
 
 // slicingAggregate is the window aggregate of TUMBLE, HOP and CUMULATE.
 //
