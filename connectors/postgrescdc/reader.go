@@ -140,7 +140,8 @@ func (r *reader) SnapshotPosition() ([]byte, error) {
 // HoldCheckpoint implements exec.CheckpointHolder.
 func (r *reader) HoldCheckpoint() string {
 	if r.phase == phaseSnapshot {
-		return fmt.Sprintf("postgres-cdc table %s is reading the initial snapshot of %s (table %d of %d); with 'scan.incremental.snapshot.enabled' = 'false' a checkpoint waits until the snapshot ends", r.cfg.name, r.tables[r.snapTable].qualified(), r.snapTable+1, len(r.tables))
+		i := min(r.snapTable, len(r.tables)-1)
+		return fmt.Sprintf("postgres-cdc table %s is reading the initial snapshot of %s (table %d of %d); with 'scan.incremental.snapshot.enabled' = 'false' a checkpoint waits until the snapshot ends", r.cfg.name, r.tables[i].qualified(), i+1, len(r.tables))
 	}
 	return ""
 }
@@ -214,16 +215,13 @@ func (r *reader) Open(ctx context.Context) error {
 		return r.errorf("cannot open a replication connection to %s:%d database %s (the user needs the REPLICATION attribute): %w", c.host, c.port, c.database, err)
 	}
 	r.repl = repl
-	slot, err := r.slotState(ctx)
+	slot, err := r.awaitSlotRelease(ctx)
 	if err != nil {
 		return err
 	}
 	if r.restored != nil {
 		if !slot.exists {
 			return r.errorf("the replication slot '%s' of the restored checkpoint no longer exists: the changes after LSN %s cannot be read any more (drop the checkpoint and start the job afresh for a new snapshot)", c.slot, r.restored.LSN)
-		}
-		if slot.active {
-			return r.errorf("the replication slot '%s' is in use by another connection (pid %d); each postgres-cdc table needs a slot of its own ('%s')", c.slot, slot.pid, OptSlotName)
 		}
 		lsn, _ := pglogrepl.ParseLSN(r.restored.LSN)
 		if slot.confirmed > lsn {
@@ -233,9 +231,6 @@ func (r *reader) Open(ctx context.Context) error {
 		return r.startStream(ctx, lsn)
 	}
 	if slot.exists {
-		if slot.active {
-			return r.errorf("the replication slot '%s' is in use by another connection (pid %d); each postgres-cdc table needs a slot of its own ('%s')", c.slot, slot.pid, OptSlotName)
-		}
 		// A new job (nothing to resume): a slot left by an earlier run
 		// holds no position this job owns, and only a new slot gives the
 		// snapshot its consistent point.
@@ -485,6 +480,31 @@ func (r *reader) slotState(ctx context.Context) (slotState, error) {
 		s.confirmed, _ = pglogrepl.ParseLSN(*confirmed)
 	}
 	return s, nil
+}
+
+// slotRelease bounds how long Open waits for the slot to become inactive:
+// after a crash the server ends the dead run's walsender only when it
+// notices the connection is gone.
+const slotRelease = 30 * time.Second
+
+// awaitSlotRelease returns the slot's state once no connection uses it,
+// or an error naming the connection that keeps it.
+func (r *reader) awaitSlotRelease(ctx context.Context) (slotState, error) {
+	deadline := time.Now().Add(slotRelease)
+	for {
+		s, err := r.slotState(ctx)
+		if err != nil || !s.exists || !s.active {
+			return s, err
+		}
+		if time.Now().After(deadline) {
+			return s, r.errorf("the replication slot '%s' is in use by another connection (pid %d) for more than %s; each postgres-cdc table needs a slot of its own ('%s')", r.cfg.slot, s.pid, slotRelease, OptSlotName)
+		}
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-time.After(100 * time.Millisecond): // poll the server's view of the slot
+		}
+	}
 }
 
 func (r *reader) startStream(ctx context.Context, from pglogrepl.LSN) error {
