@@ -611,8 +611,26 @@ func (r *reader) fillMeta(row types.Row, t *pgTable, opTS types.Value) {
 }
 
 // readStream appends the changes that arrive until the batch is (nearly)
-// full, ctx is done, or no more arrive for a moment.
+// full, ctx is done, or no more arrive for a moment. The connection's
+// read deadline carries ctx (set once per Read, not per message: pgconn's
+// own context watching costs allocations on every receive).
 func (r *reader) readStream(ctx context.Context, b *types.Batch) error {
+	nc := r.repl.Conn()
+	deadline, _ := ctx.Deadline()
+	if err := nc.SetReadDeadline(deadline); err != nil {
+		return r.errorf("replication stream: %w", err)
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = nc.SetReadDeadline(time.Now())
+		close(fired)
+	})
+	defer func() {
+		if !stop() {
+			<-fired
+		}
+		_ = nc.SetReadDeadline(time.Time{})
+	}()
 	lingering := false
 	for b.Cap()-b.Len() >= 2 {
 		if r.ackDue || time.Since(r.lastStatus) >= statusInterval {
@@ -621,11 +639,15 @@ func (r *reader) readStream(ctx context.Context, b *types.Batch) error {
 			}
 		}
 		if b.Len() > 0 && !lingering {
-			lctx, cancel := context.WithTimeout(ctx, linger)
-			defer cancel()
-			ctx, lingering = lctx, true
+			lingering = true
+			if l := time.Now().Add(linger); deadline.IsZero() || l.Before(deadline) {
+				deadline = l
+				if ctx.Err() == nil {
+					_ = nc.SetReadDeadline(l)
+				}
+			}
 		}
-		msg, err := r.repl.ReceiveMessage(ctx)
+		msg, err := r.repl.ReceiveMessage(context.Background())
 		if err != nil {
 			if ctx.Err() != nil || pgconn.Timeout(err) {
 				return nil

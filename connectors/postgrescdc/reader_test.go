@@ -48,7 +48,7 @@ func tableCtx(db *pgtest.DB, slot string, pk, meta bool, opts map[string]string)
 	return tc
 }
 
-func openReader(t *testing.T, tc *connectors.TableContext, pos []byte) *reader {
+func openReader(t testing.TB, tc *connectors.TableContext, pos []byte) *reader {
 	t.Helper()
 	src, err := NewFactory().CreateSource(tc)
 	if err != nil {
