@@ -318,16 +318,7 @@ func drillSQL(addr, checkpoints, guarantee, outTopic string) string {
 // key over 10-second tumbling windows into a totals table (extra columns
 // and the WITH options given), named after name.
 func drillPipelineSQL(addr, checkpoints, name, totalsExtra, totalsWith string) string {
-	return fmt.Sprintf(`
-SET 'parallelism.default' = '2';
-SET 'execution.checkpointing.interval' = '200 ms';
-SET 'execution.checkpointing.timeout' = '10 s';
-SET 'state.checkpoints.num-retained' = '%d';
-SET 'state.checkpoints.dir' = '%s';
-SET 'pipeline.name' = 'crash-drill-%s';
-SET 'restart-strategy.type' = 'none';
-SET 'table.local-time-zone' = 'UTC';
-
+	return drillSettingsSQL(checkpoints, "crash-drill-"+name) + fmt.Sprintf(`
 CREATE TABLE events (
   k STRING,
   amount BIGINT,
@@ -355,7 +346,24 @@ INSERT INTO totals
 SELECT window_start, k, SUM(amount)
 FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY window_start, window_end, k;
-`, drillRetained, checkpoints, name, addr, totalsExtra, totalsWith)
+`, addr, totalsExtra, totalsWith)
+}
+
+// drillSettingsSQL is the SET statements of a drill's job: parallelism 2,
+// a checkpoint every 200 ms into checkpoints, retained as the drill
+// needs, pipeline.name name (so that each run restores the last one's
+// latest checkpoint), no restarts inside a process.
+func drillSettingsSQL(checkpoints, name string) string {
+	return fmt.Sprintf(`
+SET 'parallelism.default' = '2';
+SET 'execution.checkpointing.interval' = '200 ms';
+SET 'execution.checkpointing.timeout' = '10 s';
+SET 'state.checkpoints.num-retained' = '%d';
+SET 'state.checkpoints.dir' = '%s';
+SET 'pipeline.name' = '%s';
+SET 'restart-strategy.type' = 'none';
+SET 'table.local-time-zone' = 'UTC';
+`, drillRetained, checkpoints, name)
 }
 
 // drillRun is one planned run: killed by the test at a random moment, killed

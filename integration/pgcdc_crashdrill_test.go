@@ -70,16 +70,7 @@ CREATE TABLE totals (k text PRIMARY KEY, n bigint NOT NULL, total bigint NOT NUL
 }
 
 func cdcDrillSQL(pg *pgtest.Server, db *pgtest.DB, checkpoints string) string {
-	return fmt.Sprintf(`
-SET 'parallelism.default' = '2';
-SET 'execution.checkpointing.interval' = '200 ms';
-SET 'execution.checkpointing.timeout' = '10 s';
-SET 'state.checkpoints.num-retained' = '%d';
-SET 'state.checkpoints.dir' = '%s';
-SET 'pipeline.name' = 'cdc-drill';
-SET 'restart-strategy.type' = 'none';
-SET 'table.local-time-zone' = 'UTC';
-
+	return drillSettingsSQL("file://"+checkpoints, "cdc-drill") + fmt.Sprintf(`
 CREATE TABLE src (
   id INT,
   k STRING,
@@ -112,7 +103,7 @@ CREATE TABLE totals (
 );
 
 INSERT INTO totals SELECT k, COUNT(*), SUM(amount) FROM src GROUP BY k;
-`, drillRetained, "file://"+checkpoints, pg.Host, pg.Port, db.Name, db.JDBCURL())
+`, pg.Host, pg.Port, db.Name, db.JDBCURL())
 }
 
 // cdcLoad changes the source table in small transactions until stopped.
