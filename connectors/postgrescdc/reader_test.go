@@ -313,3 +313,22 @@ func TestOptionAndTableErrors(t *testing.T) {
 		t.Errorf("open with REPLICA IDENTITY NOTHING: %v", err)
 	}
 }
+
+// TestTableNameRegex: table-name is a regular expression over whole names:
+// 't[12]' captures t1 and t2 (not t12), the table_name metadata tells
+// their rows apart, snapshot and stream alike.
+func TestTableNameRegex(t *testing.T) {
+	db := pgtest.NewDB(t)
+	db.Exec(t, `CREATE TABLE t1 (id int PRIMARY KEY, v text, n numeric(10,2), ts timestamptz);
+CREATE TABLE t2 (LIKE t1 INCLUDING ALL); CREATE TABLE t12 (LIKE t1 INCLUDING ALL);
+ALTER TABLE t1 REPLICA IDENTITY FULL; ALTER TABLE t2 REPLICA IDENTITY FULL; ALTER TABLE t12 REPLICA IDENTITY FULL;
+INSERT INTO t1 VALUES (1, 'one', NULL, NULL); INSERT INTO t2 VALUES (2, 'two', NULL, NULL); INSERT INTO t12 VALUES (12, 'twelve', NULL, NULL)`)
+	r := openReader(t, tableCtx(db, "regex_slot", true, true, map[string]string{"table-name": "t[12]"}), nil)
+	equal(t, "snapshot", readN(t, r, 2, 16), []string{"+I(1,one,null,null|t1,0)", "+I(2,two,null,null|t2,0)"})
+	db.Exec(t, `INSERT INTO t12 VALUES (13, 'x', NULL, NULL); DELETE FROM t2; INSERT INTO t1 VALUES (3, 'three', NULL, NULL)`)
+	rows := readN(t, r, 2, 16)
+	for i, row := range rows {
+		rows[i] = row[:strings.LastIndex(row, ",")] + ")" // drop op_ts
+	}
+	equal(t, "stream", rows, []string{"-D(2,two,null,null|t2)", "+I(3,three,null,null|t1)"})
+}
