@@ -850,15 +850,6 @@ func TestCrashDrill(t *testing.T) {
 	broker := drillBroker(t, bin, filepath.Join(dir, "broker"))
 	addr := broker.addr
 	seed := uint64(drillSeed)
-	envInt := func(name string, v *int) {
-		if s := os.Getenv(name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				t.Fatalf("%s: want a positive integer, got %q", name, s)
-			}
-			*v = n
-		}
-	}
 	if v := os.Getenv("FLINKSQL_DRILL_SEED"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -867,8 +858,8 @@ func TestCrashDrill(t *testing.T) {
 		seed = n
 	}
 	rounds := 1
-	envInt("FLINKSQL_DRILL_ROUNDS", &rounds)
-	envInt("FLINKSQL_DRILL_EVENTS", &drillEvents)
+	envInt(t, "FLINKSQL_DRILL_ROUNDS", &rounds)
+	envInt(t, "FLINKSQL_DRILL_EVENTS", &drillEvents)
 	t.Logf("seed %d", seed)
 	evs := drillInput(seed)
 	want := drillExpected(evs)
@@ -961,6 +952,19 @@ func TestCrashDrill(t *testing.T) {
 		rep.errorf(t, false)
 	})
 	t.Logf("crash drill wall time %v", time.Since(start).Round(time.Millisecond))
+}
+
+// envInt sets *v from the environment variable name, when it is set to a
+// positive integer; anything else fails the test.
+func envInt(t *testing.T, name string, v *int) {
+	t.Helper()
+	if s := os.Getenv(name); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s: want a positive integer, got %q", name, s)
+		}
+		*v = n
+	}
 }
 
 func writeFile(t *testing.T, path, text string) {

@@ -47,9 +47,14 @@ CREATE TABLE totals (k text PRIMARY KEY, n bigint NOT NULL, total bigint NOT NUL
 	count := func() string {
 		return fmt.Sprintf("%s derived rows, %d load transactions so far", db.Query(t, "SELECT count(*) FROM totals")[0], load.count())
 	}
-	plan := []drillRun{
-		{random: true}, {fault: "before-precommit"}, {random: true}, {fault: "after-precommit"},
-		{fault: "after-complete"}, {random: true}, {fault: "during-commit"}, {random: true},
+	// One round is 4 random and 4 fault-point kills (seconds, for CI);
+	// FLINKSQL_DRILL_ROUNDS repeats it for a long drill.
+	rounds := 1
+	envInt(t, "FLINKSQL_DRILL_ROUNDS", &rounds)
+	var plan []drillRun
+	for range rounds {
+		plan = append(plan, drillRun{random: true}, drillRun{fault: "before-precommit"}, drillRun{random: true}, drillRun{fault: "after-precommit"},
+			drillRun{fault: "after-complete"}, drillRun{random: true}, drillRun{fault: "during-commit"}, drillRun{random: true})
 	}
 	st := runDrill(t, bin, script, tmp, plan, drillSeed, nil, count)
 	if st.loss != "" {
