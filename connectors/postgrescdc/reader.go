@@ -290,7 +290,7 @@ func pgColumnKey(t *pgTable, name string) string {
 func (r *reader) findTables(ctx context.Context) error {
 	c := r.cfg
 	rows, err := r.conn.Query(ctx, `
-SELECT c.oid, n.nspname, c.relname, c.relreplident
+SELECT c.oid, n.nspname, c.relname, c.relreplident, c.relkind
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
 ORDER BY n.nspname, c.relname`)
@@ -299,15 +299,22 @@ ORDER BY n.nspname, c.relname`)
 	}
 	for rows.Next() {
 		var t pgTable
-		var ident string
-		if err := rows.Scan(&t.oid, &t.schema, &t.name, &ident); err != nil {
+		var ident, kind string
+		if err := rows.Scan(&t.oid, &t.schema, &t.name, &ident, &kind); err != nil {
 			rows.Close()
 			return err
 		}
-		if c.schemaRE.MatchString(t.schema) && c.tableRE.MatchString(t.name) {
-			t.identity = ident[0]
-			r.tables = append(r.tables, &t)
+		if !c.schemaRE.MatchString(t.schema) || !c.tableRE.MatchString(t.name) {
+			continue
 		}
+		if kind == "p" {
+			// pgoutput names a partition's changes by the partition, so
+			// the parent's would never match: refuse rather than miss them.
+			rows.Close()
+			return r.errorf("%s is a partitioned table: its changes are streamed under the names of its partitions; capture the partitions ('%s' matching them) instead", t.qualified(), OptTableName)
+		}
+		t.identity = ident[0]
+		r.tables = append(r.tables, &t)
 	}
 	if err := rows.Err(); err != nil {
 		return err

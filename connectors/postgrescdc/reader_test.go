@@ -308,6 +308,10 @@ func TestOptionAndTableErrors(t *testing.T) {
 			t.Errorf("open: error %v, want it to contain %q", err, c.want)
 		}
 	}
+	db.Exec(t, `CREATE TABLE parted (id int, v text, n numeric(10,2), ts timestamptz) PARTITION BY RANGE (id)`)
+	if err := openErr(tableCtx(db, "errs", true, false, map[string]string{"table-name": "parted"})); err == nil || !strings.Contains(err.Error(), `"public"."parted" is a partitioned table`) {
+		t.Errorf("open of a partitioned table: %v", err)
+	}
 	db.Exec(t, `ALTER TABLE t REPLICA IDENTITY NOTHING`)
 	if err := openErr(tableCtx(db, "errs", true, false, map[string]string{"changelog-mode": "upsert"})); err == nil || !strings.Contains(err.Error(), "REPLICA IDENTITY NOTHING") {
 		t.Errorf("open with REPLICA IDENTITY NOTHING: %v", err)
