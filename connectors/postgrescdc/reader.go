@@ -130,8 +130,11 @@ func (r *reader) SnapshotPosition() ([]byte, error) {
 	if r.phase != phaseStream {
 		return nil, fmt.Errorf("postgres-cdc table %s is reading its initial snapshot: its position cannot be checkpointed until the snapshot ends (a savepoint or final checkpoint must wait for it)", r.cfg.name)
 	}
-	skip := int64(0)
-	if r.inTx {
+	// The changes of the next transaction already emitted: those of this
+	// run, or, before this run got past them, those a restore told it to
+	// skip (a checkpoint right after a restore must keep skipping them).
+	skip := r.skip
+	if r.inTx && r.txEvents > skip {
 		skip = r.txEvents
 	}
 	return json.Marshal(position{Slot: r.cfg.slot, LSN: r.lsn.String(), Skip: skip})

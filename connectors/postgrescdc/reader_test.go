@@ -237,9 +237,31 @@ func TestRestoreResumesAtCheckpoint(t *testing.T) {
 	r.Close()
 	db.Exec(t, `DELETE FROM t WHERE id = 2`)
 	r2 := openReader(t, tc, pos)
-	equal(t, "after the restore", readN(t, r2, 4, 16), []string{
+	// A checkpoint before the restored run reached the transaction still
+	// skips what the first run emitted of it.
+	pos2, err := r2.SnapshotPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(pos2) != string(pos) {
+		t.Fatalf("position right after the restore %s, want the restored %s", pos2, pos)
+	}
+	r2.Close()
+	r3 := openReader(t, tc, pos2)
+	equal(t, "after the restore", readN(t, r3, 4, 16), []string{
 		"+I(3,z,3.00,null)", "-U(1,x,1.00,null)", "+U(1,x2,1.00,null)", "-D(2,y,2.00,null)",
 	})
+	// Inside the transaction, still skipping: the position keeps the skip.
+	r3.Close()
+	r4 := openReader(t, tc, pos)
+	equal(t, "restored again", readN(t, r4, 1, 2), []string{"+I(3,z,3.00,null)"})
+	pos4, err := r4.SnapshotPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(pos4), `"skip":2`) {
+		t.Fatalf("position %s: want 2 changes of the transaction emitted (1 skipped, 1 read)", pos4)
+	}
 }
 
 // TestUpsertMode: with REPLICA IDENTITY DEFAULT an upsert table gets +U
