@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,12 +44,21 @@ CREATE TABLE totals (k text PRIMARY KEY, n bigint NOT NULL, total bigint NOT NUL
 	mkdir(t, tmp)
 	writeFile(t, script, cdcDrillSQL(pg, db, filepath.Join(dir, "checkpoints")))
 
-	load := startCDCLoad(t, db.DSN(), drillSeed)
+	seed := uint64(drillSeed)
+	if v := os.Getenv("FLINKSQL_DRILL_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("FLINKSQL_DRILL_SEED: %v", err)
+		}
+		seed = n
+	}
+	load := startCDCLoad(t, db.DSN(), seed)
 	count := func() string {
 		return fmt.Sprintf("%s derived rows, %d load transactions so far", db.Query(t, "SELECT count(*) FROM totals")[0], load.count())
 	}
 	// One round is 4 random and 4 fault-point kills (seconds, for CI);
-	// FLINKSQL_DRILL_ROUNDS repeats it for a long drill.
+	// FLINKSQL_DRILL_ROUNDS repeats it for a long drill, FLINKSQL_DRILL_SEED
+	// changes the load and the kill moments.
 	rounds := 1
 	envInt(t, "FLINKSQL_DRILL_ROUNDS", &rounds)
 	var plan []drillRun
@@ -56,7 +66,7 @@ CREATE TABLE totals (k text PRIMARY KEY, n bigint NOT NULL, total bigint NOT NUL
 		plan = append(plan, drillRun{random: true}, drillRun{fault: "before-precommit"}, drillRun{random: true}, drillRun{fault: "after-precommit"},
 			drillRun{fault: "after-complete"}, drillRun{random: true}, drillRun{fault: "during-commit"}, drillRun{random: true})
 	}
-	st := runDrill(t, bin, script, tmp, plan, drillSeed, nil, count)
+	st := runDrill(t, bin, script, tmp, plan, seed, nil, count)
 	if st.loss != "" {
 		t.Fatalf("the job reported lost output: %s", st.loss)
 	}
