@@ -33,7 +33,10 @@ type taskCheckpointing struct {
 	ended    bool      // a head's input ended (its chain finished)
 	drained  bool      // end-of-input was sent after the final barrier
 	deferred []ctrlMsg // triggers that wait until drained
-	finished bool      // the final checkpoint completed: the task ends
+	// postponed are triggers a head task holds while its reader cannot
+	// be checkpointed (CheckpointHolder), taken in order once it can.
+	postponed []ctrlMsg
+	finished  bool // the final checkpoint completed: the task ends
 }
 
 // barrierSink is an operator the runtime drives at barriers beyond its
@@ -345,6 +348,16 @@ func (t *task) onControl(m ctrlMsg) error {
 			t.cp.deferred = append(t.cp.deferred, m)
 			return nil
 		}
+		if h, ok := t.cp.reader.(CheckpointHolder); ok && !m.final {
+			if reason := h.HoldCheckpoint(); reason != "" {
+				t.job.log("[INFO] Checkpoint %d of job '%s' is held at %s: %s", m.id, t.job.name, t, reason)
+				t.cp.postponed = append(t.cp.postponed, m)
+				return nil
+			}
+		}
+		if err := t.takePostponed(); err != nil {
+			return err
+		}
 		return t.headCheckpoint(m.id, m.final)
 	case ctrlComplete:
 		return t.notifyComplete(m.id, m.last)
@@ -354,6 +367,25 @@ func (t *task) onControl(m ctrlMsg) error {
 			if l, ok := op.(CheckpointListener); ok {
 				l.NotifyCheckpointAborted(m.id)
 			}
+		}
+	}
+	return nil
+}
+
+// takePostponed takes the checkpoints held for a CheckpointHolder once its
+// reader no longer holds them; called between reads.
+func (t *task) takePostponed() error {
+	if len(t.cp.postponed) == 0 {
+		return nil
+	}
+	if h, ok := t.cp.reader.(CheckpointHolder); ok && h.HoldCheckpoint() != "" {
+		return nil
+	}
+	held := t.cp.postponed
+	t.cp.postponed = nil
+	for _, m := range held {
+		if err := t.headCheckpoint(m.id, m.final); err != nil {
+			return err
 		}
 	}
 	return nil

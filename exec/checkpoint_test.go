@@ -1086,3 +1086,71 @@ func TestUndeclaredStateRefused(t *testing.T) {
 		t.Fatalf("got %v, want the refusal of the reader without a position", err)
 	}
 }
+
+// holdReader is a posReader that cannot be checkpointed before it read
+// `until` rows (a CDC source reading its snapshot).
+type holdReader struct {
+	*posReader
+	until int
+}
+
+func (r *holdReader) HoldCheckpoint() string {
+	if r.pos < r.until {
+		return fmt.Sprintf("reading row %d of the snapshot", r.pos+1)
+	}
+	return ""
+}
+
+// TestCheckpointHeldByReader: a trigger that reaches a source whose reader
+// holds checkpoints waits, logged with the reader's reason, and is taken
+// between the reads once the reader lets it: at the position it then has.
+func TestCheckpointHeldByReader(t *testing.T) {
+	store := newMemStore()
+	r := &holdReader{posReader: &posReader{data: []int64{1, 2, 3}, allow: make(chan int), snapped: make(chan int64, 4)}, until: 2}
+	held := make(chan string, 4)
+	cs := newCollectSink()
+	g := &JobGraph{Vertices: []*Vertex{
+		{ID: 1, Name: "Source1", Parallelism: 1,
+			Source: &SourceSpec{Width: 1, NewReader: func(int, int) (SourceReader, error) { return r, nil }}},
+		{ID: 2, Name: "Collect", Parallelism: 1, Inputs: []Input{{From: 1}},
+			Chain: chain(func() (Operator, error) { return &collectOp{cs: cs}, nil })},
+	}}
+	logf := func(format string, args ...any) {
+		if line := fmt.Sprintf(format, args...); strings.Contains(line, "is held") {
+			held <- line
+		}
+	}
+	j, err := Start(context.Background(), g, Config{Checkpointing: ckptConfig(store, ExactlyOnce), Log: logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Cancel()
+	grant(t, j, r.posReader, 1)
+	done := triggerAsync(j)
+	select {
+	case line := <-held:
+		if !strings.Contains(line, "Checkpoint 1 of job") || !strings.Contains(line, "reading row 2 of the snapshot") {
+			t.Errorf("log line %q, want checkpoint 1 and the reader's reason", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the trigger was not held")
+	}
+	grant(t, j, r.posReader, 1) // row 2: the reader no longer holds
+	if pos := <-r.snapped; pos != 2 {
+		t.Fatalf("position snapshotted %d, want 2 (after the held rows)", pos)
+	}
+	if id := awaitTrigger(t, done); id != 1 {
+		t.Fatalf("checkpoint id %d, want 1", id)
+	}
+	if p := position(t, store.image(1, "v1-source", 0)); p != 2 {
+		t.Errorf("position in checkpoint 1: %d, want 2", p)
+	}
+	grant(t, j, r.posReader, 1)
+	grant(t, j, r.posReader, -1)
+	if err := waitJob(t, j); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cs.all(), []string{"+I1", "+I2", "+I3"}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+}

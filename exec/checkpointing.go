@@ -101,6 +101,18 @@ type CheckpointCompleteReader interface {
 	NotifyPositionComplete(id CheckpointID, pos []byte) error
 }
 
+// CheckpointHolder is a CheckpointedReader that cannot record a position
+// during part of its work: a CDC source reading its initial snapshot in
+// one transaction (Flink CDC's non-incremental snapshot, where a
+// checkpoint waits for the snapshot to end). A trigger that arrives while
+// HoldCheckpoint returns a reason waits, logged with that reason, and is
+// taken between reads once it returns ""; the coordinator's timeout still
+// applies to it.
+type CheckpointHolder interface {
+	CheckpointedReader
+	HoldCheckpoint() (reason string)
+}
+
 // Committable is what a two-phase-commit sink writer hands over at a barrier
 // and its committer later commits (a transaction handle, pending file names).
 type Committable []byte

@@ -201,6 +201,9 @@ func (s *sourceRun) pollControl() error {
 		}
 	default:
 	}
+	if err := t.takePostponed(); err != nil {
+		return err
+	}
 	if s.baseCancel == nil || s.base.Err() != nil {
 		s.releaseBase()
 		s.base, s.baseCancel = context.WithCancel(t.ctx)

@@ -318,16 +318,7 @@ func drillSQL(addr, checkpoints, guarantee, outTopic string) string {
 // key over 10-second tumbling windows into a totals table (extra columns
 // and the WITH options given), named after name.
 func drillPipelineSQL(addr, checkpoints, name, totalsExtra, totalsWith string) string {
-	return fmt.Sprintf(`
-SET 'parallelism.default' = '2';
-SET 'execution.checkpointing.interval' = '200 ms';
-SET 'execution.checkpointing.timeout' = '10 s';
-SET 'state.checkpoints.num-retained' = '%d';
-SET 'state.checkpoints.dir' = '%s';
-SET 'pipeline.name' = 'crash-drill-%s';
-SET 'restart-strategy.type' = 'none';
-SET 'table.local-time-zone' = 'UTC';
-
+	return drillSettingsSQL(checkpoints, "crash-drill-"+name) + fmt.Sprintf(`
 CREATE TABLE events (
   k STRING,
   amount BIGINT,
@@ -355,7 +346,24 @@ INSERT INTO totals
 SELECT window_start, k, SUM(amount)
 FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY window_start, window_end, k;
-`, drillRetained, checkpoints, name, addr, totalsExtra, totalsWith)
+`, addr, totalsExtra, totalsWith)
+}
+
+// drillSettingsSQL is the SET statements of a drill's job: parallelism 2,
+// a checkpoint every 200 ms into checkpoints, retained as the drill
+// needs, pipeline.name name (so that each run restores the last one's
+// latest checkpoint), no restarts inside a process.
+func drillSettingsSQL(checkpoints, name string) string {
+	return fmt.Sprintf(`
+SET 'parallelism.default' = '2';
+SET 'execution.checkpointing.interval' = '200 ms';
+SET 'execution.checkpointing.timeout' = '10 s';
+SET 'state.checkpoints.num-retained' = '%d';
+SET 'state.checkpoints.dir' = '%s';
+SET 'pipeline.name' = '%s';
+SET 'restart-strategy.type' = 'none';
+SET 'table.local-time-zone' = 'UTC';
+`, drillRetained, checkpoints, name)
 }
 
 // drillRun is one planned run: killed by the test at a random moment, killed
@@ -842,15 +850,6 @@ func TestCrashDrill(t *testing.T) {
 	broker := drillBroker(t, bin, filepath.Join(dir, "broker"))
 	addr := broker.addr
 	seed := uint64(drillSeed)
-	envInt := func(name string, v *int) {
-		if s := os.Getenv(name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				t.Fatalf("%s: want a positive integer, got %q", name, s)
-			}
-			*v = n
-		}
-	}
 	if v := os.Getenv("FLINKSQL_DRILL_SEED"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -859,8 +858,8 @@ func TestCrashDrill(t *testing.T) {
 		seed = n
 	}
 	rounds := 1
-	envInt("FLINKSQL_DRILL_ROUNDS", &rounds)
-	envInt("FLINKSQL_DRILL_EVENTS", &drillEvents)
+	envInt(t, "FLINKSQL_DRILL_ROUNDS", &rounds)
+	envInt(t, "FLINKSQL_DRILL_EVENTS", &drillEvents)
 	t.Logf("seed %d", seed)
 	evs := drillInput(seed)
 	want := drillExpected(evs)
@@ -953,6 +952,19 @@ func TestCrashDrill(t *testing.T) {
 		rep.errorf(t, false)
 	})
 	t.Logf("crash drill wall time %v", time.Since(start).Round(time.Millisecond))
+}
+
+// envInt sets *v from the environment variable name, when it is set to a
+// positive integer; anything else fails the test.
+func envInt(t *testing.T, name string, v *int) {
+	t.Helper()
+	if s := os.Getenv(name); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s: want a positive integer, got %q", name, s)
+		}
+		*v = n
+	}
 }
 
 func writeFile(t *testing.T, path, text string) {

@@ -13,6 +13,7 @@ import (
 	"github.com/flinksql/flinksql/connectors/jdbc"
 	"github.com/flinksql/flinksql/connectors/kafka"
 	"github.com/flinksql/flinksql/connectors/nexmark"
+	"github.com/flinksql/flinksql/connectors/postgrescdc"
 	"github.com/flinksql/flinksql/connectors/print"
 	"github.com/flinksql/flinksql/connectors/upsertkafka"
 	"github.com/flinksql/flinksql/connectors/values"
@@ -43,7 +44,7 @@ func NewFormats() *formats.Registry {
 }
 
 // NewRegistry returns a registry of the built-in connectors (datagen,
-// values, filesystem, kafka, upsert-kafka, iceberg, jdbc, nexmark, print, blackhole) resolving the
+// values, filesystem, kafka, upsert-kafka, iceberg, jdbc, postgres-cdc, nexmark, print, blackhole) resolving the
 // built-in formats. The
 // print connector writes to stdout and stderr.
 func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
@@ -58,5 +59,6 @@ func NewRegistry(stdout, stderr io.Writer) *connectors.Registry {
 	r.Register(jdbc.NewFactory())
 	r.Register(nexmark.NewFactory())
 	r.Register(iceberg.NewFactory())
+	r.Register(postgrescdc.NewFactory())
 	return r
 }

@@ -8,7 +8,7 @@ import (
 
 func TestRegistry(t *testing.T) {
 	r := NewRegistry(io.Discard, io.Discard)
-	if got := strings.Join(r.Identifiers(), ","); got != "blackhole,datagen,filesystem,iceberg,jdbc,kafka,nexmark,print,upsert-kafka,values" {
+	if got := strings.Join(r.Identifiers(), ","); got != "blackhole,datagen,filesystem,iceberg,jdbc,kafka,nexmark,postgres-cdc,print,upsert-kafka,values" {
 		t.Fatalf("connectors: %s", got)
 	}
 	for _, id := range []string{"json", "csv", "raw"} {
