@@ -325,7 +325,7 @@ func (o *operator) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 func (o *operator) ProcessWatermark(wm int64, out exec.Output) error {
 	if o.spec.TimeCol >= 0 {
 		o.wm = wm
-		err := o.timers.Advance(kv.EventTime, wm, func(kv.Timer) error { return o.fire(wm, out) })
+		err := o.timers.Advance(kv.EventTime, wm, func(tm kv.Timer) error { return o.fire(tm.Time, wm, out) })
 		if err != nil {
 			return err
 		}
@@ -336,13 +336,16 @@ func (o *operator) ProcessWatermark(wm int64, out exec.Output) error {
 	return out.PushWatermark(wm)
 }
 
-// fire handles the current key at watermark wm.
-func (o *operator) fire(wm int64, out exec.Output) error {
+// fire handles the current key at watermark wm, for its timer at time at.
+func (o *operator) fire(at, wm int64, out exec.Output) error {
 	var times []int64
 	var groups [][]types.Row
 	var derr error
+	// next: the first buffered time after wm, if any.
+	next := int64(math.MinInt64)
 	err := o.buffer.Ascend(nil, nil, func(ts int64, v []byte) bool {
 		if ts > wm {
+			next = ts
 			return false
 		}
 		var rows []types.Row
@@ -371,6 +374,12 @@ func (o *operator) fire(wm int64, out exec.Output) error {
 		if err := o.buffer.Delete(nil, ts); err != nil {
 			return fmt.Errorf("match recognize: %w", err)
 		}
+		// Every buffered time has a timer; those passed here need not fire.
+		if ts != at {
+			if err := o.timers.Delete(kv.EventTime, ts, nil); err != nil {
+				return fmt.Errorf("match recognize: %w", err)
+			}
+		}
 		rows := groups[i]
 		if len(o.spec.SortCols) > 0 {
 			sort.SliceStable(rows, func(a, b int) bool { return o.less(rows[a], rows[b]) })
@@ -390,18 +399,11 @@ func (o *operator) fire(wm int64, out exec.Output) error {
 	if err := o.store(ks); err != nil {
 		return err
 	}
-	// The next buffered row's time, or, with WITHIN, the next watermark
+	// A timer at the next buffered row's time (there is one already,
+	// registered with the row), or, with WITHIN, at the next watermark
 	// while partial matches may time out.
-	next := int64(math.MinInt64)
-	err = o.buffer.Ascend(nil, nil, func(ts int64, _ []byte) bool { next = ts; return false })
-	if err != nil {
-		return fmt.Errorf("match recognize: %w", err)
-	}
 	if next == math.MinInt64 && o.spec.Within > 0 && len(ks.partials) > 0 && wm < math.MaxInt64 {
-		next = wm + 1
-	}
-	if next != math.MinInt64 {
-		if err := o.timers.Register(kv.EventTime, next, nil); err != nil {
+		if err := o.timers.Register(kv.EventTime, wm+1, nil); err != nil {
 			return fmt.Errorf("match recognize: %w", err)
 		}
 	}
