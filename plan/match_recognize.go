@@ -318,6 +318,11 @@ func (pc *planContext) planMatchRecognize(m *parser.MatchRecognize, env *cteEnv)
 		if !ok {
 			return nil, errAt(o, "ORDER BY of MATCH_RECOGNIZE takes columns")
 		}
+		if !n.EventTime {
+			// Flink buffers rows for a millisecond to sort them; rows here
+			// are matched on arrival, so a secondary order would be ignored.
+			return nil, unsupportedAt(o, "a secondary ORDER BY key after a processing-time attribute is not supported in MATCH_RECOGNIZE; order by the proctime attribute alone, or by a rowtime attribute")
+		}
 		n.SortCols = append(n.SortCols, cep.SortKey{Col: ref.Index, Desc: o.Desc})
 	}
 	// PARTITION BY columns; they are the first arguments.
