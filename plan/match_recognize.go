@@ -383,7 +383,9 @@ func (pc *planContext) planMatchRecognize(m *parser.MatchRecognize, env *cteEnv)
 		}
 		v, ok := mb.vars[m.SkipVar]
 		if !ok {
-			return nil, errAt(m, "Unknown pattern '%s' in AFTER MATCH SKIP %s", m.SkipVar, m.Skip)
+			at := &parser.Ident{Parts: []string{m.SkipVar}}
+			at.P = m.SkipVarPos
+			return nil, errAt(at, "Unknown pattern '%s' in AFTER MATCH SKIP %s", m.SkipVar, m.Skip)
 		}
 		n.SkipVar = v
 	default:

@@ -22,7 +22,9 @@ type MatchRecognize struct {
 	Skip    string
 	SkipVar string
 	SkipPos Pos
-	Pattern []*PatternElem
+	// SkipVarPos is where SkipVar was written.
+	SkipVarPos Pos
+	Pattern    []*PatternElem
 	// PatternPos is the position of the PATTERN keyword.
 	PatternPos    Pos
 	Within        Expr // an interval literal, or nil
@@ -161,6 +163,7 @@ func (p *parser) parseMatchRecognize(input TableRef) (TableRef, error) {
 				m.Skip = SkipToLast // SKIP TO var
 			}
 			if m.Skip != SkipToNextRow {
+				m.SkipVarPos = p.cur().pos
 				if m.SkipVar, err = p.ident(); err != nil {
 					return nil, err
 				}
