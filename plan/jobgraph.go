@@ -227,6 +227,12 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 			return nil, err
 		}
 		return appendOp(v, x.Describe(), gb.overOperator(x)), nil
+	case *MatchNode:
+		v, err := gb.build(x.inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		return appendOp(v, x.Describe(), gb.matchOperator(x)), nil
 	case *WindowTVFNode:
 		v, err := gb.build(x.inputs[0])
 		if err != nil {

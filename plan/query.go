@@ -304,6 +304,8 @@ func (pc *planContext) planFrom(ref parser.TableRef, env *cteEnv) (*relation, er
 		return pc.planJoin(r, env)
 	case *parser.Unnest:
 		return pc.planBareUnnest(r)
+	case *parser.MatchRecognize:
+		return pc.planMatchRecognize(r, env)
 	}
 	return nil, errAt(ref, "Unsupported FROM item")
 }

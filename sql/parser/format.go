@@ -768,6 +768,8 @@ func writeTableRef(sb *writer, r TableRef) {
 		writeFuncCall(sb, x.Call)
 		sb.WriteByte(')')
 		writeAlias(sb, x.Alias, x.ColumnAliases)
+	case *MatchRecognize:
+		writeMatchRecognize(sb, x)
 	case *Unnest:
 		sb.WriteString("UNNEST(")
 		writeExprList(sb, x.Args)
@@ -846,4 +848,65 @@ func writeHints(sb *writer, hints []*Hint) {
 		sb.WriteByte(')')
 	}
 	sb.WriteString(" */")
+}
+
+func writeMatchRecognize(sb *writer, m *MatchRecognize) {
+	writeTableRef(sb, m.Input)
+	sb.WriteString(" MATCH_RECOGNIZE (")
+	if len(m.PartitionBy) > 0 {
+		sb.WriteString("PARTITION BY ")
+		writeExprList(sb, m.PartitionBy)
+		sb.WriteByte(' ')
+	}
+	if len(m.OrderBy) > 0 {
+		sb.WriteString("ORDER BY ")
+		writeOrderItems(sb, m.OrderBy)
+		sb.WriteByte(' ')
+	}
+	if len(m.Measures) > 0 {
+		sb.WriteString("MEASURES ")
+		for i, it := range m.Measures {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			writeExpr(sb, it.Expr)
+			sb.WriteString(" AS " + QuoteIdent(it.Alias))
+		}
+		sb.WriteByte(' ')
+	}
+	if m.AllRows {
+		sb.WriteString("ALL ROWS PER MATCH ")
+	} else {
+		sb.WriteString("ONE ROW PER MATCH ")
+	}
+	if m.Skip != "" {
+		sb.WriteString("AFTER MATCH SKIP " + m.Skip)
+		if m.SkipVar != "" {
+			sb.WriteString(" " + QuoteIdent(m.SkipVar))
+		}
+		sb.WriteByte(' ')
+	}
+	sb.WriteString("PATTERN (")
+	for i, e := range m.Pattern {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(QuoteIdent(e.Var) + e.Quant)
+	}
+	sb.WriteString(") ")
+	if m.Within != nil {
+		sb.WriteString("WITHIN ")
+		writeExpr(sb, m.Within)
+		sb.WriteByte(' ')
+	}
+	sb.WriteString("DEFINE ")
+	for i, d := range m.Defines {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(QuoteIdent(d.Var) + " AS ")
+		writeExpr(sb, d.Cond)
+	}
+	sb.WriteByte(')')
+	writeAlias(sb, m.Alias, m.ColumnAliases)
 }

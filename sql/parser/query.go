@@ -443,8 +443,10 @@ func (p *parser) parseJoinChain() (TableRef, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.refuseMatchRecognize(); err != nil {
-		return nil, err
+	if p.isKw("MATCH_RECOGNIZE") {
+		if left, err = p.parseMatchRecognize(left); err != nil {
+			return nil, err
+		}
 	}
 	for {
 		pos := p.cur().pos
@@ -459,8 +461,10 @@ func (p *parser) parseJoinChain() (TableRef, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := p.refuseMatchRecognize(); err != nil {
-			return nil, err
+		if p.isKw("MATCH_RECOGNIZE") {
+			if right, err = p.parseMatchRecognize(right); err != nil {
+				return nil, err
+			}
 		}
 		j := &Join{At: At{pos}, Kind: kind, Natural: natural, Left: left, Right: right}
 		if kind != JoinCross && !natural {
@@ -479,16 +483,6 @@ func (p *parser) parseJoinChain() (TableRef, error) {
 		}
 		left = j
 	}
-}
-
-// refuseMatchRecognize says clearly that a MATCH_RECOGNIZE clause after a
-// table is Flink SQL that flinksql does not run yet, rather than a syntax
-// error expecting an alias.
-func (p *parser) refuseMatchRecognize() error {
-	if p.isKw("MATCH_RECOGNIZE") {
-		return p.errAt(p.cur().pos, "MATCH_RECOGNIZE (pattern recognition, Flink's CEP in SQL) is not supported yet")
-	}
-	return nil
 }
 
 func (p *parser) parseTablePrimary() (TableRef, error) {

@@ -211,6 +211,15 @@ FROM bids`,
 		want:   []string{"+I(a, 1, 1)", "+I(b, 2, 2)", "+I(a, 3, 4)", "+I(d, 4, 4)"},
 	},
 	{
+		name: "match recognize",
+		query: `SELECT * FROM bids MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(A.price) AS p1, B.price AS p2
+AFTER MATCH SKIP PAST LAST ROW PATTERN (A B) DEFINE B AS B.price > A.price)`,
+		// In time order 1, 2, 3, 4: A 1 B 2, then A 3 B 4; rows wait for
+		// the watermark (5 s releases the first two).
+		script: []pstep{read(0, 1), read(0, 1), wm(0, day(5)), read(0, 1), read(0, 1), end()},
+		want:   []string{"+I(1, 2)", "+I(3, 4)"},
+	},
+	{
 		name:   "group aggregate",
 		query:  "SELECT bidder, COUNT(*), SUM(price) FROM bids GROUP BY bidder",
 		script: []pstep{read(0, 1), read(0, 1), read(0, 2), end()},
