@@ -131,3 +131,31 @@ func TestCompletionsOfferOptionKeys(t *testing.T) {
 		t.Errorf("completion words lack option keys or offer startup options: %d words", len(words))
 	}
 }
+
+// TestCompletionsOfferColumns: after CREATE TABLE and CREATE VIEW the
+// completion words hold the table, the view and their columns, plain and
+// qualified by the object's name.
+func TestCompletionsOfferColumns(t *testing.T) {
+	s := newTestSession(t, nil)
+	ctx := context.Background()
+	for _, stmt := range []string{
+		"CREATE TABLE orders (order_id BIGINT, amount DOUBLE) WITH ('connector' = 'datagen');",
+		"CREATE VIEW big_orders AS SELECT order_id AS big_id FROM orders WHERE amount > 100;",
+	} {
+		if _, err := s.Execute(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	words := map[string]bool{}
+	for _, w := range s.Completions() {
+		words[w] = true
+	}
+	for _, want := range []string{"orders", "big_orders", "order_id", "amount", "orders.order_id", "orders.amount", "big_id", "big_orders.big_id"} {
+		if !words[want] {
+			t.Errorf("completion words lack %q", want)
+		}
+	}
+	if words["orders.big_id"] || words["big_orders.amount"] {
+		t.Errorf("completion words qualify a column by the wrong object")
+	}
+}

@@ -442,7 +442,18 @@ func (c *completer) Do(line []rune, pos int) (newLine [][]rune, length int) {
 	words := make([]string, 0, len(session)+len(c.keywords))
 	words = append(append(words, session...), c.keywords...)
 	sort.Strings(words)
+	known := make(map[string]bool, len(words))
 	for _, w := range words {
+		known[w] = true
+	}
+	qualifying := strings.ContainsRune(prefix, '.')
+	for _, w := range words {
+		// "orders.amount" is offered once "orders." is typed; "ord" offers
+		// the table, not every one of its columns. Option keys, whose first
+		// part is no table, are offered from their first letter.
+		if dot := strings.IndexByte(w, '.'); dot > 0 && !qualifying && known[w[:dot]] {
+			continue
+		}
 		add(w)
 	}
 	return out, len([]rune(prefix))

@@ -241,7 +241,7 @@ func TestREPLInteractiveQuitAndSync(t *testing.T) {
 }
 
 func TestCompleter(t *testing.T) {
-	c := newCompleter(&fakeBackend{words: []string{"orders", "order_items", "Customers"}})
+	c := newCompleter(&fakeBackend{words: []string{"orders", "order_items", "Customers", "amount", "orders.amount", "orders.order_id", "execution.checkpointing.interval"}})
 	tests := []struct {
 		line string
 		want []string
@@ -251,6 +251,12 @@ func TestCompleter(t *testing.T) {
 		{"SEL", []string{"ECT"}},
 		{"select * from cust", []string{"omers"}},
 		{"select * from ", nil},
+		{"SET 'execution.checkpointing.i", []string{"nterval"}},
+		{"SET 'exe", []string{"cute", "cution.checkpointing.interval"}},
+		{"SELECT orders.am", []string{"ount"}},   // a column after its table
+		{"SELECT orders.o", []string{"rder_id"}}, // not the keyword ORDER
+		{"SELECT SUM(am", []string{"ount"}},      // a column in an expression
+		{"SELECT order_id FROM orders WHERE orders.", []string{"amount", "order_id"}},
 	}
 	for _, tc := range tests {
 		got, n := c.Do([]rune(tc.line), len([]rune(tc.line)))
@@ -261,7 +267,7 @@ func TestCompleter(t *testing.T) {
 		if strings.Join(words, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("Do(%q) = %q, want %q", tc.line, words, tc.want)
 		}
-		if tc.want != nil && n != len(tc.line)-strings.LastIndexByte(tc.line, ' ')-1 {
+		if tc.want != nil && n != len(tc.line)-strings.LastIndexAny(tc.line, " ('")-1 {
 			t.Errorf("Do(%q) replaces %d runes", tc.line, n)
 		}
 	}
