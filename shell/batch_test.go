@@ -36,7 +36,7 @@ func TestRunScriptSuccess(t *testing.T) {
 		{ch(types.Insert, types.Int(1))},
 		{ch(types.Insert, types.Int(2))},
 	}}
-	be := &fakeBackend{handle: byPrefix(
+	be := &fakeBackend{config: tableauConfig(), handle: byPrefix(
 		rule{"INSERT", gives(jobOutcome("6b1af540c0c0bb3f", job))},
 		rule{"SELECT", gives(queryOutcome(idSchema, stream))},
 		rule{"EXPLAIN", gives(&outcome{text: "== Optimized Physical Plan ==\nValues(tuples=[[{ 1 }]])"})},
@@ -205,7 +205,7 @@ func TestRunScriptCancelled(t *testing.T) {
 			block:   true,
 			onBlock: cancel, // the user presses Ctrl-C while waiting for more rows
 		}
-		be := &fakeBackend{handle: byPrefix(rule{"SELECT", gives(queryOutcome(idSchema, stream))})}
+		be := &fakeBackend{config: tableauConfig(), handle: byPrefix(rule{"SELECT", gives(queryOutcome(idSchema, stream))})}
 		var out, errOut strings.Builder
 		err := runScript(ctx, be, "SELECT id FROM t;\nCREATE TABLE after (x INT);\n", &out, &errOut)
 		if err != nil {
@@ -280,7 +280,7 @@ func TestRunScriptRuntimeFailure(t *testing.T) {
 			batches: [][]session.Change{{ch(types.Insert, types.Int(5))}},
 			end:     errors.New("source partition vanished"),
 		}
-		be := &fakeBackend{handle: byPrefix(rule{"SELECT", gives(queryOutcome(idSchema, stream))})}
+		be := &fakeBackend{config: tableauConfig(), handle: byPrefix(rule{"SELECT", gives(queryOutcome(idSchema, stream))})}
 		var out, errOut strings.Builder
 		err := runScript(context.Background(), be, "SELECT id FROM t", &out, &errOut)
 		if !errors.As(err, new(*StatementError)) {

@@ -29,7 +29,7 @@ QUIT;
 CREATE TABLE never (x INT);
 `
 	stream := &fakeStream{batches: [][]session.Change{{ch(types.Insert, types.String(";"))}}}
-	be := &fakeBackend{handle: byPrefix(
+	be := &fakeBackend{config: tableauConfig(), handle: byPrefix(
 		rule{"SELECT", gives(queryOutcome(types.Schema{{Name: "semi", Type: types.CharType(1)}}, stream))},
 	)}
 	var out, errOut strings.Builder
@@ -129,7 +129,7 @@ func TestREPLInteractive(t *testing.T) {
 	}
 	running := &fakeJob{block: true}                           // an unbounded INSERT
 	failing := &fakeJob{err: errors.New("broker unreachable")} // fails in the background
-	be := &fakeBackend{handle: byPrefix(
+	be := &fakeBackend{config: tableauConfig(), handle: byPrefix(
 		rule{"SELECT id", gives(queryOutcome(idSchema, stream))},
 		rule{"SELECT nope", fails("Column 'nope' not found in any table")},
 		rule{"INSERT INTO s", gives(jobOutcome("bg1", running))},
