@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/sql/parser"
 )
 
@@ -157,5 +158,30 @@ func TestCompletionsOfferColumns(t *testing.T) {
 	}
 	if words["orders.big_id"] || words["big_orders.amount"] {
 		t.Errorf("completion words qualify a column by the wrong object")
+	}
+}
+
+// TestSourceProgress: rows read add up over source vertices; the
+// remaining rows are known only when every source subtask knows its own.
+func TestSourceProgress(t *testing.T) {
+	vms := []exec.VertexMetrics{
+		{RowsRead: 100, SourceRemaining: []int64{10, 20}},
+		{RowsRead: 0}, // not a source
+		{RowsRead: 50, SourceRemaining: []int64{5}},
+	}
+	if r, left := sourceProgress(vms); r != 150 || left != 35 {
+		t.Errorf("known: %d read, %d remaining; want 150, 35", r, left)
+	}
+	vms[2].SourceRemaining[0] = -1
+	if r, left := sourceProgress(vms); r != 150 || left != -1 {
+		t.Errorf("one subtask unknown: %d read, %d remaining; want 150, -1", r, left)
+	}
+	vms[0].SourceRemaining[0] = -1
+	vms[2].SourceRemaining[0] = 7
+	if r, left := sourceProgress(vms); r != 150 || left != -1 {
+		t.Errorf("first subtask unknown: %d read, %d remaining; want 150, -1", r, left)
+	}
+	if _, left := sourceProgress(nil); left != -1 {
+		t.Errorf("no sources: %d remaining, want -1", left)
 	}
 }

@@ -850,5 +850,6 @@ func (s *Session) submit(ctx context.Context, plan *plan.Plan, sql string) (*Res
 		stop:      rj.Stop,
 		stopClean: rj.StopClean,
 		done:      rj.Done(),
+		progress:  func() (int64, int64) { return sourceProgress(rj.Status().Metrics) },
 	}}, nil
 }
