@@ -40,7 +40,7 @@ for b in FilterProject TumbleSumCount HopCount; do
 	set -- $(run "Benchmark${b}Monitored" "$N2"); m=$1 r=$2
 	awk -v b="$b" -v a="$a" -v z="$z" -v m="$m" -v r="$r" -v n1="$N1" -v n2="$N2" 'BEGIN {
 		row = (z - a) / (n2 - n1)
-		printf "%s: Ir(N1=%d) %d, Ir(N2=%d) %d, monitored Ir(N2) %d, %d rounds; rows: %.0f Ir/row; round: %.0f Ir\n",
+		printf "%s: Ir(N1=%d) %.0f, Ir(N2=%d) %.0f, monitored Ir(N2) %.0f, %d rounds; rows: %.0f Ir/row; round: %.0f Ir\n",
 			b, n1, a, n2, z, m, r, row, (r > 0 ? (m - z) / r : 0)
 	}'
 done
