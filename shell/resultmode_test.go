@@ -94,7 +94,6 @@ func TestResultModesScript(t *testing.T) {
 // (here across two batches) takes the retracted row's place, any other new
 // row goes to the end.
 func TestTableModeRowOrder(t *testing.T) {
-	schema := types.Schema{{Name: "k", Type: types.StringType}, {Name: "v", Type: types.IntType}}
 	stream := &fakeStream{batches: [][]session.Change{
 		{nc(types.Insert, "a", 1), nc(types.Insert, "b", 1), nc(types.Insert, "c", 1), nc(types.UpdateBefore, "b", 1)},
 		{
@@ -107,14 +106,7 @@ func TestTableModeRowOrder(t *testing.T) {
 			nc(types.Insert, "a", 5),      // [b2 c1 e1 d2 a5]
 		},
 	}}
-	be := &fakeBackend{
-		handle: byPrefix(rule{"SELECT", gives(queryOutcome(schema, stream))}),
-		config: map[string]string{resultModeKey: "table"},
-	}
-	var out, errOut strings.Builder
-	if err := runScript(context.Background(), be, "SELECT k, v FROM t", &out, &errOut); err != nil {
-		t.Fatalf("runScript: %v (stderr %q)", err, errOut.String())
-	}
+	out, errOut := runKVQuery(t, stream, map[string]string{resultModeKey: "table"})
 	want := lines(
 		"+---+---+",
 		"| k | v |",
@@ -127,9 +119,22 @@ func TestTableModeRowOrder(t *testing.T) {
 		"+---+---+",
 		"5 rows in set",
 	)
-	if out.String() != want || errOut.Len() != 0 {
-		t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s", out.String(), errOut.String(), want)
+	if out != want || errOut != "" {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s", out, errOut, want)
 	}
+}
+
+// runKVQuery runs "SELECT k, v FROM t" as a script over stream with the
+// session options config and returns stdout and stderr.
+func runKVQuery(t *testing.T, stream *fakeStream, config map[string]string) (out, errOut string) {
+	t.Helper()
+	schema := types.Schema{{Name: "k", Type: types.StringType}, {Name: "v", Type: types.IntType}}
+	be := &fakeBackend{handle: byPrefix(rule{"SELECT", gives(queryOutcome(schema, stream))}), config: config}
+	var o, e strings.Builder
+	if err := runScript(context.Background(), be, "SELECT k, v FROM t", &o, &e); err != nil {
+		t.Fatalf("runScript: %v (stderr %q)", err, e.String())
+	}
+	return o.String(), e.String()
 }
 
 // With 'sql-client.execution.max-table-result.rows' = 3 a fourth row
@@ -137,7 +142,6 @@ func TestTableModeRowOrder(t *testing.T) {
 // later retraction of an evicted row is ignored; the shell warns after the
 // table how many rows were dropped.
 func TestTableModeMaxRows(t *testing.T) {
-	schema := types.Schema{{Name: "k", Type: types.StringType}, {Name: "v", Type: types.IntType}}
 	stream := &fakeStream{batches: [][]session.Change{
 		{nc(types.Insert, "a", 1), nc(types.Insert, "b", 1), nc(types.Insert, "c", 1)}, // [a1 b1 c1]
 		{nc(types.Insert, "d", 1)},                                      // a1 evicted: [b1 c1 d1]
@@ -146,14 +150,7 @@ func TestTableModeMaxRows(t *testing.T) {
 		{nc(types.Delete, "a", 1)},                                      // a1 is gone: ignored
 		{nc(types.UpdateBefore, "c", 1), nc(types.UpdateAfter, "c", 3)}, // [c3 d1 e1]
 	}}
-	be := &fakeBackend{
-		handle: byPrefix(rule{"SELECT", gives(queryOutcome(schema, stream))}),
-		config: map[string]string{resultModeKey: "table", maxTableRowsKey: "3"},
-	}
-	var out, errOut strings.Builder
-	if err := runScript(context.Background(), be, "SELECT k, v FROM t", &out, &errOut); err != nil {
-		t.Fatalf("runScript: %v (stderr %q)", err, errOut.String())
-	}
+	out, errOut := runKVQuery(t, stream, map[string]string{resultModeKey: "table", maxTableRowsKey: "3"})
 	want := lines(
 		"+---+---+",
 		"| k | v |",
@@ -166,8 +163,8 @@ func TestTableModeMaxRows(t *testing.T) {
 	)
 	wantErr := "[WARNING] The result had more rows than 'sql-client.execution.max-table-result.rows' = 3: " +
 		"the 2 oldest rows were dropped from it, and 1 later retraction of rows no longer in it ignored.\n"
-	if out.String() != want || errOut.String() != wantErr {
-		t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s\nwant stderr:\n%s", out.String(), errOut.String(), want, wantErr)
+	if out != want || errOut != wantErr {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s\nwant stderr:\n%s", out, errOut, want, wantErr)
 	}
 }
 
