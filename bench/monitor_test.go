@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/flinksql/flinksql/monitor"
 	"github.com/flinksql/flinksql/session"
+	"github.com/flinksql/flinksql/sql/parser"
 )
 
 // The Monitored benchmarks are (a), (b) and (c) with the REST API and the
@@ -96,4 +98,48 @@ func scrapeRound(rest, prom string) {
 		get(rest + "/jobs/" + j.ID)
 		get(rest + "/jobs/" + j.ID + "/operators")
 	}
+}
+
+// BenchmarkScrapeRound is the cost of one monitoring round (see
+// scrapeRound) while (b)'s pipeline runs, client and server together: one
+// op is one round. CPU-seconds per round over one second is the share of
+// a core that watching a job takes at a round a second; unlike the
+// pipeline benchmarks it does not need to resolve a few percent of a long
+// run.
+func BenchmarkScrapeRound(b *testing.B) {
+	b.StopTimer()
+	ctx := context.Background()
+	sess, err := session.New(session.Options{Config: map[string]string{"parallelism.default": "1", "table.local-time-zone": "UTC"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sess.Close()
+	srv, err := monitor.Start(sess.Jobs(), monitor.Config{RESTAddress: "127.0.0.1", RESTPort: 0, PromAddress: "127.0.0.1", PromPort: 0})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	// An unbounded, slow source keeps the job and its state alive without
+	// taking the CPU the rounds are measured on.
+	if _, err := sess.Execute(ctx, strings.Replace(source(1e9), "'rows-per-second' = '1000000000'", "'rows-per-second' = '10000'", 1)); err != nil {
+		b.Fatal(err)
+	}
+	stmts, err := parser.ParseScript(tumbleSumCountSQL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := sess.ExecuteStatement(ctx, stmts[0]) // returns with the job running
+	if err != nil || res.Job == nil {
+		b.Fatalf("starting the job: %v", err)
+	}
+	defer res.Job.Stop()
+	rest, prom := "http://"+srv.RESTAddr(), "http://"+srv.PromAddr()
+	scrapeRound(rest, prom) // the first round sets up connections
+	cpu0 := cpuTime()
+	b.StartTimer()
+	for range b.N {
+		scrapeRound(rest, prom)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/round")
 }
