@@ -319,7 +319,10 @@ func (r *runner) interactiveLoop(ctx context.Context, lr lineReader) error {
 // question counts as yes (the input is gone), Ctrl-C as no.
 func (r *runner) confirmQuit(ctx context.Context, lr lineReader) bool {
 	jobs := r.jobs.runningJobs()
-	if len(jobs) == 0 {
+	if len(jobs) == 0 || ctx.Err() != nil {
+		// Ended by SIGTERM (the closed editor reads as Ctrl-D): nobody is
+		// there to answer, and the closed editor would never return.
+		// runREPL stops the jobs cleanly.
 		return true
 	}
 	var b strings.Builder
