@@ -119,7 +119,9 @@ func runREPL(ctx context.Context, be backend, opts Options) error {
 		return fmt.Errorf("starting the line editor: %w", err)
 	}
 	var closeOnce sync.Once
-	closeRL := func() { closeOnce.Do(func() { rl.Close() }) }
+	// The editor's Close waits for its reader, which returns only when
+	// stdin is closed or a key arrives: stdin goes first.
+	closeRL := func() { closeOnce.Do(func() { stdin.Close(); rl.Close() }) }
 	defer closeRL()
 	// Shutting down must not wait for the next key press.
 	stopAfter := context.AfterFunc(ctx, closeRL)
