@@ -27,19 +27,28 @@ func BenchmarkFilterProjectMonitored(b *testing.B)  { runMonitored(b, filterProj
 func BenchmarkTumbleSumCountMonitored(b *testing.B) { runMonitored(b, tumbleSumCountSQL) }
 func BenchmarkHopCountMonitored(b *testing.B)       { runMonitored(b, hopCountSQL) }
 
-func runMonitored(b *testing.B, insert string) {
-	b.StopTimer()
-	ctx := context.Background()
+// monitoredSession is a session of one subtask per operator with the REST
+// API and the Prometheus endpoint serving on free loopback ports, both
+// closed when the benchmark ends.
+func monitoredSession(b *testing.B) (*session.Session, *monitor.Server) {
+	b.Helper()
 	sess, err := session.New(session.Options{Config: map[string]string{"parallelism.default": "1", "table.local-time-zone": "UTC"}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer sess.Close()
+	b.Cleanup(func() { sess.Close() })
 	srv, err := monitor.Start(sess.Jobs(), monitor.Config{RESTAddress: "127.0.0.1", RESTPort: 0, PromAddress: "127.0.0.1", PromPort: 0})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.Close()
+	b.Cleanup(srv.Close) // runs first: no request reaches a closing session
+	return sess, srv
+}
+
+func runMonitored(b *testing.B, insert string) {
+	b.StopTimer()
+	ctx := context.Background()
+	sess, srv := monitoredSession(b)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var scrapes int
@@ -63,7 +72,7 @@ func runMonitored(b *testing.B, insert string) {
 	}
 	cpu0, wall0 := cpuTime(), time.Now()
 	b.StartTimer()
-	_, err = sess.Execute(ctx, insert)
+	_, err := sess.Execute(ctx, insert)
 	b.StopTimer()
 	close(stop)
 	wg.Wait()
@@ -109,16 +118,7 @@ func scrapeRound(rest, prom string) {
 func BenchmarkScrapeRound(b *testing.B) {
 	b.StopTimer()
 	ctx := context.Background()
-	sess, err := session.New(session.Options{Config: map[string]string{"parallelism.default": "1", "table.local-time-zone": "UTC"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sess.Close()
-	srv, err := monitor.Start(sess.Jobs(), monitor.Config{RESTAddress: "127.0.0.1", RESTPort: 0, PromAddress: "127.0.0.1", PromPort: 0})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
+	sess, srv := monitoredSession(b)
 	// An unbounded, slow source keeps the job and its state alive without
 	// taking the CPU the rounds are measured on.
 	if _, err := sess.Execute(ctx, strings.Replace(source(1e9), "'rows-per-second' = '1000000000'", "'rows-per-second' = '10000'", 1)); err != nil {
