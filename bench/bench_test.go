@@ -87,25 +87,25 @@ func runPipelineWith(b *testing.B, ddl, insert string, extra ...string) {
 }
 
 // (a) datagen → filter/projection → blackhole.
-func BenchmarkFilterProject(b *testing.B) {
-	runPipeline(b, `INSERT INTO sink SELECT id, CAST(v * 2 AS BIGINT), CAST(k AS BIGINT) FROM src WHERE v > 10;`)
-}
+func BenchmarkFilterProject(b *testing.B) { runPipeline(b, filterProjectSQL) }
+
+const filterProjectSQL = `INSERT INTO sink SELECT id, CAST(v * 2 AS BIGINT), CAST(k AS BIGINT) FROM src WHERE v > 10;`
 
 // (b) datagen → TUMBLE 10 s SUM/COUNT per key over 10 000 keys → blackhole.
-func BenchmarkTumbleSumCount(b *testing.B) {
-	runPipeline(b, `INSERT INTO sink
+func BenchmarkTumbleSumCount(b *testing.B) { runPipeline(b, tumbleSumCountSQL) }
+
+const tumbleSumCountSQL = `INSERT INTO sink
 SELECT CAST(k AS BIGINT), CAST(SUM(v) AS BIGINT), COUNT(*)
 FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '10' SECOND))
-GROUP BY window_start, window_end, k;`)
-}
+GROUP BY window_start, window_end, k;`
 
 // (c) datagen → HOP 10 s / 2 s COUNT per key → blackhole.
-func BenchmarkHopCount(b *testing.B) {
-	runPipeline(b, `INSERT INTO sink
+func BenchmarkHopCount(b *testing.B) { runPipeline(b, hopCountSQL) }
+
+const hopCountSQL = `INSERT INTO sink
 SELECT CAST(k AS BIGINT), COUNT(*), 0
 FROM TABLE(HOP(TABLE src, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND))
-GROUP BY window_start, window_end, k;`)
-}
+GROUP BY window_start, window_end, k;`
 
 // Issue 3: datagen → unwindowed SUM per key over 100 000 keys → blackhole,
 // hashmap state, with mini-batch off and on.

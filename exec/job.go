@@ -82,6 +82,7 @@ type vertexRun struct {
 	rowsRead []*Counter // sources only
 	srcWM    []*Gauge   // sources only
 	srcLag   []*Gauge   // sources only
+	srcLeft  []*Gauge   // sources only
 	names    []string
 	// times[subtask] are the task's wait times.
 	times []*taskTimes
@@ -132,6 +133,9 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 				t.srcLag = &Gauge{}
 				t.srcLag.Set(-1)
 				vr.srcLag = append(vr.srcLag, t.srcLag)
+				t.srcLeft = &Gauge{}
+				t.srcLeft.Set(-1)
+				vr.srcLeft = append(vr.srcLeft, t.srcLeft)
 				vr.rowsRead = append(vr.rowsRead, t.srcRowsRead)
 				vr.srcWM = append(vr.srcWM, t.srcWM)
 			}
@@ -349,6 +353,9 @@ type VertexMetrics struct {
 	// SourceLagMax is each source subtask's records-lag-max (-1: the
 	// reader does not know it, see LagReporter).
 	SourceLagMax []int64
+	// SourceRemaining is each source subtask's count of rows still to
+	// read from a bounded input (-1: unknown, see RemainingReporter).
+	SourceRemaining []int64
 	// SourceWatermark is the lowest watermark the source subtasks emitted
 	// (source vertices; MinWatermark before any).
 	SourceWatermark int64
@@ -413,6 +420,7 @@ func (j *Job) Metrics() []VertexMetrics {
 			vm.RowsRead += n
 			vm.RowsReadBySubtask = append(vm.RowsReadBySubtask, n)
 			vm.SourceLagMax = append(vm.SourceLagMax, vr.srcLag[i].Load())
+			vm.SourceRemaining = append(vm.SourceRemaining, vr.srcLeft[i].Load())
 			if wm := vr.srcWM[i].Load(); i == 0 || wm < vm.SourceWatermark {
 				vm.SourceWatermark = wm
 			}

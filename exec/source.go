@@ -26,12 +26,22 @@ type LagReporter interface {
 	RecordsLagMax() int64
 }
 
+// RemainingReporter is implemented by readers of a bounded input that
+// know how many rows they have still to read (datagen with
+// 'number-of-rows' or a sequence), for the progress `flinksql -f` shows.
+// The task asks after every read, on its own goroutine.
+type RemainingReporter interface {
+	// RemainingRows is the number of rows still to read; -1 when unknown.
+	RemainingRows() int64
+}
+
 // sourceRun holds the state of a source task's loop.
 type sourceRun struct {
 	t        *task
 	spec     *SourceSpec
 	reader   SourceReader
 	lag      LagReporter // nil when the reader does not know its lag
+	left     RemainingReporter
 	prepare  Projector
 	prepared *types.Batch
 	wmExpr   Projector
@@ -70,6 +80,9 @@ func (t *task) runSource() error {
 	}
 	s := &sourceRun{t: t, spec: spec, reader: reader, emitted: MinWatermark, base: t.ctx}
 	s.lag, _ = reader.(LagReporter)
+	if s.left, _ = reader.(RemainingReporter); s.left != nil {
+		t.srcLeft.Set(s.left.RemainingRows())
+	}
 	defer s.releaseReadCtx()
 	defer s.releaseBase()
 	if t.coord != nil {
@@ -349,6 +362,9 @@ func (s *sourceRun) process(split int, raw *types.Batch) error {
 	t.srcRowsRead.Add(int64(raw.Len()))
 	if s.lag != nil {
 		t.srcLag.Set(s.lag.RecordsLagMax())
+	}
+	if s.left != nil {
+		t.srcLeft.Set(s.left.RemainingRows())
 	}
 	b := raw
 	if s.prepare != nil {

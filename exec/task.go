@@ -170,6 +170,7 @@ type task struct {
 	srcRowsRead *Counter
 	srcWM       *Gauge
 	srcLag      *Gauge
+	srcLeft     *Gauge
 
 	// Checkpointing (coord is nil when it is off); see coordinator.go.
 	coord   *coordinator

@@ -48,6 +48,9 @@ type checkpointing struct {
 	// (RETAIN_ON_CANCELLATION); otherwise they are deleted, as when the job
 	// finishes. Only a failed or crashed job leaves checkpoints to resume from.
 	retainOnCancel bool
+	// retention is execution.checkpointing.externalized-checkpoint-retention
+	// as set (reported by CheckpointSettings).
+	retention string
 	// savepointsDir is state.savepoints.dir; storageOpts the s3.* options
 	// of the storages.
 	savepointsDir string
@@ -136,6 +139,7 @@ func (s *Supervisor) checkpointSetup(ctx context.Context, conf *options.Values, 
 	}
 	retention := options.CheckpointRetention.Get(conf)
 	c.retainOnCancel = retention == "RETAIN_ON_CANCELLATION"
+	c.retention = retention
 	named := options.PipelineName.IsSet(conf)
 	c.named = named
 	jobDir := unsafePath.ReplaceAllString(job, "_")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/state"
 )
 
 // Exception is a failure of one of a job's attempts.
@@ -83,6 +84,33 @@ func (rj *Job) CheckpointStats() (CheckpointStats, bool) {
 		return CheckpointStats{}, false
 	}
 	return rj.tracker.snapshot(), true
+}
+
+// CheckpointSettings are the checkpoint options a job runs with, as read
+// when it was submitted.
+type CheckpointSettings struct {
+	// Interval is 0 when only final and triggered checkpoints are taken.
+	Interval, Timeout, MinPause time.Duration
+	AtLeastOnce                 bool
+	MaxConcurrent               int
+	TolerableFailures           int
+	// Retention is execution.checkpointing.externalized-checkpoint-retention.
+	Retention string
+	Backend   state.Kind
+}
+
+// CheckpointSettings returns the job's checkpoint options; false when it
+// runs without checkpointing.
+func (rj *Job) CheckpointSettings() (CheckpointSettings, bool) {
+	c := rj.cp
+	if c == nil {
+		return CheckpointSettings{}, false
+	}
+	return CheckpointSettings{
+		Interval: c.cfg.Interval, Timeout: c.cfg.Timeout, MinPause: c.cfg.MinPause,
+		AtLeastOnce: c.cfg.Mode == exec.AtLeastOnce, MaxConcurrent: c.cfg.MaxConcurrent,
+		TolerableFailures: c.cfg.TolerableFailures, Retention: c.retention, Backend: c.kind,
+	}, true
 }
 
 // Cancel cancels the job, as Flink's cancel: it ends CANCELED, its output

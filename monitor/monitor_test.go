@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -532,6 +533,41 @@ func TestRESTCancel(t *testing.T) {
 	// Without checkpointing there are no checkpoint statistics.
 	if code := e.call("GET", "/jobs/"+id+"/checkpoints", nil, &errs); code != http.StatusNotFound {
 		t.Errorf("checkpoints of a job without checkpointing: %d", code)
+	}
+	if code := e.call("GET", "/jobs/"+id+"/checkpoints/config", nil, &errs); code != http.StatusNotFound {
+		t.Errorf("checkpoint config of a job without checkpointing: %d", code)
+	}
+}
+
+// TestRESTCheckpointConfig: /jobs/:id/checkpoints/config reports the
+// checkpoint options the job was started with in Flink's
+// CheckpointConfigInfo fields: durations in ms, the mode in lower case,
+// RETAIN_ON_CANCELLATION as externalized and kept on cancellation, Flink's
+// class names of the backend and the storage.
+func TestRESTCheckpointConfig(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"execution.checkpointing.interval": "250 ms", "execution.checkpointing.mode": "AT_LEAST_ONCE",
+		"execution.checkpointing.timeout": "2 min", "execution.checkpointing.min-pause": "50 ms",
+		"execution.checkpointing.tolerable-failed-checkpoints":      "3",
+		"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+		"state.backend.type": "rocksdb", "state.checkpoints.dir": t.TempDir(),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job := e.submit(ctx, unboundedSQL)
+	defer func() { job.Stop(); <-job.Done() }()
+	var got map[string]any
+	e.get("/v1/jobs/"+job.ID+"/checkpoints/config", &got)
+	want := map[string]any{
+		"mode": "at_least_once", "interval": 250.0, "timeout": 120000.0, "min_pause": 50.0, "max_concurrent": 1.0,
+		"tolerable_failed_checkpoints": 3.0,
+		"externalization":              map[string]any{"enabled": true, "delete_on_cancellation": false},
+		"state_backend":                "EmbeddedRocksDBStateBackend", "checkpoint_storage": "FileSystemCheckpointStorage",
+		"unaligned_checkpoints": false, "aligned_checkpoint_timeout": 0.0, "checkpoints_after_tasks_finish": true,
+		"state_changelog_enabled": false, "changelog_storage": "memory", "changelog_periodic_materialization_interval": 600000.0,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("checkpoints/config = %v\nwant %v", got, want)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/jobs"
+	"github.com/flinksql/flinksql/state"
 )
 
 // The REST API follows Flink's (docs: REST API, "Dispatcher"): the same
@@ -60,6 +62,7 @@ func (a *restAPI) routes(mux *http.ServeMux) {
 	handle("GET /jobs/{id}", a.job)
 	handle("PATCH /jobs/{id}", a.cancel)
 	handle("GET /jobs/{id}/checkpoints", a.checkpoints)
+	handle("GET /jobs/{id}/checkpoints/config", a.checkpointConfig)
 	handle("GET /jobs/{id}/checkpoints/details/{cid}", a.checkpointDetails)
 	handle("GET /jobs/{id}/exceptions", a.exceptions)
 	handle("GET /jobs/{id}/vertices/{vid}", a.vertex)
@@ -597,6 +600,51 @@ func (a *restAPI) checkpoints(w http.ResponseWriter, r *http.Request) {
 			"persisted_data": summaryJSON(jobs.Summary{})},
 		"latest":  latest,
 		"history": history,
+	})
+}
+
+// checkpointConfig answers Flink's /jobs/:id/checkpoints/config
+// (CheckpointConfigInfo). The fields for features flinksql does not have
+// (unaligned checkpoints, the changelog state backend) carry the values
+// Flink reports with them off.
+func (a *restAPI) checkpointConfig(w http.ResponseWriter, r *http.Request) {
+	rj, ok := a.lookup(w, r)
+	if !ok {
+		return
+	}
+	cs, on := rj.CheckpointSettings()
+	if !on {
+		writeError(w, http.StatusNotFound, "Checkpointing is not enabled for this job (%s).", rj.ID())
+		return
+	}
+	mode := "exactly_once"
+	if cs.AtLeastOnce {
+		mode = "at_least_once"
+	}
+	// Flink's coordinator holds Long.MAX_VALUE as the interval of a job
+	// without periodic checkpoints.
+	interval := int64(math.MaxInt64)
+	if cs.Interval > 0 {
+		interval = cs.Interval.Milliseconds()
+	}
+	backend := "HashMapStateBackend"
+	if cs.Backend == state.RocksDB {
+		backend = "EmbeddedRocksDBStateBackend"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"mode": mode, "interval": interval, "timeout": cs.Timeout.Milliseconds(), "min_pause": cs.MinPause.Milliseconds(),
+		"max_concurrent": cs.MaxConcurrent, "tolerable_failed_checkpoints": cs.TolerableFailures,
+		// As Flink: retained unless NO_EXTERNALIZED_CHECKPOINTS, deleted on
+		// cancellation unless RETAIN_ON_CANCELLATION.
+		"externalization": map[string]bool{
+			"enabled":                cs.Retention != "NO_EXTERNALIZED_CHECKPOINTS",
+			"delete_on_cancellation": cs.Retention != "RETAIN_ON_CANCELLATION",
+		},
+		"state_backend": backend, "checkpoint_storage": "FileSystemCheckpointStorage",
+		"unaligned_checkpoints": false, "aligned_checkpoint_timeout": 0,
+		"checkpoints_after_tasks_finish": true, // flinksql takes a final checkpoint when bounded sources end
+		"state_changelog_enabled":        false, "changelog_storage": "memory",
+		"changelog_periodic_materialization_interval": (10 * time.Minute).Milliseconds(),
 	})
 }
 

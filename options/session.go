@@ -30,8 +30,10 @@ var (
 	LocalTimeZone = String("table.local-time-zone", "default",
 		"Session time zone for TIMESTAMP_LTZ values and window alignment: a zone id such as 'Europe/Berlin', 'GMT+08:00', or 'default' (the machine's zone).",
 		func(v string) error { _, err := ResolveZone(v); return err })
-	ResultMode = Enum("sql-client.execution.result-mode", "tableau", []string{"table", "changelog", "tableau"},
-		"How the shell shows a SELECT's result. Flink's SQL client defaults to table; flinksql to tableau.")
+	ResultMode = Enum("sql-client.execution.result-mode", "table", []string{"table", "changelog", "tableau"},
+		"How the shell shows a SELECT's result: table (the materialized result, redrawn in a terminal; printed when the query ends in a script), changelog (every change with its op column) or tableau (rows printed as they arrive).")
+	MaxTableResultRows = Int("sql-client.execution.max-table-result.rows", 1000000, math.MinInt32,
+		"Most rows the shell keeps of a result in 'table' mode; past it the oldest row is dropped for each new one, as in Flink, and the shell says how many were dropped. 0 or less: no limit.")
 	MaxColumnWidth = Int("sql-client.display.max-column-width", 30, 1,
 		"Widest column the shell prints before cutting a value.")
 	StateTTL = Duration("table.exec.state.ttl", "0 ms",

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/sql/parser"
 )
 
@@ -129,5 +130,58 @@ func TestCompletionsOfferOptionKeys(t *testing.T) {
 	}
 	if !words["execution.checkpointing.interval"] || !words["table.local-time-zone"] || words["rest.port"] || !words["DESCRIBE JOB"] {
 		t.Errorf("completion words lack option keys or offer startup options: %d words", len(words))
+	}
+}
+
+// TestCompletionsOfferColumns: after CREATE TABLE and CREATE VIEW the
+// completion words hold the table, the view and their columns, plain and
+// qualified by the object's name.
+func TestCompletionsOfferColumns(t *testing.T) {
+	s := newTestSession(t, nil)
+	ctx := context.Background()
+	for _, stmt := range []string{
+		"CREATE TABLE orders (order_id BIGINT, amount DOUBLE) WITH ('connector' = 'datagen');",
+		"CREATE VIEW big_orders AS SELECT order_id AS big_id FROM orders WHERE amount > 100;",
+	} {
+		if _, err := s.Execute(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	words := map[string]bool{}
+	for _, w := range s.Completions() {
+		words[w] = true
+	}
+	for _, want := range []string{"orders", "big_orders", "order_id", "amount", "orders.order_id", "orders.amount", "big_id", "big_orders.big_id"} {
+		if !words[want] {
+			t.Errorf("completion words lack %q", want)
+		}
+	}
+	if words["orders.big_id"] || words["big_orders.amount"] {
+		t.Errorf("completion words qualify a column by the wrong object")
+	}
+}
+
+// TestSourceProgress: rows read add up over source vertices; the
+// remaining rows are known only when every source subtask knows its own.
+func TestSourceProgress(t *testing.T) {
+	vms := []exec.VertexMetrics{
+		{RowsRead: 100, SourceRemaining: []int64{10, 20}},
+		{RowsRead: 0}, // not a source
+		{RowsRead: 50, SourceRemaining: []int64{5}},
+	}
+	if r, left := sourceProgress(vms); r != 150 || left != 35 {
+		t.Errorf("known: %d read, %d remaining; want 150, 35", r, left)
+	}
+	vms[2].SourceRemaining[0] = -1
+	if r, left := sourceProgress(vms); r != 150 || left != -1 {
+		t.Errorf("one subtask unknown: %d read, %d remaining; want 150, -1", r, left)
+	}
+	vms[0].SourceRemaining[0] = -1
+	vms[2].SourceRemaining[0] = 7
+	if r, left := sourceProgress(vms); r != 150 || left != -1 {
+		t.Errorf("first subtask unknown: %d read, %d remaining; want 150, -1", r, left)
+	}
+	if _, left := sourceProgress(nil); left != -1 {
+		t.Errorf("no sources: %d remaining, want -1", left)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -62,6 +63,38 @@ type Job struct {
 	stop      func()
 	stopClean func(ctx context.Context) (string, error)
 	done      <-chan struct{}
+	progress  func() (read, remaining int64)
+}
+
+// Progress reports the rows the job's sources have read so far and, when
+// every source subtask reads a bounded input that knows its size (datagen
+// with 'number-of-rows' or a sequence), the rows still to read; remaining
+// is -1 otherwise.
+func (j *Job) Progress() (read, remaining int64) {
+	if j.progress == nil {
+		return 0, -1
+	}
+	return j.progress()
+}
+
+// sourceProgress sums the source vertices' rows read and remaining.
+func sourceProgress(vms []exec.VertexMetrics) (read, remaining int64) {
+	known := false
+	for _, vm := range vms {
+		read += vm.RowsRead
+		for _, n := range vm.SourceRemaining {
+			if n < 0 {
+				remaining = -1
+			} else if remaining >= 0 {
+				remaining += n
+			}
+			known = true
+		}
+	}
+	if !known {
+		return read, -1
+	}
+	return read, remaining
 }
 
 // Done is closed when the job has ended (finished, failed or stopped).

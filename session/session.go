@@ -116,7 +116,9 @@ func (s *Session) IsSet(key string) bool {
 
 // Completions returns table and view names and SQL keywords for the REPL.
 func (s *Session) Completions() []string {
-	words := append([]string{}, s.cat.TableNames()...)
+	tables := s.cat.TableNames()
+	words := append([]string{}, tables...)
+	words = append(words, s.columnCompletions(tables)...)
 	words = append(words, "SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "INSERT INTO",
 		"CREATE TABLE", "CREATE VIEW", "DROP TABLE", "DROP VIEW", "SHOW TABLES", "SHOW VIEWS", "SHOW FUNCTIONS",
 		"SHOW JOBS", "SHOW CREATE TABLE", "DESCRIBE", "EXPLAIN", "SET", "RESET", "STOP JOB", "TUMBLE", "HOP",
@@ -127,6 +129,34 @@ func (s *Session) Completions() []string {
 	for _, spec := range options.Session().Specs() {
 		if !options.IsStartupOption(spec.Key) {
 			words = append(words, spec.Key)
+		}
+	}
+	return words
+}
+
+// columnCompletions lists, for every table and view of the current
+// database, its column names both plain and qualified by the object
+// ("orders.amount"), so that completion works in a select list and after a
+// table name and a dot. A view's columns are the ones its schema had when it
+// was created.
+func (s *Session) columnCompletions(objects []string) []string {
+	var words []string
+	add := func(object, column string) {
+		words = append(words, column, object+"."+column)
+	}
+	for _, name := range objects {
+		id, err := s.cat.Qualify([]string{name})
+		if err != nil {
+			continue
+		}
+		if t, ok := s.cat.Table(id); ok {
+			for _, c := range t.Columns {
+				add(name, c.Name)
+			}
+		} else if v, ok := s.cat.View(id); ok {
+			for _, c := range v.Schema {
+				add(name, c.Name)
+			}
 		}
 	}
 	return words
@@ -822,5 +852,6 @@ func (s *Session) submit(ctx context.Context, plan *plan.Plan, sql string) (*Res
 		stop:      rj.Stop,
 		stopClean: rj.StopClean,
 		done:      rj.Done(),
+		progress:  func() (int64, int64) { return sourceProgress(rj.Status().Metrics) },
 	}}, nil
 }

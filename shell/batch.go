@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
 
 // RunFile runs the statements of a SQL script file one after another, as
@@ -32,5 +33,15 @@ func RunString(ctx context.Context, ex Executor, sql string, out, errOut io.Writ
 
 func runScript(ctx context.Context, be backend, sql string, out, errOut io.Writer) error {
 	r := &runner{be: be, out: out, errOut: errOut}
+	if f, ok := errOut.(*os.File); ok && IsTerminal(f) {
+		r.progressTicks = func() (<-chan time.Time, func()) {
+			t := time.NewTicker(progressInterval)
+			return t.C, t.Stop
+		}
+	}
 	return r.runScript(ctx, sql)
 }
+
+// progressInterval is how often a script's running INSERT updates its
+// progress line on a terminal.
+const progressInterval = time.Second

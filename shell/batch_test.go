@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/sql/parser"
@@ -36,7 +37,7 @@ func TestRunScriptSuccess(t *testing.T) {
 		{ch(types.Insert, types.Int(1))},
 		{ch(types.Insert, types.Int(2))},
 	}}
-	be := &fakeBackend{handle: byPrefix(
+	be := &fakeBackend{config: tableauConfig(), handle: byPrefix(
 		rule{"INSERT", gives(jobOutcome("6b1af540c0c0bb3f", job))},
 		rule{"SELECT", gives(queryOutcome(idSchema, stream))},
 		rule{"EXPLAIN", gives(&outcome{text: "== Optimized Physical Plan ==\nValues(tuples=[[{ 1 }]])"})},
@@ -205,7 +206,7 @@ func TestRunScriptCancelled(t *testing.T) {
 			block:   true,
 			onBlock: cancel, // the user presses Ctrl-C while waiting for more rows
 		}
-		be := &fakeBackend{handle: byPrefix(rule{"SELECT", gives(queryOutcome(idSchema, stream))})}
+		be := &fakeBackend{config: tableauConfig(), handle: byPrefix(rule{"SELECT", gives(queryOutcome(idSchema, stream))})}
 		var out, errOut strings.Builder
 		err := runScript(ctx, be, "SELECT id FROM t;\nCREATE TABLE after (x INT);\n", &out, &errOut)
 		if err != nil {
@@ -280,7 +281,7 @@ func TestRunScriptRuntimeFailure(t *testing.T) {
 			batches: [][]session.Change{{ch(types.Insert, types.Int(5))}},
 			end:     errors.New("source partition vanished"),
 		}
-		be := &fakeBackend{handle: byPrefix(rule{"SELECT", gives(queryOutcome(idSchema, stream))})}
+		be := &fakeBackend{config: tableauConfig(), handle: byPrefix(rule{"SELECT", gives(queryOutcome(idSchema, stream))})}
 		var out, errOut strings.Builder
 		err := runScript(context.Background(), be, "SELECT id FROM t", &out, &errOut)
 		if !errors.As(err, new(*StatementError)) {
@@ -442,5 +443,71 @@ func TestSplitterPositions(t *testing.T) {
 				t.Errorf("chunked=%v: statement %d = %+v, want %+v", chunked, i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// progressJob is a running job that reports progress; it ends when end is
+// closed.
+type progressJob struct {
+	fakeJob
+	end             chan struct{}
+	read, remaining int64
+}
+
+func (j *progressJob) Wait(ctx context.Context) error {
+	select {
+	case <-j.end:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+func (j *progressJob) Done() <-chan struct{}             { return j.end }
+func (j *progressJob) Progress() (read, remaining int64) { return j.read, j.remaining }
+
+// TestScriptProgress: with a terminal on stderr a script's INSERT shows
+// "[INFO] Job <id>: N rows read (P %)" on one line, rewritten at every tick
+// and cleared when the job ends; the percentage is read / (read +
+// remaining): 1234567 of 1234567 + 3703701 is 25 %. Without a known size
+// only the rows are shown.
+func TestScriptProgress(t *testing.T) {
+	for _, tc := range []struct {
+		remaining int64
+		want      string
+	}{
+		{3703701, "[INFO] Job j1: 1,234,567 rows read (25 %)"},
+		{-1, "[INFO] Job j1: 1,234,567 rows read"},
+	} {
+		job := &progressJob{end: make(chan struct{}), read: 1234567, remaining: tc.remaining}
+		be := &fakeBackend{handle: byPrefix(rule{"INSERT", gives(&outcome{job: &jobHandle{id: "j1", job: job}})})}
+		var out, errOut strings.Builder
+		ticks := make(chan time.Time)
+		r := &runner{be: be, out: &out, errOut: &errOut,
+			progressTicks: func() (<-chan time.Time, func()) { return ticks, func() {} }}
+		done := make(chan error, 1)
+		go func() { done <- r.runScript(context.Background(), "INSERT INTO s SELECT * FROM t") }()
+		// The second send is taken only once the first tick's line is
+		// written: the loop is back in its select.
+		ticks <- time.Time{}
+		ticks <- time.Time{}
+		close(job.end)
+		if err := <-done; err != nil {
+			t.Fatalf("runScript: %v", err)
+		}
+		line := "\r\x1b[K" + tc.want + "\r"
+		if want := line + line + "\r\x1b[K"; errOut.String() != want {
+			t.Errorf("stderr %q, want %q", errOut.String(), want)
+		}
+		if !strings.Contains(out.String(), "Job ID: j1") || !strings.Contains(out.String(), msgCompleted) {
+			t.Errorf("stdout %q", out.String())
+		}
+	}
+	// Not a terminal (no ticks): no progress line.
+	job := &progressJob{end: make(chan struct{}), read: 5}
+	close(job.end)
+	be := &fakeBackend{handle: byPrefix(rule{"INSERT", gives(&outcome{job: &jobHandle{id: "j2", job: job}})})}
+	var out, errOut strings.Builder
+	if err := runScript(context.Background(), be, "INSERT INTO s SELECT * FROM t", &out, &errOut); err != nil || errOut.Len() != 0 {
+		t.Errorf("without a terminal: %v, stderr %q", err, errOut.String())
 	}
 }

@@ -208,3 +208,7 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// tableauConfig selects the tableau result mode, for tests of the
+// streaming output (the default is Flink's, 'table').
+func tableauConfig() map[string]string { return map[string]string{resultModeKey: "tableau"} }

@@ -20,10 +20,19 @@ import (
 // changes allocates only when a chunk fills up or the index grows. Removed
 // rows leave dead slots behind that are compacted away once they outnumber
 // the live ones.
+//
+// With maxRows > 0 the table keeps at most maxRows rows: adding a row to a
+// full table first evicts the oldest live one (Flink's
+// 'sql-client.execution.max-table-result.rows').
 type resultTable struct {
 	width int // values per row (the schema's column count)
-	slots []resultSlot
-	live  int
+	// maxRows bounds the live rows (<= 0: no bound); evicted counts the
+	// rows dropped for it; oldest is at or before the first live slot.
+	maxRows int
+	evicted int64
+	oldest  int32
+	slots   []resultSlot
+	live    int
 	// heads maps a row hash to the live slot with that hash at the highest
 	// position; the other slots with that hash follow through next, in
 	// descending position.
@@ -46,8 +55,22 @@ const (
 	minCompaction  = 256 // dead slots tolerated before compacting
 )
 
-func newResultTable(width int) *resultTable {
-	return &resultTable{width: width, heads: make(map[uint64]int32), vacated: -1}
+func newResultTable(width, maxRows int) *resultTable {
+	return &resultTable{width: width, maxRows: maxRows, heads: make(map[uint64]int32), vacated: -1}
+}
+
+// evictOldest drops the oldest live row to make room for a new one.
+func (t *resultTable) evictOldest() {
+	for t.oldest < int32(len(t.slots)) && !t.slots[t.oldest].live {
+		t.oldest++
+	}
+	if t.oldest == int32(len(t.slots)) {
+		return
+	}
+	t.unlink(t.oldest)
+	t.slots[t.oldest].live = false
+	t.live--
+	t.evicted++
 }
 
 // Len is the number of rows in the result.
@@ -73,6 +96,9 @@ func (t *resultTable) apply(c session.Change) (ok bool) {
 	} else if c.Kind == types.UpdateAfter && vacated >= 0 {
 		t.fill(vacated, c.Row)
 	} else {
+		if t.maxRows > 0 && t.live >= t.maxRows {
+			t.evictOldest()
+		}
 		t.slots = append(t.slots, resultSlot{})
 		t.fill(int32(len(t.slots)-1), c.Row)
 	}
@@ -180,6 +206,7 @@ func (t *resultTable) maybeCompact() {
 	old := t.slots
 	t.slots = make([]resultSlot, 0, max(2*t.live, minCompaction))
 	t.chunk = nil
+	t.oldest = 0
 	clear(t.heads)
 	for _, s := range old {
 		if !s.live {

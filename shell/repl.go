@@ -119,7 +119,9 @@ func runREPL(ctx context.Context, be backend, opts Options) error {
 		return fmt.Errorf("starting the line editor: %w", err)
 	}
 	var closeOnce sync.Once
-	closeRL := func() { closeOnce.Do(func() { rl.Close() }) }
+	// The editor's Close waits for its reader, which returns only when
+	// stdin is closed or a key arrives: stdin goes first.
+	closeRL := func() { closeOnce.Do(func() { stdin.Close(); rl.Close() }) }
 	defer closeRL()
 	// Shutting down must not wait for the next key press.
 	stopAfter := context.AfterFunc(ctx, closeRL)
@@ -319,7 +321,10 @@ func (r *runner) interactiveLoop(ctx context.Context, lr lineReader) error {
 // question counts as yes (the input is gone), Ctrl-C as no.
 func (r *runner) confirmQuit(ctx context.Context, lr lineReader) bool {
 	jobs := r.jobs.runningJobs()
-	if len(jobs) == 0 {
+	if len(jobs) == 0 || ctx.Err() != nil {
+		// Ended by SIGTERM (the closed editor reads as Ctrl-D): nobody is
+		// there to answer, and the closed editor would never return.
+		// runREPL stops the jobs cleanly.
 		return true
 	}
 	var b strings.Builder
@@ -442,7 +447,18 @@ func (c *completer) Do(line []rune, pos int) (newLine [][]rune, length int) {
 	words := make([]string, 0, len(session)+len(c.keywords))
 	words = append(append(words, session...), c.keywords...)
 	sort.Strings(words)
+	known := make(map[string]bool, len(words))
 	for _, w := range words {
+		known[w] = true
+	}
+	qualifying := strings.ContainsRune(prefix, '.')
+	for _, w := range words {
+		// "orders.amount" is offered once "orders." is typed; "ord" offers
+		// the table, not every one of its columns. Option keys, whose first
+		// part is no table, are offered from their first letter.
+		if dot := strings.IndexByte(w, '.'); dot > 0 && !qualifying && known[w[:dot]] {
+			continue
+		}
 		add(w)
 	}
 	return out, len([]rune(prefix))

@@ -29,7 +29,7 @@ QUIT;
 CREATE TABLE never (x INT);
 `
 	stream := &fakeStream{batches: [][]session.Change{{ch(types.Insert, types.String(";"))}}}
-	be := &fakeBackend{handle: byPrefix(
+	be := &fakeBackend{config: tableauConfig(), handle: byPrefix(
 		rule{"SELECT", gives(queryOutcome(types.Schema{{Name: "semi", Type: types.CharType(1)}}, stream))},
 	)}
 	var out, errOut strings.Builder
@@ -129,7 +129,7 @@ func TestREPLInteractive(t *testing.T) {
 	}
 	running := &fakeJob{block: true}                           // an unbounded INSERT
 	failing := &fakeJob{err: errors.New("broker unreachable")} // fails in the background
-	be := &fakeBackend{handle: byPrefix(
+	be := &fakeBackend{config: tableauConfig(), handle: byPrefix(
 		rule{"SELECT id", gives(queryOutcome(idSchema, stream))},
 		rule{"SELECT nope", fails("Column 'nope' not found in any table")},
 		rule{"INSERT INTO s", gives(jobOutcome("bg1", running))},
@@ -241,7 +241,7 @@ func TestREPLInteractiveQuitAndSync(t *testing.T) {
 }
 
 func TestCompleter(t *testing.T) {
-	c := newCompleter(&fakeBackend{words: []string{"orders", "order_items", "Customers"}})
+	c := newCompleter(&fakeBackend{words: []string{"orders", "order_items", "Customers", "amount", "orders.amount", "orders.order_id", "execution.checkpointing.interval"}})
 	tests := []struct {
 		line string
 		want []string
@@ -251,6 +251,12 @@ func TestCompleter(t *testing.T) {
 		{"SEL", []string{"ECT"}},
 		{"select * from cust", []string{"omers"}},
 		{"select * from ", nil},
+		{"SET 'execution.checkpointing.i", []string{"nterval"}},
+		{"SET 'exe", []string{"cute", "cution.checkpointing.interval"}},
+		{"SELECT orders.am", []string{"ount"}},   // a column after its table
+		{"SELECT orders.o", []string{"rder_id"}}, // not the keyword ORDER
+		{"SELECT SUM(am", []string{"ount"}},      // a column in an expression
+		{"SELECT order_id FROM orders WHERE orders.", []string{"amount", "order_id"}},
 	}
 	for _, tc := range tests {
 		got, n := c.Do([]rune(tc.line), len([]rune(tc.line)))
@@ -261,7 +267,7 @@ func TestCompleter(t *testing.T) {
 		if strings.Join(words, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("Do(%q) = %q, want %q", tc.line, words, tc.want)
 		}
-		if tc.want != nil && n != len(tc.line)-strings.LastIndexByte(tc.line, ' ')-1 {
+		if tc.want != nil && n != len(tc.line)-strings.LastIndexAny(tc.line, " ('")-1 {
 			t.Errorf("Do(%q) replaces %d runes", tc.line, n)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,10 +15,30 @@ import (
 	"github.com/flinksql/flinksql/types"
 )
 
-// resultModeKey selects how a SELECT's result is shown. Flink's SQL client
-// defaults to 'table'; flinksql defaults to 'tableau' (the session's default),
-// which prints rows as they arrive and suits scripts and piped output.
+// resultModeKey selects how a SELECT's result is shown; the session's
+// default is Flink's, 'table'.
 const resultModeKey = "sql-client.execution.result-mode"
+
+// maxTableRowsKey bounds the rows kept in 'table' mode (Flink's default
+// 1000000; 0 or less is no bound).
+const (
+	maxTableRowsKey     = "sql-client.execution.max-table-result.rows"
+	defaultMaxTableRows = 1000000
+)
+
+// maxTableRows reads 'sql-client.execution.max-table-result.rows'; the
+// session has validated it.
+func (r *runner) maxTableRows() int {
+	v := strings.TrimSpace(r.be.get(maxTableRowsKey))
+	if v == "" {
+		return defaultMaxTableRows
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return defaultMaxTableRows
+	}
+	return n
+}
 
 type resultMode int
 
@@ -34,11 +55,11 @@ const (
 
 func parseResultMode(v string) (resultMode, error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "", "tableau":
+	case "tableau":
 		return modeTableau, nil
 	case "changelog":
 		return modeChangelog, nil
-	case "table":
+	case "", "table":
 		return modeTable, nil
 	}
 	return 0, fmt.Errorf("invalid value %q for '%s': expected one of 'table', 'changelog', 'tableau'", v, resultModeKey)
@@ -82,7 +103,7 @@ const (
 // retrieval cancelled.".
 func (r *runner) renderTable(ctx context.Context, q *queryHandle) (stopped bool, err error) {
 	m := &materializer{
-		table:  newResultTable(len(q.schema)),
+		table:  newResultTable(len(q.schema), r.maxTableRows()),
 		types:  q.schema.Types(),
 		loc:    q.loc,
 		report: func(line string) error { _, err := io.WriteString(r.errOut, line); return err },
@@ -102,6 +123,11 @@ func (r *runner) renderTable(ctx context.Context, q *queryHandle) (stopped bool,
 	if err := r.printFinalTable(q, m.table); err != nil {
 		return false, err
 	}
+	if notice := m.evictedNotice(); notice != "" {
+		if _, err := io.WriteString(r.errOut, notice); err != nil {
+			return false, err
+		}
+	}
 	if ended {
 		return false, nil
 	}
@@ -115,14 +141,22 @@ type materializer struct {
 	loc     *time.Location
 	changes int64
 	missing int64
-	report  func(line string) error
-	line    []byte
+	// stale counts retractions that matched no row once rows had been
+	// evicted: they are taken to be of evicted rows, not reported one by
+	// one but in reportEvicted.
+	stale  int64
+	report func(line string) error
+	line   []byte
 }
 
 func (m *materializer) apply(changes []session.Change) error {
 	for _, c := range changes {
 		m.changes++
 		if m.table.apply(c) {
+			continue
+		}
+		if m.table.evicted > 0 {
+			m.stale++
 			continue
 		}
 		m.missing++
@@ -135,6 +169,20 @@ func (m *materializer) apply(changes []session.Change) error {
 		}
 	}
 	return nil
+}
+
+// evictedNotice is the warning shown after the result when rows were
+// dropped for 'sql-client.execution.max-table-result.rows', else "".
+func (m *materializer) evictedNotice() string {
+	if m.table.evicted == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("[WARNING] The result had more rows than '%s' = %d: the %d oldest %s dropped from it",
+		maxTableRowsKey, m.table.maxRows, m.table.evicted, plural(m.table.evicted, "row was", "rows were"))
+	if m.stale > 0 {
+		line += fmt.Sprintf(", and %d later %s of rows no longer in it ignored", m.stale, plural(m.stale, "retraction", "retractions"))
+	}
+	return line + ".\n"
 }
 
 // collect reads the query until it ends (ended) or ctx is cancelled.
@@ -379,6 +427,9 @@ func (v *tableView) draw(m *materializer) error {
 	v.line = fmt.Appendf(v.line, ", %d %s received", m.changes, plural(m.changes, "change", "changes"))
 	if m.missing > 0 {
 		v.line = fmt.Appendf(v.line, ", %d invalid %s", m.missing, plural(m.missing, "retraction", "retractions"))
+	}
+	if m.table.evicted > 0 {
+		v.line = fmt.Appendf(v.line, ", %d oldest dropped (max %d)", m.table.evicted, m.table.maxRows)
 	}
 	v.line = append(v.line, ". Press Ctrl-C to stop."...)
 	v.buf = v.appendLine(v.buf, v.line, width)

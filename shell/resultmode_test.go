@@ -63,7 +63,7 @@ func TestResultModesScript(t *testing.T) {
 		mode string
 		want string
 	}{
-		{mode: "", want: changelogOut}, // the default is tableau
+		{mode: "", want: tableOut}, // the default is table, as in Flink
 		{mode: "tableau", want: changelogOut},
 		{mode: "changelog", want: changelogOut},
 		{mode: "table", want: tableOut},
@@ -94,7 +94,6 @@ func TestResultModesScript(t *testing.T) {
 // (here across two batches) takes the retracted row's place, any other new
 // row goes to the end.
 func TestTableModeRowOrder(t *testing.T) {
-	schema := types.Schema{{Name: "k", Type: types.StringType}, {Name: "v", Type: types.IntType}}
 	stream := &fakeStream{batches: [][]session.Change{
 		{nc(types.Insert, "a", 1), nc(types.Insert, "b", 1), nc(types.Insert, "c", 1), nc(types.UpdateBefore, "b", 1)},
 		{
@@ -107,14 +106,7 @@ func TestTableModeRowOrder(t *testing.T) {
 			nc(types.Insert, "a", 5),      // [b2 c1 e1 d2 a5]
 		},
 	}}
-	be := &fakeBackend{
-		handle: byPrefix(rule{"SELECT", gives(queryOutcome(schema, stream))}),
-		config: map[string]string{resultModeKey: "table"},
-	}
-	var out, errOut strings.Builder
-	if err := runScript(context.Background(), be, "SELECT k, v FROM t", &out, &errOut); err != nil {
-		t.Fatalf("runScript: %v (stderr %q)", err, errOut.String())
-	}
+	out, errOut := runKVQuery(t, stream, map[string]string{resultModeKey: "table"})
 	want := lines(
 		"+---+---+",
 		"| k | v |",
@@ -127,8 +119,76 @@ func TestTableModeRowOrder(t *testing.T) {
 		"+---+---+",
 		"5 rows in set",
 	)
-	if out.String() != want || errOut.Len() != 0 {
-		t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s", out.String(), errOut.String(), want)
+	if out != want || errOut != "" {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s", out, errOut, want)
+	}
+}
+
+// runKVQuery runs "SELECT k, v FROM t" as a script over stream with the
+// session options config and returns stdout and stderr.
+func runKVQuery(t *testing.T, stream *fakeStream, config map[string]string) (out, errOut string) {
+	t.Helper()
+	schema := types.Schema{{Name: "k", Type: types.StringType}, {Name: "v", Type: types.IntType}}
+	be := &fakeBackend{handle: byPrefix(rule{"SELECT", gives(queryOutcome(schema, stream))}), config: config}
+	var o, e strings.Builder
+	if err := runScript(context.Background(), be, "SELECT k, v FROM t", &o, &e); err != nil {
+		t.Fatalf("runScript: %v (stderr %q)", err, e.String())
+	}
+	return o.String(), e.String()
+}
+
+// With 'sql-client.execution.max-table-result.rows' = 3 a fourth row
+// evicts the oldest (Flink's behaviour); an update in place does not; a
+// later retraction of an evicted row is ignored; the shell warns after the
+// table how many rows were dropped.
+func TestTableModeMaxRows(t *testing.T) {
+	stream := &fakeStream{batches: [][]session.Change{
+		{nc(types.Insert, "a", 1), nc(types.Insert, "b", 1), nc(types.Insert, "c", 1)}, // [a1 b1 c1]
+		{nc(types.Insert, "d", 1)},                                      // a1 evicted: [b1 c1 d1]
+		{nc(types.UpdateBefore, "b", 1), nc(types.UpdateAfter, "b", 2)}, // in place: [b2 c1 d1]
+		{nc(types.Insert, "e", 1)},                                      // b2 evicted: [c1 d1 e1]
+		{nc(types.Delete, "a", 1)},                                      // a1 is gone: ignored
+		{nc(types.UpdateBefore, "c", 1), nc(types.UpdateAfter, "c", 3)}, // [c3 d1 e1]
+	}}
+	out, errOut := runKVQuery(t, stream, map[string]string{resultModeKey: "table", maxTableRowsKey: "3"})
+	want := lines(
+		"+---+---+",
+		"| k | v |",
+		"+---+---+",
+		"| c | 3 |",
+		"| d | 1 |",
+		"| e | 1 |",
+		"+---+---+",
+		"3 rows in set",
+	)
+	wantErr := "[WARNING] The result had more rows than 'sql-client.execution.max-table-result.rows' = 3: " +
+		"the 2 oldest rows were dropped from it, and 1 later retraction of rows no longer in it ignored.\n"
+	if out != want || errOut != wantErr {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s\nwant stderr:\n%s", out, errOut, want, wantErr)
+	}
+}
+
+// With the limit at 0 nothing is evicted: 2000 rows stay.
+func TestResultTableNoLimit(t *testing.T) {
+	for _, limit := range []int{0, -1} {
+		tb := newResultTable(2, limit)
+		for i := range 2000 {
+			tb.apply(nc(types.Insert, "k", int64(i)))
+		}
+		if tb.Len() != 2000 || tb.evicted != 0 {
+			t.Errorf("limit %d: %d rows, %d evicted; want 2000, 0", limit, tb.Len(), tb.evicted)
+		}
+	}
+	// A limit of 100 over 2000 rows (compactions included) keeps the
+	// last 100, in order.
+	tb := newResultTable(2, 100)
+	for i := range 2000 {
+		tb.apply(nc(types.Insert, "k", int64(i)))
+	}
+	var got []int64
+	tb.each(func(r types.Row) { got = append(got, r[1].Int()) })
+	if len(got) != 100 || got[0] != 1900 || got[99] != 1999 || tb.evicted != 1900 {
+		t.Errorf("limit 100: %d rows from %v to %v, %d evicted; want 1900…1999, 1900 evicted", len(got), got[0], got[len(got)-1], tb.evicted)
 	}
 }
 
@@ -508,7 +568,7 @@ func TestResultTable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tb := newResultTable(2)
+			tb := newResultTable(2, 0)
 			missing := 0
 			for _, c := range tc.changes {
 				if !tb.apply(c) {
@@ -525,7 +585,7 @@ func TestResultTable(t *testing.T) {
 // Deleting most rows compacts the table; order, lookups and in-place
 // updates still work afterwards, and the caller's rows are not retained.
 func TestResultTableCompaction(t *testing.T) {
-	tb := newResultTable(2)
+	tb := newResultTable(2, 0)
 	row := types.Row{types.Value{}, types.Value{}}
 	put := func(kind types.RowKind, k string, v int64) bool {
 		row[0], row[1] = types.String(k), types.Int(v) // the same slice every time
@@ -574,7 +634,7 @@ func tableRows(rows []types.Row) string {
 // allocates nothing per row.
 func BenchmarkResultTable(b *testing.B) {
 	const keys = 1024
-	tb := newResultTable(2)
+	tb := newResultTable(2, 0)
 	before := make([]session.Change, keys)
 	after := make([]session.Change, keys)
 	for k := range keys {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,9 @@ type runner struct {
 	// refresh, when set, replaces the ticker that paces the redraws of the
 	// interactive table view (for tests).
 	refresh func() (<-chan time.Time, func())
+	// progressTicks, when set, paces the progress line of a script's
+	// INSERT on errOut (set when errOut is a terminal).
+	progressTicks func() (<-chan time.Time, func())
 
 	set *openSet // BEGIN STATEMENT SET seen, END not yet
 }
@@ -261,6 +265,9 @@ func (r *runner) runJob(ctx context.Context, j *jobHandle) (stopped bool, err er
 		r.jobs.watch(j)
 		return false, nil
 	}
+	if err := r.showProgress(ctx, j); err != nil {
+		return false, err
+	}
 	err = j.job.Wait(ctx)
 	switch {
 	case err == nil:
@@ -271,6 +278,76 @@ func (r *runner) runJob(ctx context.Context, j *jobHandle) (stopped bool, err er
 		return true, r.stopClean(j)
 	}
 	return false, err
+}
+
+// progressReporter is implemented by jobs that count their sources' rows
+// (*session.Job): read so far, and remaining, -1 when unknown.
+type progressReporter interface {
+	Progress() (read, remaining int64)
+}
+
+const clearLine = "\r\x1b[K"
+
+// showProgress keeps one line on errOut (a terminal) up to date while the
+// job of a script runs: the rows its sources read and, when the size of
+// their input is known, the percentage done. It returns when the job ends
+// or ctx is cancelled, with the line cleared.
+func (r *runner) showProgress(ctx context.Context, j *jobHandle) error {
+	p, ok := j.job.(progressReporter)
+	if !ok || r.progressTicks == nil {
+		return nil
+	}
+	ticks, stop := r.progressTicks()
+	defer stop()
+	var line []byte
+	shown := false
+	for {
+		select {
+		case <-j.job.Done():
+		case <-ctx.Done():
+		case <-ticks:
+			read, remaining := p.Progress()
+			// The cursor goes back to the start of the line, so that a log
+			// line written to the same terminal meanwhile overwrites it
+			// instead of being appended to it.
+			line = append(appendProgress(append(line[:0], clearLine...), j.id, read, remaining), '\r')
+			if _, err := r.errOut.Write(line); err != nil {
+				return err
+			}
+			shown = true
+			continue
+		}
+		if shown {
+			_, err := io.WriteString(r.errOut, clearLine)
+			return err
+		}
+		return nil
+	}
+}
+
+// appendProgress renders "[INFO] Job <id>: 1,234 rows read (12 %)".
+func appendProgress(dst []byte, id string, read, remaining int64) []byte {
+	dst = append(dst, "[INFO] Job "...)
+	dst = append(dst, id...)
+	dst = append(dst, ": "...)
+	dst = appendThousands(dst, read)
+	dst = append(dst, plural(read, " row read", " rows read")...)
+	if remaining >= 0 && read+remaining > 0 {
+		dst = fmt.Appendf(dst, " (%d %%)", read*100/(read+remaining))
+	}
+	return dst
+}
+
+// appendThousands appends n with commas between groups of three digits.
+func appendThousands(dst []byte, n int64) []byte {
+	s := strconv.FormatInt(n, 10)
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, s[i])
+	}
+	return dst
 }
 
 // stopClean stops a job with a final checkpoint and reports the outcome.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/flinksql/flinksql/session"
@@ -359,7 +360,7 @@ func rowWord(n int64) string {
 	return "row"
 }
 
-// displayWidth is the number of terminal columns s occupies: East Asian wide
+// displayWidth is the number of terminal columns s occupies (see runeWidth): East Asian wide
 // and full-width characters take two.
 func displayWidth(s string) int {
 	w := 0
@@ -392,9 +393,20 @@ func displayWidthBytes(b []byte) int {
 	return w
 }
 
+// runeWidth is the number of terminal columns r takes: 2 for East Asian
+// wide characters, 0 for those a terminal draws onto the previous character
+// (combining and enclosing marks, the Hangul vowels and final consonants
+// that join a leading consonant) or does not draw (format characters such as
+// the zero-width space and joiner), 1 for the others.
 func runeWidth(r rune) int {
-	if isWide(r) {
+	switch {
+	case r < 0x300:
+		return 1
+	case isWide(r):
 		return 2
+	case r >= 0x1160 && r <= 0x11FF,
+		unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
+		return 0
 	}
 	return 1
 }

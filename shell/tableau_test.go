@@ -285,6 +285,16 @@ func TestDisplayWidthAndTruncation(t *testing.T) {
 		// 6 minus 3 leaves 3: the second wide character does not fit, so
 		// the cut is padded on the left.
 		{"你好世界", 6, "  你... "},
+		// Combining marks take no column of their own: "e\u0301" is é
+		// drawn in one column, the Hangul syllable built from jamo
+		// (U+1100 U+1161) in two.
+		{"caf\u0065\u0301", 6, "   caf\u0065\u0301 "},
+		{"\u1100\u1161x", 4, "  \u1100\u1161x "},
+		// A zero-width joiner between two emoji (each 2 wide) adds nothing.
+		{"\U0001F469\u200D\U0001F4BB", 5, "  \U0001F469\u200D\U0001F4BB "},
+		// A cut keeps a kept character's marks: 6 columns of text in 5
+		// leave 2 before "...": the accented e and "a".
+		{"e\u0301\u0301abxyz", 5, " e\u0301\u0301a... "},
 	}
 	for _, tc := range tests {
 		got := string(appendCellString(nil, tc.in, tc.width))

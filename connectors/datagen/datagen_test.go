@@ -452,3 +452,37 @@ func TestPositionRestoreContinuesExactly(t *testing.T) {
 		t.Error("a position with the wrong number of columns was accepted")
 	}
 }
+
+// TestRemainingRows: a bounded reader counts down the rows it has still to
+// emit (subtask 0 of 3 over a sequence 1…10 owns 4 values), reaching 0 at
+// the end; an unbounded one does not know.
+func TestRemainingRows(t *testing.T) {
+	s := newSource(t, seqSchema, map[string]string{"fields.id.kind": "sequence",
+		"fields.id.start": "1", "fields.id.end": "10", "rows-per-second": "1000000000"})
+	r, _ := s.NewReader(0, 3)
+	rr := r.(exec.RemainingReporter)
+	if n := rr.RemainingRows(); n != 4 {
+		t.Fatalf("before reading: %d rows remaining, want 4", n)
+	}
+	ctx := context.Background()
+	if err := r.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b := types.NewBatch(1, 3)
+	if _, err := r.Read(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if n := rr.RemainingRows(); n != int64(4-b.Len()) || b.Len() == 0 {
+		t.Fatalf("after reading %d rows: %d remaining, want %d", b.Len(), n, 4-b.Len())
+	}
+	readAll(t, r, 1)
+	if n := rr.RemainingRows(); n != 0 {
+		t.Fatalf("at the end: %d remaining, want 0", n)
+	}
+	u := newSource(t, seqSchema, map[string]string{"rows-per-second": "1000000000"})
+	ur, _ := u.NewReader(0, 1)
+	if n := ur.(exec.RemainingReporter).RemainingRows(); n != -1 {
+		t.Fatalf("unbounded: %d remaining, want -1", n)
+	}
+}

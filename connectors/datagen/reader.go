@@ -218,3 +218,12 @@ func (r *reader) Close() error {
 	}
 	return nil
 }
+
+// RemainingRows implements exec.RemainingReporter: the rows this subtask
+// has still to emit, -1 when it is unbounded.
+func (r *reader) RemainingRows() int64 {
+	if r.total == unlimited {
+		return -1
+	}
+	return int64(r.left)
+}

@@ -3,6 +3,9 @@
 -- topic).
 
 SET 'table.local-time-zone' = 'UTC';
+-- Every row with its op column, as it arrives (the default, 'table', prints
+-- the final table when the query ends).
+SET 'sql-client.execution.result-mode' = 'tableau';
 
 CREATE TABLE user_totals (
   window_start TIMESTAMP(3),
