@@ -97,6 +97,20 @@ type Sink interface {
 	NewWriter(subtask, parallelism int) (exec.SinkWriter, error)
 }
 
+// CommittingSink is a Sink whose writers are exec.CommittableEmitters: the
+// planner runs one committer after them, at parallelism 1, that receives
+// every writer's committables ahead of each barrier and commits them when
+// the checkpoint completes (Flink's writer and committer operators, as its
+// Iceberg sink has them).
+type CommittingSink interface {
+	Sink
+	// CommitterName names the committer operator in plans and metrics.
+	CommitterName() string
+	// NewCommitter creates the committer: an exec.TwoPhaseCommitWriter
+	// whose rows are committables (exec.CommittablesOf).
+	NewCommitter() (exec.SinkWriter, error)
+}
+
 // Registry maps connector identifiers to factories. It is built once per
 // process (see the builtin package) and read concurrently afterwards.
 type Registry struct {

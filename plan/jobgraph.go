@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/groupagg"
 	"github.com/flinksql/flinksql/exec/rank"
@@ -336,9 +337,23 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 		}
 		// The writer is created when the operator opens, once the runtime has
 		// told it its subtask; the runtime still sees it (two-phase commit).
-		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
+		v = appendOp(v, x.Describe(), func() (exec.Operator, error) {
 			return exec.NewSinkOperatorFunc(sink.NewWriter, opts...), nil
-		}), nil
+		})
+		if cs, ok := sink.(connectors.CommittingSink); ok {
+			// The single committer of the parallel writers; it holds the
+			// committables in its state and gets the sink's state identity.
+			cv := gb.newVertex("", 1)
+			cv.Inputs = []exec.Input{{From: v.ID, Partitioner: exec.Partitioner{Kind: exec.Global}}}
+			v = appendOp(cv, cs.CommitterName(), func() (exec.Operator, error) {
+				w, err := cs.NewCommitter()
+				if err != nil {
+					return nil, err
+				}
+				return exec.NewSinkOperator(w), nil
+			})
+		}
+		return v, nil
 	}
 	return nil, fmt.Errorf("internal error: no runtime operator for plan node %T", n)
 }

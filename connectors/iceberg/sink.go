@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,12 +26,13 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// Sink is a configured iceberg table being written.
+// Sink is a configured iceberg table being written: parallel writers of
+// data files and one committer of snapshots (connectors.CommittingSink).
 type Sink struct {
 	cfg *config
 }
 
-var _ connectors.Sink = (*Sink)(nil)
+var _ connectors.CommittingSink = (*Sink)(nil)
 
 // AcceptedChangelogMode implements connectors.Sink: the sink appends.
 func (s *Sink) AcceptedChangelogMode(types.ChangelogMode) types.ChangelogMode {
@@ -44,99 +45,85 @@ func (s *Sink) UpdatingInputHint() string {
 		OptUpsertEnabled, OptFormatVersion)
 }
 
-// Parallelism implements connectors.Sink: one writer, which is also the
-// table's single committer, so that each checkpoint is one snapshot.
-func (s *Sink) Parallelism(int) int { return 1 }
+// Parallelism implements connectors.Sink: the writers run at the input's
+// parallelism (Flink's default for 'write-parallelism'); the committer at 1.
+func (s *Sink) Parallelism(int) int { return 0 }
 
 // WritableMetadata implements connectors.Sink.
 func (s *Sink) WritableMetadata() map[string]types.Type { return nil }
 
-// NewWriter implements connectors.Sink.
+// NewWriter implements connectors.Sink: one subtask's writer of data files.
 func (s *Sink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
+	return &writer{tableRef: tableRef{cfg: s.cfg}}, nil
+}
+
+// CommitterName implements connectors.CommittingSink.
+func (s *Sink) CommitterName() string {
+	return fmt.Sprintf("IcebergFilesCommitter(table=[%s])", s.cfg.name)
+}
+
+// NewCommitter implements connectors.CommittingSink.
+func (s *Sink) NewCommitter() (exec.SinkWriter, error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
 	}
-	return &writer{cfg: s.cfg, jobID: hex.EncodeToString(id[:])}, nil
+	return &committer{tableRef: tableRef{cfg: s.cfg}, jobID: hex.EncodeToString(id[:])}, nil
 }
 
-// writer writes one subtask's rows into Parquet data files and commits them
-// as Iceberg snapshots. It is a TwoPhaseCommitWriter: a checkpoint's data
-// files are its committable, committed when the checkpoint completes.
-type writer struct {
-	cfg *config
-	// jobID identifies this writer's commits in the snapshot summaries
-	// (flink.job-id); a committable carries the id it was written under.
-	jobID string
-	ctx   context.Context
+// tableRef is the table a writer or the committer works on, loaded (or
+// created from the DDL's schema) on first use.
+type tableRef struct {
+	cfg   *config
 	log   exec.LogFunc
-
 	cat   *hadoop.Catalog
 	ident table.Identifier
 	tbl   *table.Table
-
-	schema  *arrow.Schema // the table's current schema, in its field order
-	source  []int         // source[i]: the row column of arrow field i, -1 for none
-	appends []appendFunc
-	rb      *array.RecordBuilder
-
-	seg *segment // the data files being written since the last barrier
 }
-
-var (
-	_ exec.TwoPhaseCommitWriter = (*writer)(nil)
-	_ exec.CommittableSizer     = (*writer)(nil)
-	_ exec.LogReceiver          = (*writer)(nil)
-)
 
 // SetLog implements exec.LogReceiver.
-func (w *writer) SetLog(l exec.LogFunc) { w.log = l }
+func (r *tableRef) SetLog(l exec.LogFunc) { r.log = l }
 
-func (w *writer) logf(format string, args ...any) {
-	if w.log != nil {
-		w.log(format, args...)
+func (r *tableRef) logf(format string, args ...any) {
+	if r.log != nil {
+		r.log(format, args...)
 	}
-}
-
-// Open implements exec.SinkWriter.
-func (w *writer) Open(ctx context.Context) error {
-	w.ctx = ctx
-	return w.ensureTable(ctx)
 }
 
 // ensureTable loads the table, creating it (and its namespace) from the
-// DDL's schema when it does not exist, and prepares the row conversion.
-func (w *writer) ensureTable(ctx context.Context) error {
-	if w.tbl != nil {
+// DDL's schema when it does not exist. Parallel writers may race to create
+// it: the loser loads what the winner created.
+func (r *tableRef) ensureTable(ctx context.Context) error {
+	if r.tbl != nil {
 		return nil
 	}
-	c := w.cfg
-	if w.cat == nil {
+	c := r.cfg
+	if r.cat == nil {
 		cat, err := hadoop.NewCatalog(c.catalogName, "file://"+c.warehouse, iceberg.Properties{})
 		if err != nil {
 			return fmt.Errorf("iceberg table %s: open catalog '%s' at %s: %w", c.name, c.catalogName, c.warehouse, err)
 		}
-		w.cat = cat
-		w.ident = table.Identifier{c.database, c.table}
+		r.cat = cat
+		r.ident = table.Identifier{c.database, c.table}
 	}
-	tbl, err := w.cat.LoadTable(ctx, w.ident)
+	tbl, err := r.cat.LoadTable(ctx, r.ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-		tbl, err = w.create(ctx)
+		tbl, err = r.create(ctx)
+		if errors.Is(err, catalog.ErrTableAlreadyExists) {
+			tbl, err = r.cat.LoadTable(ctx, r.ident)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("iceberg table %s: load %s.%s: %w", c.name, c.database, c.table, err)
 	}
-	if err := w.bind(tbl); err != nil {
-		return fmt.Errorf("iceberg table %s (%s.%s in %s): %w", c.name, c.database, c.table, c.warehouse, err)
-	}
-	w.tbl = tbl
+	r.tbl = tbl
 	return nil
 }
 
-func (w *writer) create(ctx context.Context) (*table.Table, error) {
-	c := w.cfg
+func (r *tableRef) create(ctx context.Context) (*table.Table, error) {
+	c := r.cfg
 	ns := table.Identifier{c.database}
-	if err := w.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+	if err := r.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", c.database, err)
 	}
 	sc, err := icebergSchema(c.schema, c.primaryKey)
@@ -150,12 +137,54 @@ func (w *writer) create(ctx context.Context) (*table.Table, error) {
 	if c.targetSize > 0 {
 		props[table.WriteTargetFileSizeBytesKey] = itoa(c.targetSize)
 	}
-	tbl, err := w.cat.CreateTable(ctx, w.ident, sc, catalog.WithProperties(props))
+	tbl, err := r.cat.CreateTable(ctx, r.ident, sc, catalog.WithProperties(props))
 	if err != nil {
 		return nil, fmt.Errorf("create table: %w", err)
 	}
-	w.logf("[INFO] iceberg table %s: created %s.%s in %s (format-version %d)", c.name, c.database, c.table, c.warehouse, c.formatVersion)
+	r.logf("[INFO] iceberg table %s: created %s.%s in %s (format-version %d)", c.name, c.database, c.table, c.warehouse, c.formatVersion)
 	return tbl, nil
+}
+
+func (r *tableRef) close() error {
+	if r.cat == nil {
+		return nil
+	}
+	err := r.cat.Close()
+	r.cat = nil
+	return err
+}
+
+// writer writes one subtask's rows into Parquet data files. At each
+// barrier it closes them and hands their metadata downstream to the
+// committer (exec.CommittableEmitter); it keeps no state of its own.
+type writer struct {
+	tableRef
+	ctx context.Context
+
+	schema  *arrow.Schema // the table's current schema, in its field order
+	source  []int         // source[i]: the row column of arrow field i, -1 for none
+	appends []appendFunc
+	rb      *array.RecordBuilder
+
+	seg *segment // the data files being written since the last barrier
+}
+
+var (
+	_ exec.CommittableEmitter = (*writer)(nil)
+	_ exec.LogReceiver        = (*writer)(nil)
+)
+
+// Open implements exec.SinkWriter.
+func (w *writer) Open(ctx context.Context) error {
+	w.ctx = ctx
+	if err := w.ensureTable(ctx); err != nil {
+		return err
+	}
+	if err := w.bind(w.tbl); err != nil {
+		c := w.cfg
+		return fmt.Errorf("iceberg table %s (%s.%s in %s): %w", c.name, c.database, c.table, c.warehouse, err)
+	}
+	return nil
 }
 
 // bind maps the DDL's columns onto the table's fields by name; each must
@@ -236,10 +265,10 @@ func (w *writer) Write(ctx context.Context, b *types.Batch) error {
 	return w.seg.add(ctx, rec)
 }
 
-// PrepareCommit implements exec.TwoPhaseCommitWriter: it closes the data
-// files written since the previous barrier; their metadata is the
-// checkpoint's committable (none when nothing was written).
-func (w *writer) PrepareCommit(id exec.CheckpointID) ([]exec.Committable, error) {
+// PrepareCommittables implements exec.CommittableEmitter: it closes the
+// data files written since the previous barrier and makes them durable;
+// their metadata is the committable (none when nothing was written).
+func (w *writer) PrepareCommittables(id exec.CheckpointID) ([]exec.Committable, error) {
 	files, err := w.closeSegment()
 	if err != nil || len(files) == 0 {
 		return nil, err
@@ -247,7 +276,7 @@ func (w *writer) PrepareCommit(id exec.CheckpointID) ([]exec.Committable, error)
 	if err := syncFiles(files); err != nil {
 		return nil, fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
 	}
-	c, err := encodeCommittable(w.jobID, int64(id), files)
+	c, err := encodeCommittable("", int64(id), files)
 	if err != nil {
 		return nil, err
 	}
@@ -287,53 +316,130 @@ func syncFiles(files []iceberg.DataFile) error {
 	return nil
 }
 
+// Finish implements exec.SinkWriter: the sink operator takes the last data
+// files with PrepareCommittables (at end of input or the final barrier).
+func (w *writer) Finish(context.Context) error { return nil }
+
+// Close implements exec.SinkWriter: an open segment is abandoned (its
+// files were never handed over and are left as orphans, as Flink leaves
+// them).
+func (w *writer) Close() error {
+	if w.seg != nil {
+		w.seg.abort()
+		w.seg = nil
+	}
+	if w.rb != nil {
+		w.rb.Release()
+		w.rb = nil
+	}
+	return w.close()
+}
+
+// committer commits the writers' data files as one Iceberg snapshot per
+// completed checkpoint (Flink's IcebergFilesCommitter). It is a
+// TwoPhaseCommitWriter run at parallelism 1: its input rows are the
+// writers' committables of the checkpoint whose barrier follows them; at
+// the barrier they become one committable under this job's id, kept in
+// the checkpoint until committed.
+type committer struct {
+	tableRef
+	// jobID identifies this attempt's commits in the snapshot summaries
+	// (flink.job-id); a committable carries the id it was prepared under,
+	// so a restored one is checked against the right job's commits.
+	jobID   string
+	ctx     context.Context
+	pending []dataFileMeta // received since the last barrier
+}
+
+var (
+	_ exec.TwoPhaseCommitWriter = (*committer)(nil)
+	_ exec.CommittableSizer     = (*committer)(nil)
+	_ exec.LogReceiver          = (*committer)(nil)
+)
+
+// Open implements exec.SinkWriter.
+func (c *committer) Open(ctx context.Context) error {
+	c.ctx = ctx
+	return nil
+}
+
+// Write implements exec.SinkWriter: b holds writers' committables.
+func (c *committer) Write(_ context.Context, b *types.Batch) error {
+	cs, err := exec.CommittablesOf(b)
+	if err != nil {
+		return err
+	}
+	for _, raw := range cs {
+		d, err := decodeCommittable(raw)
+		if err != nil {
+			return fmt.Errorf("iceberg table %s: %w", c.cfg.name, err)
+		}
+		c.pending = append(c.pending, d.Files...)
+	}
+	return nil
+}
+
+// PrepareCommit implements exec.TwoPhaseCommitWriter: the data files of
+// every writer received before barrier id are its one committable.
+func (c *committer) PrepareCommit(id exec.CheckpointID) ([]exec.Committable, error) {
+	if len(c.pending) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(committable{Version: committableVersion, JobID: c.jobID, Checkpoint: int64(id), Files: c.pending})
+	if err != nil {
+		return nil, err
+	}
+	c.pending = nil
+	return []exec.Committable{b}, nil
+}
+
 // HasOutput implements exec.CommittableSizer.
-func (w *writer) HasOutput(c exec.Committable) bool {
-	d, err := decodeCommittable(c)
+func (c *committer) HasOutput(raw exec.Committable) bool {
+	d, err := decodeCommittable(raw)
 	return err != nil || len(d.Files) > 0
 }
 
 // Commit implements exec.TwoPhaseCommitWriter: each committable becomes one
 // snapshot, unless the table already has it (a commit repeated after a
 // restore).
-func (w *writer) Commit(cs []exec.Committable) error {
-	ctx := w.ctx
+func (c *committer) Commit(cs []exec.Committable) error {
+	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background() // a restore commits before Open
 	}
 	if len(cs) == 0 {
 		return nil
 	}
-	if err := w.ensureTable(ctx); err != nil {
+	if err := c.ensureTable(ctx); err != nil {
 		return err
 	}
 	for _, raw := range cs {
-		c, err := decodeCommittable(raw)
+		d, err := decodeCommittable(raw)
 		if err != nil {
-			return fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
+			return fmt.Errorf("iceberg table %s: %w", c.cfg.name, err)
 		}
-		if err := w.commitOne(ctx, c); err != nil {
-			return fmt.Errorf("iceberg table %s: commit checkpoint %d: %w", w.cfg.name, c.Checkpoint, err)
+		if err := c.commitOne(ctx, d); err != nil {
+			return fmt.Errorf("iceberg table %s: commit checkpoint %d: %w", c.cfg.name, d.Checkpoint, err)
 		}
 	}
 	return nil
 }
 
-func (w *writer) commitOne(ctx context.Context, c *committable) error {
-	tbl, err := w.cat.LoadTable(ctx, w.ident)
+func (c *committer) commitOne(ctx context.Context, d *committable) error {
+	tbl, err := c.cat.LoadTable(ctx, c.ident)
 	if err != nil {
 		return err
 	}
-	w.tbl = tbl
-	if max, ok := maxCommittedCheckpoint(tbl, c.JobID); ok && max >= c.Checkpoint {
-		w.logf("[INFO] iceberg table %s: checkpoint %d of job %s is already committed (snapshot up to checkpoint %d); skipping it", w.cfg.name, c.Checkpoint, c.JobID, max)
+	c.tbl = tbl
+	if max, ok := maxCommittedCheckpoint(tbl, d.JobID); ok && max >= d.Checkpoint {
+		c.logf("[INFO] iceberg table %s: checkpoint %d of job %s is already committed (snapshot up to checkpoint %d); skipping it", c.cfg.name, d.Checkpoint, d.JobID, max)
 		return nil
 	}
-	files, err := c.dataFiles(tbl.Spec())
+	files, err := d.dataFiles(tbl.Spec())
 	if err != nil {
 		return err
 	}
-	props := iceberg.Properties{propJobID: c.JobID, propMaxCommittedCkp: itoa(c.Checkpoint)}
+	props := iceberg.Properties{propJobID: d.JobID, propMaxCommittedCkp: itoa(d.Checkpoint)}
 	tx := tbl.NewTransaction()
 	if err := tx.AddDataFiles(ctx, files, props); err != nil {
 		return err
@@ -342,7 +448,7 @@ func (w *writer) commitOne(ctx context.Context, c *committable) error {
 	if err != nil {
 		return err
 	}
-	w.tbl = nt
+	c.tbl = nt
 	return nil
 }
 
@@ -367,68 +473,44 @@ func maxCommittedCheckpoint(tbl *table.Table, jobID string) (int64, bool) {
 
 // Abort implements exec.TwoPhaseCommitWriter: the data files of
 // committables no checkpoint will commit are deleted.
-func (w *writer) Abort(cs []exec.Committable) error {
+func (c *committer) Abort(cs []exec.Committable) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	if err := w.ensureTable(context.Background()); err != nil {
+	if err := c.ensureTable(context.Background()); err != nil {
 		return err
 	}
-	fs, err := w.tbl.FS(context.Background())
+	fs, err := c.tbl.FS(context.Background())
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, raw := range cs {
-		c, err := decodeCommittable(raw)
+		d, err := decodeCommittable(raw)
 		if err != nil {
 			return err
 		}
-		for _, f := range c.Files {
+		for _, f := range d.Files {
 			errs = append(errs, fs.Remove(f.Path))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// Finish implements exec.SinkWriter. Without checkpointing, what was
-// written is committed as one snapshot at end of input (Flink's batch
-// commit, under the largest checkpoint id); with checkpointing the final
-// checkpoint committed everything already.
-func (w *writer) Finish(ctx context.Context) error {
-	files, err := w.closeSegment()
-	if err != nil || len(files) == 0 {
+// Finish implements exec.SinkWriter. Without checkpointing, what the
+// writers handed over is committed as one snapshot at end of input
+// (Flink's batch commit, under checkpoint id Long.MAX_VALUE); with
+// checkpointing the final checkpoint committed everything already.
+func (c *committer) Finish(context.Context) error {
+	cs, err := c.PrepareCommit(exec.EndOfInputCheckpoint)
+	if err != nil || len(cs) == 0 {
 		return err
 	}
-	if err := syncFiles(files); err != nil {
-		return fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
-	}
-	c, err := encodeCommittable(w.jobID, math.MaxInt64, files)
-	if err != nil {
-		return err
-	}
-	return w.Commit([]exec.Committable{c})
+	return c.Commit(cs)
 }
 
-// Close implements exec.SinkWriter: an open segment is abandoned (its
-// files were never committed and are left as orphans, as Flink leaves
-// them).
-func (w *writer) Close() error {
-	if w.seg != nil {
-		w.seg.abort()
-		w.seg = nil
-	}
-	if w.rb != nil {
-		w.rb.Release()
-		w.rb = nil
-	}
-	if w.cat != nil {
-		err := w.cat.Close()
-		w.cat = nil
-		return err
-	}
-	return nil
-}
+// Close implements exec.SinkWriter.
+func (c *committer) Close() error { return c.close() }
 
 // segment is one run of iceberg-go's Parquet writer, fed record batches
 // through a channel from the task and ended at the next barrier.

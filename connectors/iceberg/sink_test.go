@@ -34,21 +34,86 @@ func testContext(warehouse string, opts map[string]string) *connectors.TableCont
 	}
 }
 
-func newTestWriter(t *testing.T, warehouse string) *writer {
+// pipe is one writer and the committer, wired as the planner wires them:
+// the writer's committables of a barrier reach the committer before it.
+type pipe struct {
+	*writer
+	c     *committer
+	jobID string
+}
+
+func newPipe(t *testing.T, warehouse string) *pipe {
 	t.Helper()
 	snk, err := NewFactory().CreateSink(testContext(warehouse, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newSinkPipe(t, snk)
+}
+
+func newSinkPipe(t *testing.T, snk connectors.Sink) *pipe {
+	t.Helper()
 	w, err := snk.NewWriter(0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Close() })
-	if err := w.Open(context.Background()); err != nil {
+	cw, err := snk.(connectors.CommittingSink).NewCommitter()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return w.(*writer)
+	c := cw.(*committer)
+	t.Cleanup(func() { w.Close(); c.Close() })
+	return &pipe{writer: w.(*writer), c: c, jobID: c.jobID}
+}
+
+func newTestWriter(t *testing.T, warehouse string) *pipe {
+	t.Helper()
+	snk, err := NewFactory().CreateSink(testContext(warehouse, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openPipe(t, snk)
+}
+
+func openPipe(t *testing.T, snk connectors.Sink) *pipe {
+	t.Helper()
+	p := newSinkPipe(t, snk)
+	if err := p.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.c.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Commit commits the committer's committables.
+func (p *pipe) Commit(cs []exec.Committable) error { return p.c.Commit(cs) }
+
+// Finish ends the input without checkpointing.
+func (p *pipe) Finish(ctx context.Context) error {
+	if err := handOver(p.c, []*writer{p.writer}, exec.EndOfInputCheckpoint); err != nil {
+		return err
+	}
+	return p.c.Finish(ctx)
+}
+
+// handOver sends the writers' committables of barrier id to c.
+func handOver(c *committer, ws []*writer, id exec.CheckpointID) error {
+	for _, w := range ws {
+		cs, err := w.PrepareCommittables(id)
+		if err != nil {
+			return err
+		}
+		b := types.NewBatch(1, len(cs))
+		for _, x := range cs {
+			b.AppendRow(types.Insert, types.Row{types.Bytes(x)})
+		}
+		if err := c.Write(context.Background(), b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func write(t *testing.T, w *writer, ids ...int64) {
@@ -66,9 +131,13 @@ func write(t *testing.T, w *writer, ids ...int64) {
 	}
 }
 
-func prepare(t *testing.T, w *writer, id exec.CheckpointID) []exec.Committable {
+// prepare is barrier id at the writer and then at the committer.
+func prepare(t *testing.T, p *pipe, id exec.CheckpointID) []exec.Committable {
 	t.Helper()
-	cs, err := w.PrepareCommit(id)
+	if err := handOver(p.c, []*writer{p.writer}, id); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := p.c.PrepareCommit(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,10 +227,10 @@ func TestSinkCommitsOneSnapshotPerCheckpoint(t *testing.T) {
 		t.Fatalf("format version %d, want 2", v)
 	}
 
-	write(t, w, 1, 2, 3)
-	write(t, w, 4, 5)
+	write(t, w.writer, 1, 2, 3)
+	write(t, w.writer, 4, 5)
 	c1 := prepare(t, w, 1)
-	write(t, w, 6) // after barrier 1: belongs to checkpoint 2
+	write(t, w.writer, 6) // after barrier 1: belongs to checkpoint 2
 	if _, rows := readTable(t, wh); len(rows) != 0 {
 		t.Fatalf("visible before the commit: %v", rows)
 	}
@@ -179,7 +248,7 @@ func TestSinkCommitsOneSnapshotPerCheckpoint(t *testing.T) {
 	if c3 := prepare(t, w, 3); len(c3) != 0 {
 		t.Fatalf("empty checkpoint has committables: %d", len(c3))
 	}
-	write(t, w, 7, 8)
+	write(t, w.writer, 7, 8)
 	if err := w.Commit(prepare(t, w, 4)); err != nil {
 		t.Fatal(err)
 	}
@@ -203,26 +272,17 @@ func TestSinkCommitsOneSnapshotPerCheckpoint(t *testing.T) {
 func TestSinkRecommitAfterRestoreIsIdempotent(t *testing.T) {
 	wh := t.TempDir()
 	w := newTestWriter(t, wh)
-	write(t, w, 1, 2)
+	write(t, w.writer, 1, 2)
 	c1 := prepare(t, w, 1)
 	if err := w.Commit(c1); err != nil {
 		t.Fatal(err)
 	}
-	write(t, w, 3)
+	write(t, w.writer, 3)
 	c2 := prepare(t, w, 2) // checkpoint 2 completes, the job dies before committing
 
 	// The next attempt: a new writer, restored from checkpoint 2, commits
 	// checkpoint 1's committable (already in the table) and checkpoint 2's.
-	snk, err := NewFactory().CreateSink(testContext(wh, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw, err := snk.NewWriter(0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w2 := sw.(*writer)
-	t.Cleanup(func() { w2.Close() })
+	w2 := newPipe(t, wh)
 	for range 2 { // and once more, as if that attempt also died after its commit
 		if err := w2.Commit(append(slices.Clone(c1), c2...)); err != nil {
 			t.Fatal(err)
@@ -231,7 +291,7 @@ func TestSinkRecommitAfterRestoreIsIdempotent(t *testing.T) {
 	if err := w2.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	write(t, w2, 4)
+	write(t, w2.writer, 4)
 	if err := w2.Commit(prepare(t, w2, 3)); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +311,7 @@ func TestSinkRecommitAfterRestoreIsIdempotent(t *testing.T) {
 func TestSinkFinishCommitsWithoutCheckpointing(t *testing.T) {
 	wh := t.TempDir()
 	w := newTestWriter(t, wh)
-	write(t, w, 1, 2, 3)
+	write(t, w.writer, 1, 2, 3)
 	if err := w.Finish(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -268,12 +328,12 @@ func TestSinkFinishCommitsWithoutCheckpointing(t *testing.T) {
 func TestSinkExistingTable(t *testing.T) {
 	wh := t.TempDir()
 	w := newTestWriter(t, wh)
-	write(t, w, 1)
+	write(t, w.writer, 1)
 	if err := w.Commit(prepare(t, w, 1)); err != nil {
 		t.Fatal(err)
 	}
 	w2 := newTestWriter(t, wh)
-	write(t, w2, 2)
+	write(t, w2.writer, 2)
 	if err := w2.Commit(prepare(t, w2, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -339,17 +399,9 @@ func TestSinkTableOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, err := snk.NewWriter(0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := sw.(*writer)
-	defer w.Close()
-	if err := w.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	w := openPipe(t, snk)
 	for i := range int64(3) {
-		write(t, w, 2*i+1, 2*i+2)
+		write(t, w.writer, 2*i+1, 2*i+2)
 	}
 	if err := w.Commit(prepare(t, w, 1)); err != nil {
 		t.Fatal(err)
@@ -403,13 +455,8 @@ func TestSinkTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, _ := snk.NewWriter(0, 1)
-	w := sw.(*writer)
-	defer w.Close()
+	w := openPipe(t, snk)
 	ctx := context.Background()
-	if err := w.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
 	b := types.NewBatch(len(tc.Physical), 2)
 	b.AppendRow(types.Insert, types.Row{
 		types.Bool(true), types.Int(-7), types.Int(300), types.Int(70000), types.Float(1.5), types.Float(-2.25),
@@ -466,5 +513,51 @@ func TestSinkTypes(t *testing.T) {
 		if vals[i] != wantVals[i] {
 			t.Errorf("column %s: %q, want %q", want[i], vals[i], wantVals[i])
 		}
+	}
+}
+
+// Two writers and the one committer: each checkpoint's data files of both
+// writers become one snapshot (two added files), and a writer with no rows
+// before a barrier contributes nothing to it.
+func TestParallelWritersOneCommitter(t *testing.T) {
+	wh := t.TempDir()
+	snk, err := NewFactory().CreateSink(testContext(wh, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := openPipe(t, snk), openPipe(t, snk)
+	c := a.c // b's committer stays unused: the planner makes one
+	ws := []*writer{a.writer, b.writer}
+	barrier := func(id exec.CheckpointID) {
+		t.Helper()
+		if err := handOver(c, ws, id); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := c.PrepareCommit(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(cs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, a.writer, 1, 3)
+	write(t, b.writer, 2, 4)
+	barrier(1)
+	write(t, a.writer, 5)
+	barrier(2)
+	tbl, rows := readTable(t, wh)
+	if want := expectRows(1, 2, 3, 4, 5); !slices.Equal(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	if got, want := snapshots(tbl), []string{"1:1", "2:2"}; !slices.Equal(got, want) {
+		t.Fatalf("snapshots %v, want %v", got, want)
+	}
+	var added []string
+	for _, s := range tbl.Metadata().Snapshots() {
+		added = append(added, s.Summary.Properties["added-data-files"]+"/"+s.Summary.Properties["added-records"])
+	}
+	if want := []string{"2/4", "1/1"}; !slices.Equal(added, want) {
+		t.Fatalf("added files/records per snapshot %v, want %v", added, want)
 	}
 }
