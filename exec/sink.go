@@ -32,6 +32,7 @@ type sink struct {
 	// writer then pre-commits at every barrier and commits on completion;
 	// its Finish is deferred until the final checkpoint committed.
 	checkpointing bool
+	emits         bool // WithCommittableEmitter: the writer will be a CommittableEmitter
 	finished      bool
 	prepared      []preparedCommit // not yet committed, by checkpoint ID
 	restored      []preparedCommit // to commit when a lazily created writer exists
@@ -51,6 +52,14 @@ type sink struct {
 
 // SinkOption configures a sink operator.
 type SinkOption func(*sink)
+
+// WithCommittableEmitter declares, for NewSinkOperatorFunc, that the writer
+// it creates is a CommittableEmitter: the operator then keeps no state
+// (its committables go downstream to the committer, which keeps them).
+// Open fails if the writer turns out to be another kind.
+func WithCommittableEmitter() SinkOption {
+	return func(s *sink) { s.emits = true }
+}
 
 // preparedCommit is what PrepareCommit returned at one barrier.
 type preparedCommit struct {
@@ -142,7 +151,9 @@ func (s *sink) takeRestoreReport() (int, []restoreLoss) {
 
 // maybeTwoPhase reports whether the sink may commit in two phases (its
 // writer does, or does not exist yet).
-func (s *sink) maybeTwoPhase() bool { return s.tpc != nil || (s.w == nil && s.newWriter != nil) }
+func (s *sink) maybeTwoPhase() bool {
+	return s.tpc != nil || (s.w == nil && s.newWriter != nil && !s.emits)
+}
 
 func (s *sink) Open(ctx *OperatorContext) error {
 	s.ctx = ctx.Ctx
@@ -165,6 +176,9 @@ func (s *sink) Open(ctx *OperatorContext) error {
 			return errors.New("no sink writer")
 		}
 		s.setWriter(w)
+		if s.emits && s.emitter == nil {
+			return fmt.Errorf("internal error: the sink writer %T was declared a CommittableEmitter but is not one", w)
+		}
 	}
 	if len(s.restored) > 0 && s.tpc == nil {
 		return errors.New("the restored checkpoint holds committables for a sink whose writer does not commit in two phases")

@@ -337,10 +337,14 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 		}
 		// The writer is created when the operator opens, once the runtime has
 		// told it its subtask; the runtime still sees it (two-phase commit).
+		cs, committing := sink.(connectors.CommittingSink)
+		if committing {
+			opts = append(opts, exec.WithCommittableEmitter())
+		}
 		v = appendOp(v, x.Describe(), func() (exec.Operator, error) {
 			return exec.NewSinkOperatorFunc(sink.NewWriter, opts...), nil
 		})
-		if cs, ok := sink.(connectors.CommittingSink); ok {
+		if committing {
 			// The single committer of the parallel writers; it holds the
 			// committables in its state and gets the sink's state identity.
 			cv := gb.newVertex("", 1)
