@@ -38,6 +38,10 @@ type TableContext struct {
 	Metadata []MetadataColumn
 	// PrimaryKey holds positions in Physical; empty when none is declared.
 	PrimaryKey []int
+	// PartitionKeys holds the PARTITIONED BY columns' positions in
+	// Physical, in declared order; only a SupportsPartitioning factory
+	// sees any.
+	PartitionKeys []int
 	// Loc is the session time zone (table.local-time-zone).
 	Loc *time.Location
 	// Formats resolves 'format' / 'value.format' / 'key.format' options.
@@ -95,6 +99,16 @@ type Sink interface {
 	// NewWriter creates one subtask's writer. Its rows hold the physical
 	// columns in order, followed by the table's non-virtual metadata columns.
 	NewWriter(subtask, parallelism int) (exec.SinkWriter, error)
+}
+
+// SupportsPartitioning is implemented by factories whose tables may be
+// PARTITIONED BY (Flink's SupportsPartitioning); the planner refuses a
+// partitioned table of any other connector, naming the table and the
+// connector.
+type SupportsPartitioning interface {
+	Factory
+	// SupportsPartitioning marks the factory; it is never called.
+	SupportsPartitioning()
 }
 
 // CommittingSink is a Sink whose writers are exec.CommittableEmitters: the

@@ -1,22 +1,23 @@
 // Package iceberg owns the 'iceberg' connector: a sink that appends to an
 // Apache Iceberg table (github.com/apache/iceberg-go) in a Hadoop catalog
 // (a warehouse directory on the local file system), with exactly-once
-// commits tied to checkpoints as Flink's IcebergFilesCommitter makes them.
+// commits tied to checkpoints as Flink's Iceberg sink makes them.
 //
-// Between barriers the sink writes Parquet data files. At a barrier it
-// closes them and hands their metadata (path, size, row count, column
-// statistics) over as the committable of the checkpoint; when the
-// checkpoint completes, one Iceberg snapshot appending those files is
-// committed. The snapshot's summary records the writer's job id and the
-// checkpoint id (flink.job-id, flink.max-committed-checkpoint-id), so a
-// commit repeated after a restore finds it already committed and skips it.
-// One committer per table: the sink runs at parallelism 1 (Flink writes
-// at parallelism n and commits at 1; here the committer is the writer).
+// The sink is a connectors.CommittingSink: writers at the input's
+// parallelism write Parquet data files between barriers; ahead of each
+// barrier every writer hands the metadata of the files it closed (path,
+// size, row count, column statistics, partition values) to the single
+// committer (IcebergFilesCommitter, parallelism 1), which keeps them in its
+// checkpoint state and, when the checkpoint completes, commits one Iceberg
+// snapshot appending all of them. The snapshot's summary records the
+// committer's job id and the checkpoint id (flink.job-id,
+// flink.max-committed-checkpoint-id), so a commit repeated after a restore
+// finds it already committed and skips it.
 //
 // The table is created from the DDL's schema when it does not exist
 // (Flink's type mapping, NOT NULL columns required, the primary key as the
-// identifier fields). Append mode only: an updating query is refused
-// naming 'write.upsert.enabled'.
+// identifier fields, PARTITIONED BY columns as identity partitions). Append
+// mode only: an updating query is refused naming 'write.upsert.enabled'.
 package iceberg
 
 import (
@@ -67,6 +68,10 @@ func NewFactory() *Factory { return &Factory{} }
 // Identifier implements connectors.Factory.
 func (*Factory) Identifier() string { return Identifier }
 
+// SupportsPartitioning implements connectors.SupportsPartitioning:
+// PARTITIONED BY columns become identity partitions of a created table.
+func (*Factory) SupportsPartitioning() {}
+
 // RequiredOptions implements connectors.Factory.
 func (*Factory) RequiredOptions() []string { return []string{OptCatalogName} }
 
@@ -90,6 +95,7 @@ type config struct {
 	targetSize    int64 // write.target-file-size-bytes; 0: iceberg-go's default
 	schema        types.Schema
 	primaryKey    []int
+	partitionKeys []int // PARTITIONED BY: identity partitions of a created table
 }
 
 // CreateSink implements connectors.SinkFactory.
@@ -99,7 +105,11 @@ func (f *Factory) CreateSink(tc *connectors.TableContext) (connectors.Sink, erro
 		return nil, err
 	}
 	// Fail at planning on a type the table cannot hold.
-	if _, err := icebergSchema(c.schema, c.primaryKey); err != nil {
+	sc, err := icebergSchema(c.schema, c.primaryKey)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg table %s: %w", c.name, err)
+	}
+	if _, err := identitySpec(sc, c.schema, c.partitionKeys); err != nil {
 		return nil, fmt.Errorf("iceberg table %s: %w", c.name, err)
 	}
 	return &Sink{cfg: c}, nil
@@ -110,7 +120,7 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 		return nil, err
 	}
 	opts := connectors.Options(tc.Options)
-	c := &config{name: tc.Name, schema: tc.Physical, primaryKey: tc.PrimaryKey}
+	c := &config{name: tc.Name, schema: tc.Physical, primaryKey: tc.PrimaryKey, partitionKeys: tc.PartitionKeys}
 	if c.catalogName = strings.TrimSpace(opts[OptCatalogName]); c.catalogName == "" {
 		return nil, fmt.Errorf("Table property '%s' cannot be null", OptCatalogName) //nolint:staticcheck // Flink's text
 	}
@@ -228,6 +238,30 @@ func icebergSchema(cols types.Schema, pk []int) (*iceberg.Schema, error) {
 		fields[p].Required = true // primary key columns are NOT NULL in Flink
 	}
 	return iceberg.NewSchemaWithIdentifiers(0, ids, fields...), nil
+}
+
+// identitySpec is the partition spec of PARTITIONED BY keys (positions in
+// cols), as Flink's FlinkSchemaUtil builds it: one identity field per key,
+// named after its column. Types whose partition values the committer cannot
+// carry (DECIMAL, BINARY(n)) are refused.
+func identitySpec(sc *iceberg.Schema, cols types.Schema, keys []int) (iceberg.PartitionSpec, error) {
+	if len(keys) == 0 {
+		return *iceberg.UnpartitionedSpec, nil
+	}
+	opts := make([]iceberg.PartitionOption, 0, len(keys))
+	for _, k := range keys {
+		col := cols[k]
+		switch col.Type.Root {
+		case types.RootDecimal, types.RootBinary:
+			return iceberg.PartitionSpec{}, fmt.Errorf("PARTITIONED BY column '%s' of type %s is not supported by the iceberg sink (identity partitions of BOOLEAN, integer, FLOAT, DOUBLE, CHAR, VARCHAR, VARBINARY, DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ columns are)", col.Name, col.Type)
+		}
+		opts = append(opts, iceberg.AddPartitionFieldByName(col.Name, col.Name, iceberg.IdentityTransform{}, sc, nil))
+	}
+	spec, err := iceberg.NewPartitionSpecOpts(opts...)
+	if err != nil {
+		return iceberg.PartitionSpec{}, fmt.Errorf("partition spec: %w", err)
+	}
+	return spec, nil
 }
 
 func icebergType(t types.Type) (iceberg.Type, error) {

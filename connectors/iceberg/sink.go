@@ -137,7 +137,15 @@ func (r *tableRef) create(ctx context.Context) (*table.Table, error) {
 	if c.targetSize > 0 {
 		props[table.WriteTargetFileSizeBytesKey] = itoa(c.targetSize)
 	}
-	tbl, err := r.cat.CreateTable(ctx, r.ident, sc, catalog.WithProperties(props))
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
+	if len(c.partitionKeys) > 0 {
+		spec, err := identitySpec(sc, c.schema, c.partitionKeys)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, catalog.WithPartitionSpec(&spec))
+	}
+	tbl, err := r.cat.CreateTable(ctx, r.ident, sc, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create table: %w", err)
 	}
@@ -435,7 +443,7 @@ func (c *committer) commitOne(ctx context.Context, d *committable) error {
 		c.logf("[INFO] iceberg table %s: checkpoint %d of job %s is already committed (snapshot up to checkpoint %d); skipping it", c.cfg.name, d.Checkpoint, d.JobID, max)
 		return nil
 	}
-	files, err := d.dataFiles(tbl.Spec())
+	files, err := d.dataFiles(tbl.Spec(), tbl.Schema())
 	if err != nil {
 		return err
 	}
