@@ -29,6 +29,9 @@ import (
 	"github.com/flinksql/flinksql/types"
 
 	iceberg "github.com/apache/iceberg-go"
+	isql "github.com/apache/iceberg-go/catalog/sql"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of a PostgreSQL 'sql' catalog
+	_ "modernc.org/sqlite"             // the "sqlite" driver (pure Go) of a SQLite 'sql' catalog
 )
 
 // Identifier is the value of 'connector' that selects this factory.
@@ -88,6 +91,10 @@ func (*Factory) OptionalOptions() []string {
 type config struct {
 	name          string // the Flink table, for messages
 	catalogName   string
+	catalogType   string // hadoop or sql
+	sqlDriver     string // sql: the database/sql driver of 'uri'
+	sqlDSN        string // sql: the driver's data source name
+	sqlDialect    isql.SupportedDialect
 	warehouse     string // absolute local path
 	database      string
 	table         string
@@ -135,16 +142,30 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ctype != CatalogHadoop {
-		return nil, fmt.Errorf("iceberg table %s: '%s' = '%s' is not supported yet; the supported catalog type is '%s' (a warehouse directory on the local file system)",
-			c.name, OptCatalogType, ctype, CatalogHadoop)
+	switch ctype {
+	case CatalogHadoop:
+		if opts.Has(OptURI) {
+			return nil, fmt.Errorf("iceberg table %s: option '%s' is not used by a '%s' catalog; remove it", c.name, OptURI, CatalogHadoop)
+		}
+	case CatalogSQL:
+		uri := strings.TrimSpace(opts[OptURI])
+		if uri == "" {
+			return nil, fmt.Errorf("iceberg table %s: option '%s' is required for a '%s' catalog (jdbc:sqlite:<file>, or jdbc:postgresql://host:port/database?user=…&password=…)", c.name, OptURI, CatalogSQL)
+		}
+		if c.sqlDriver, c.sqlDSN, c.sqlDialect, err = sqlCatalogURI(uri); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: option '%s': %w", c.name, OptURI, err)
+		}
+	case CatalogREST:
+		return nil, fmt.Errorf("iceberg table %s: '%s' = '%s' is not supported yet (no REST catalog server runs in the tests here to verify it); the supported catalog types are '%s' and '%s'",
+			c.name, OptCatalogType, ctype, CatalogHadoop, CatalogSQL)
+	default:
+		return nil, fmt.Errorf("iceberg table %s: '%s' = '%s' is not supported (no Hive metastore client in Go); the supported catalog types are '%s' and '%s'",
+			c.name, OptCatalogType, ctype, CatalogHadoop, CatalogSQL)
 	}
-	if opts.Has(OptURI) {
-		return nil, fmt.Errorf("iceberg table %s: option '%s' is not used by a '%s' catalog; remove it", c.name, OptURI, CatalogHadoop)
-	}
+	c.catalogType = ctype
 	wh := strings.TrimSpace(opts[OptWarehouse])
 	if wh == "" {
-		return nil, fmt.Errorf("iceberg table %s: option '%s' is required for a '%s' catalog", c.name, OptWarehouse, CatalogHadoop)
+		return nil, fmt.Errorf("iceberg table %s: option '%s' is required for a '%s' catalog", c.name, OptWarehouse, ctype)
 	}
 	if c.warehouse, err = localPath(wh); err != nil {
 		return nil, fmt.Errorf("iceberg table %s: option '%s': %w", c.name, OptWarehouse, err)
@@ -185,6 +206,29 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 		}
 	}
 	return c, nil
+}
+
+// sqlCatalogURI maps a 'sql' catalog's 'uri' (the JDBC URL Flink's
+// JdbcCatalog takes, or the Go driver's own form) to a database/sql driver
+// (pure-Go SQLite, or pgx for PostgreSQL), its DSN and the dialect.
+func sqlCatalogURI(uri string) (driver, dsn string, dialect isql.SupportedDialect, err error) {
+	u := strings.TrimPrefix(uri, "jdbc:")
+	switch {
+	case strings.HasPrefix(u, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "file:")
+		if path == "" {
+			return "", "", "", fmt.Errorf("'%s' names no SQLite database file", uri)
+		}
+		// Writers and the committer open the file each: wait on its lock.
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		return "sqlite", "file:" + path + sep + "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)", isql.SQLite, nil
+	case strings.HasPrefix(u, "postgresql://"), strings.HasPrefix(u, "postgres://"):
+		return "pgx", u, isql.Postgres, nil
+	}
+	return "", "", "", fmt.Errorf("unsupported catalog database URI '%s' (supported: jdbc:sqlite:<file>, jdbc:postgresql://host:port/database)", uri)
 }
 
 // localPath turns a warehouse location into an absolute local path.

@@ -3,10 +3,12 @@ package iceberg
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"os"
 	"path/filepath"
@@ -23,6 +25,7 @@ import (
 	iceberg "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/hadoop"
+	isql "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -76,7 +79,7 @@ func (s *Sink) NewCommitter() (exec.SinkWriter, error) {
 type tableRef struct {
 	cfg   *config
 	log   exec.LogFunc
-	cat   *hadoop.Catalog
+	cat   catalog.Catalog
 	ident table.Identifier
 	tbl   *table.Table
 }
@@ -99,9 +102,9 @@ func (r *tableRef) ensureTable(ctx context.Context) error {
 	}
 	c := r.cfg
 	if r.cat == nil {
-		cat, err := hadoop.NewCatalog(c.catalogName, "file://"+c.warehouse, iceberg.Properties{})
+		cat, err := openCatalog(c)
 		if err != nil {
-			return fmt.Errorf("iceberg table %s: open catalog '%s' at %s: %w", c.name, c.catalogName, c.warehouse, err)
+			return fmt.Errorf("iceberg table %s: open %s catalog '%s': %w", c.name, c.catalogType, c.catalogName, err)
 		}
 		r.cat = cat
 		r.ident = table.Identifier{c.database, c.table}
@@ -153,11 +156,42 @@ func (r *tableRef) create(ctx context.Context) (*table.Table, error) {
 	return tbl, nil
 }
 
+// openCatalog opens the table's catalog: a hadoop catalog on the
+// warehouse directory, or a sql catalog (iceberg-go's, the tables of
+// Iceberg's JdbcCatalog) whose tables live under the warehouse.
+func openCatalog(c *config) (catalog.Catalog, error) {
+	wh := "file://" + c.warehouse
+	if c.catalogType != CatalogSQL {
+		return hadoop.NewCatalog(c.catalogName, wh, iceberg.Properties{})
+	}
+	db, err := sql.Open(c.sqlDriver, c.sqlDSN)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := isql.NewCatalog(c.catalogName, db, c.sqlDialect, iceberg.Properties{"warehouse": wh})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &sqlCatalog{Catalog: cat, db: db}, nil
+}
+
+// sqlCatalog is a sql catalog with the database handle it owns.
+type sqlCatalog struct {
+	*isql.Catalog
+	db *sql.DB
+}
+
+func (c *sqlCatalog) Close() error { return errors.Join(c.Catalog.Close(), c.db.Close()) }
+
 func (r *tableRef) close() error {
 	if r.cat == nil {
 		return nil
 	}
-	err := r.cat.Close()
+	var err error
+	if cl, ok := r.cat.(io.Closer); ok {
+		err = cl.Close()
+	}
 	r.cat = nil
 	return err
 }
