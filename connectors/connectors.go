@@ -42,6 +42,10 @@ type TableContext struct {
 	// Physical, in declared order; only a SupportsPartitioning factory
 	// sees any.
 	PartitionKeys []int
+	// FileSystem are the session's s3.* options (s3.endpoint,
+	// s3.path.style.access, s3.access-key, s3.secret-key, s3.region: the
+	// settings the checkpoint storage uses), keyed as set.
+	FileSystem map[string]string
 	// Loc is the session time zone (table.local-time-zone).
 	Loc *time.Location
 	// Formats resolves 'format' / 'value.format' / 'key.format' options.

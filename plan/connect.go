@@ -21,6 +21,7 @@ func (pc *planContext) tableContext(t *catalog.Table) *connectors.TableContext {
 		ObjectName: t.ID.Object,
 		Options:    t.OptionMap(),
 		Loc:        pc.p.cfg.Loc,
+		FileSystem: pc.p.cfg.FileSystem,
 		Formats:    pc.p.reg.Formats(),
 	}
 	for _, c := range t.Columns {

@@ -157,6 +157,7 @@ func (s *Session) planner(ctx context.Context) (*plan.Planner, error) {
 		Parallelism:    options.Parallelism.Get(s.conf),
 		MaxParallelism: options.MaxParallelism.Get(s.conf),
 		Loc:            loc,
+		FileSystem:     s.conf.WithPrefix("s3."),
 		Now:            s.now,
 		StateTTL:       options.StateTTL.Get(s.conf),
 		MiniBatch:      mb,

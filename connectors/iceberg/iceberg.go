@@ -25,13 +25,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/types"
 
 	iceberg "github.com/apache/iceberg-go"
 	isql "github.com/apache/iceberg-go/catalog/sql"
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of a PostgreSQL 'sql' catalog
-	_ "modernc.org/sqlite"             // the "sqlite" driver (pure Go) of a SQLite 'sql' catalog
+	icebergio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// warehouses
+	_ "github.com/jackc/pgx/v5/stdlib"             // the "pgx" driver of a PostgreSQL 'sql' catalog
+	_ "modernc.org/sqlite"                         // the "sqlite" driver (pure Go) of a SQLite 'sql' catalog
 )
 
 // Identifier is the value of 'connector' that selects this factory.
@@ -95,7 +98,9 @@ type config struct {
 	sqlDriver     string // sql: the database/sql driver of 'uri'
 	sqlDSN        string // sql: the driver's data source name
 	sqlDialect    isql.SupportedDialect
-	warehouse     string // absolute local path
+	warehouse     string             // absolute local path, or s3://bucket/prefix
+	local         bool               // the warehouse is on the local file system
+	fileIO        iceberg.Properties // iceberg-go's s3.* properties, from the session's
 	database      string
 	table         string
 	formatVersion int
@@ -167,8 +172,23 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 	if wh == "" {
 		return nil, fmt.Errorf("iceberg table %s: option '%s' is required for a '%s' catalog", c.name, OptWarehouse, ctype)
 	}
-	if c.warehouse, err = localPath(wh); err != nil {
-		return nil, fmt.Errorf("iceberg table %s: option '%s': %w", c.name, OptWarehouse, err)
+	if rest, ok := strings.CutPrefix(wh, "s3://"); ok {
+		if ctype != CatalogSQL {
+			return nil, fmt.Errorf("iceberg table %s: option '%s' = '%s': a '%s' catalog commits by renaming metadata files, which S3 cannot do atomically; use '%s' = '%s' for an s3:// warehouse",
+				c.name, OptWarehouse, wh, ctype, OptCatalogType, CatalogSQL)
+		}
+		if bucket, _, _ := strings.Cut(rest, "/"); bucket == "" {
+			return nil, fmt.Errorf("iceberg table %s: option '%s' = '%s' names no bucket (expected s3://bucket/prefix)", c.name, OptWarehouse, wh)
+		}
+		c.warehouse = strings.TrimRight(wh, "/")
+		if c.fileIO, err = s3Properties(tc.FileSystem); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: %w", c.name, err)
+		}
+	} else {
+		if c.warehouse, err = localPath(wh); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: option '%s': %w", c.name, OptWarehouse, err)
+		}
+		c.local = true
 	}
 	c.database = opts.String(OptCatalogDatabase, currentDatabase(tc.Name))
 	c.table = opts.String(OptCatalogTable, tc.ObjectName)
@@ -231,6 +251,37 @@ func sqlCatalogURI(uri string) (driver, dsn string, dialect isql.SupportedDialec
 	return "", "", "", fmt.Errorf("unsupported catalog database URI '%s' (supported: jdbc:sqlite:<file>, jdbc:postgresql://host:port/database)", uri)
 }
 
+// s3Properties maps the session's S3 settings (those the checkpoint
+// storage takes) to iceberg-go's S3 file IO properties.
+func s3Properties(fs map[string]string) (iceberg.Properties, error) {
+	props := iceberg.Properties{icebergio.S3Region: "us-east-1"}
+	for k, v := range fs {
+		switch k {
+		case checkpoint.OptS3Endpoint:
+			props[icebergio.S3EndpointURL] = v
+		case checkpoint.OptS3AccessKey:
+			props[icebergio.S3AccessKeyID] = v
+		case checkpoint.OptS3SecretKey:
+			props[icebergio.S3SecretAccessKey] = v
+		case checkpoint.OptS3Region:
+			props[icebergio.S3Region] = v
+		case checkpoint.OptS3PathStyle:
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return nil, fmt.Errorf("invalid value '%s' for option '%s' (allowed: true, false)", v, k)
+			}
+			props[icebergio.S3ForceVirtualAddressing] = strconv.FormatBool(!b)
+		default:
+			return nil, fmt.Errorf("option '%s' is not an S3 setting the iceberg sink uses (%s, %s, %s, %s, %s)", k,
+				checkpoint.OptS3Endpoint, checkpoint.OptS3PathStyle, checkpoint.OptS3AccessKey, checkpoint.OptS3SecretKey, checkpoint.OptS3Region)
+		}
+	}
+	if (props[icebergio.S3AccessKeyID] == "") != (props[icebergio.S3SecretAccessKey] == "") {
+		return nil, fmt.Errorf("options '%s' and '%s' must be set together", checkpoint.OptS3AccessKey, checkpoint.OptS3SecretKey)
+	}
+	return props, nil
+}
+
 // localPath turns a warehouse location into an absolute local path.
 func localPath(loc string) (string, error) {
 	p := loc
@@ -239,7 +290,7 @@ func localPath(loc string) (string, error) {
 	} else if rest, ok := strings.CutPrefix(p, "file:"); ok {
 		p = rest
 	} else if i := strings.Index(p, "://"); i > 0 {
-		return "", fmt.Errorf("unsupported file system scheme '%s' in '%s' (a '%s' catalog supports local paths and file:// here; s3:// is not supported yet)", p[:i], loc, CatalogHadoop)
+		return "", fmt.Errorf("unsupported file system scheme '%s' in '%s' (supported: local paths, file://, and s3:// with '%s' = '%s')", p[:i], loc, OptCatalogType, CatalogSQL)
 	}
 	if !strings.HasPrefix(p, "/") {
 		return "", fmt.Errorf("'%s' is not an absolute path", loc)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,7 +161,10 @@ func (r *tableRef) create(ctx context.Context) (*table.Table, error) {
 // warehouse directory, or a sql catalog (iceberg-go's, the tables of
 // Iceberg's JdbcCatalog) whose tables live under the warehouse.
 func openCatalog(c *config) (catalog.Catalog, error) {
-	wh := "file://" + c.warehouse
+	wh := c.warehouse
+	if c.local {
+		wh = "file://" + wh
+	}
 	if c.catalogType != CatalogSQL {
 		return hadoop.NewCatalog(c.catalogName, wh, iceberg.Properties{})
 	}
@@ -168,7 +172,9 @@ func openCatalog(c *config) (catalog.Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := isql.NewCatalog(c.catalogName, db, c.sqlDialect, iceberg.Properties{"warehouse": wh})
+	props := iceberg.Properties{"warehouse": wh}
+	maps.Copy(props, c.fileIO)
+	cat, err := isql.NewCatalog(c.catalogName, db, c.sqlDialect, props)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -315,8 +321,11 @@ func (w *writer) PrepareCommittables(id exec.CheckpointID) ([]exec.Committable, 
 	if err != nil || len(files) == 0 {
 		return nil, err
 	}
-	if err := syncFiles(files); err != nil {
-		return nil, fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
+	if w.cfg.local {
+		// (An S3 object is durable once its upload completed.)
+		if err := syncFiles(files); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
+		}
 	}
 	c, err := encodeCommittable("", int64(id), files)
 	if err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/types"
@@ -17,6 +19,11 @@ import (
 	"github.com/apache/iceberg-go/catalog/hadoop"
 	isql "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
 var testSchema = types.Schema{
@@ -366,7 +373,8 @@ func TestOptionsRefused(t *testing.T) {
 		{map[string]string{OptFormatDefault: "orc"}, "Invalid value for option 'write.format.default'"},
 		{map[string]string{OptFormatVersion: "3"}, "Expected one of [1, 2], but was: 3"},
 		{map[string]string{OptUpsertEnabled: "true"}, "'write.upsert.enabled' = 'true' is not supported yet"},
-		{map[string]string{"warehouse": "s3://bucket/wh"}, "unsupported file system scheme 's3'"},
+		{map[string]string{"warehouse": "s3://bucket/wh"}, "a 'hadoop' catalog commits by renaming metadata files, which S3 cannot do atomically; use 'catalog-type' = 'sql' for an s3:// warehouse"},
+		{map[string]string{"warehouse": "gs://bucket/wh"}, "unsupported file system scheme 'gs' in 'gs://bucket/wh' (supported: local paths, file://, and s3:// with 'catalog-type' = 'sql')"},
 		{map[string]string{OptWarehouse: "relative/wh"}, "is not an absolute path"},
 		{map[string]string{"write.distribution-mode": "hash"}, "write.distribution-mode"},
 		{map[string]string{OptCatalogName: ""}, "'catalog-name'"},
@@ -713,5 +721,75 @@ func TestCatalogTypesRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want %q", tc.opts, err, tc.want)
 		}
+	}
+}
+
+// An s3:// warehouse (with a sql catalog) writes data files and metadata
+// through iceberg-go's S3 file IO to an S3-compatible server over HTTP,
+// configured by the session's s3.* settings as the checkpoint storage is;
+// the committed snapshot's files are objects in the bucket.
+func TestSinkS3Warehouse(t *testing.T) {
+	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	t.Cleanup(srv.Close)
+	fs := map[string]string{
+		checkpoint.OptS3Endpoint: srv.URL, checkpoint.OptS3PathStyle: "true",
+		checkpoint.OptS3AccessKey: "test-access", checkpoint.OptS3SecretKey: "test-secret",
+	}
+	client := s3.New(s3.Options{
+		BaseEndpoint: aws.String(srv.URL), UsePathStyle: true, Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("test-access", "test-secret", ""),
+	})
+	ctx := context.Background()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("lake")}); err != nil {
+		t.Fatal(err)
+	}
+	tc := testContext("s3://lake/wh", map[string]string{OptCatalogType: CatalogSQL, OptURI: "jdbc:sqlite:" + t.TempDir() + "/catalog.db"})
+	tc.FileSystem = fs
+	snk, err := NewFactory().CreateSink(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := openPipe(t, snk)
+	write(t, w.writer, 1, 2, 3)
+	if err := w.Commit(prepare(t, w, 1)); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w.writer, 4)
+	if err := w.Commit(prepare(t, w, 2)); err != nil {
+		t.Fatal(err)
+	}
+	tbl := w.c.tbl
+	if !strings.HasPrefix(tbl.Location(), "s3://lake/wh/") {
+		t.Fatalf("table location %s", tbl.Location())
+	}
+	if got, want := snapshots(tbl), []string{"1:1", "2:2"}; !slices.Equal(got, want) {
+		t.Fatalf("snapshots %v, want %v", got, want)
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	if at.NumRows() != 4 {
+		t.Fatalf("%d rows read back from S3, want 4", at.NumRows())
+	}
+	// Two data files, each an object in the bucket.
+	out, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("lake"), Prefix: aws.String("wh/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parquet int
+	for _, o := range out.Contents {
+		if strings.HasSuffix(*o.Key, ".parquet") {
+			parquet++
+		}
+	}
+	if parquet != 2 {
+		t.Fatalf("%d parquet objects in the bucket, want 2", parquet)
+	}
+
+	tc.FileSystem = map[string]string{checkpoint.OptS3AccessKey: "only-one"}
+	if _, err := NewFactory().CreateSink(tc); err == nil || !strings.Contains(err.Error(), "options 's3.access-key' and 's3.secret-key' must be set together") {
+		t.Fatalf("half the credentials: %v", err)
 	}
 }
