@@ -24,6 +24,8 @@ type committable struct {
 // their partition field ids.
 type dataFileMeta struct {
 	Path         string               `json:"path"`
+	Content      int                  `json:"content,omitempty"` // iceberg.EntryContent: 0 data, 2 equality deletes
+	EqualityIDs  []int                `json:"equalityIds,omitempty"`
 	Partition    map[int]partitionVal `json:"partition,omitempty"`
 	Records      int64                `json:"records"`
 	Size         int64                `json:"size"`
@@ -47,7 +49,7 @@ func encodeCommittable(jobID string, checkpoint int64, files []iceberg.DataFile)
 			return nil, fmt.Errorf("data file %s: %w", f.FilePath(), err)
 		}
 		c.Files[i] = dataFileMeta{
-			Path: f.FilePath(), Partition: part, Records: f.Count(), Size: f.FileSizeBytes(),
+			Path: f.FilePath(), Partition: part, Content: int(f.ContentType()), EqualityIDs: f.EqualityFieldIDs(), Records: f.Count(), Size: f.FileSizeBytes(),
 			ColumnSizes: f.ColumnSizes(), ValueCounts: f.ValueCounts(), NullCounts: f.NullValueCounts(),
 			NaNCounts: f.NaNValueCounts(), LowerBounds: f.LowerBoundValues(), UpperBounds: f.UpperBoundValues(),
 			SplitOffsets: f.SplitOffsets(), SortOrderID: f.SortOrderID(),
@@ -93,9 +95,13 @@ func (c *committable) dataFiles(spec iceberg.PartitionSpec, schema *iceberg.Sche
 		if len(part) != spec.NumFields() {
 			return nil, fmt.Errorf("data file %s has %d partition values, the table's partition spec %s has %d fields", f.Path, len(part), spec.String(), spec.NumFields())
 		}
-		b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, f.Path, iceberg.ParquetFile, part, logical, nil, f.Records, f.Size)
+		content := iceberg.ManifestEntryContent(f.Content)
+		b, err := iceberg.NewDataFileBuilder(spec, content, f.Path, iceberg.ParquetFile, part, logical, nil, f.Records, f.Size)
 		if err != nil {
 			return nil, err
+		}
+		if content == iceberg.EntryContentEqDeletes {
+			b.EqualityFieldIDs(f.EqualityIDs)
 		}
 		b.ColumnSizes(f.ColumnSizes).ValueCounts(f.ValueCounts).NullValueCounts(f.NullCounts).
 			NaNValueCounts(f.NaNCounts).LowerBoundValues(f.LowerBounds).UpperBoundValues(f.UpperBounds)

@@ -108,6 +108,7 @@ type config struct {
 	schema        types.Schema
 	primaryKey    []int
 	partitionKeys []int // PARTITIONED BY: identity partitions of a created table
+	upsert        bool  // write.upsert.enabled
 }
 
 // CreateSink implements connectors.SinkFactory.
@@ -215,8 +216,11 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 		return nil, err
 	}
 	if upsert {
-		return nil, fmt.Errorf("iceberg table %s: '%s' = 'true' is not supported yet (equality deletes are not written); the sink appends insert-only input", c.name, OptUpsertEnabled)
+		if err := c.canDelete(OptUpsertEnabled + "' = 'true"); err != nil {
+			return nil, err
+		}
 	}
+	c.upsert = upsert
 	if _, err := opts.Bool(OptCacheEnabled, true); err != nil {
 		return nil, err
 	}
@@ -226,6 +230,21 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 		}
 	}
 	return c, nil
+}
+
+// canDelete checks that the table can take equality deletes (what needs
+// them names itself in what): a PRIMARY KEY, format version 2, no
+// partitions.
+func (c *config) canDelete(what string) error {
+	switch {
+	case len(c.primaryKey) == 0:
+		return fmt.Errorf("iceberg table %s: '%s' needs a PRIMARY KEY (its columns are the equality fields of the deletes)", c.name, what)
+	case c.formatVersion < 2:
+		return fmt.Errorf("iceberg table %s: '%s' needs '%s' = '2' (equality deletes), but it is %d", c.name, what, OptFormatVersion, c.formatVersion)
+	case len(c.partitionKeys) > 0:
+		return fmt.Errorf("iceberg table %s: '%s' on a PARTITIONED BY table is not supported yet", c.name, what)
+	}
+	return nil
 }
 
 // sqlCatalogURI maps a 'sql' catalog's 'uri' (the JDBC URL Flink's

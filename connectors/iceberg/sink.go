@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/flinksql/flinksql/connectors"
@@ -34,19 +35,30 @@ import (
 // data files and one committer of snapshots (connectors.CommittingSink).
 type Sink struct {
 	cfg *config
+	// updating: the query's changes are written as equality deletes and
+	// data files (upsert), decided at planning (AcceptedChangelogMode).
+	updating bool
 }
 
 var _ connectors.CommittingSink = (*Sink)(nil)
 
-// AcceptedChangelogMode implements connectors.Sink: the sink appends.
-func (s *Sink) AcceptedChangelogMode(types.ChangelogMode) types.ChangelogMode {
-	return types.InsertOnly
+// AcceptedChangelogMode implements connectors.Sink: a table that can take
+// equality deletes (a PRIMARY KEY, format version 2) takes updating input,
+// as Flink's Iceberg sink does; it then writes in upsert mode, as it does
+// for any input with 'write.upsert.enabled'.
+func (s *Sink) AcceptedChangelogMode(requested types.ChangelogMode) types.ChangelogMode {
+	if requested.IsInsertOnly() || s.cfg.canDelete("updating input") != nil {
+		s.updating = s.cfg.upsert
+		return types.InsertOnly
+	}
+	s.updating = true
+	return types.Retract
 }
 
 // UpdatingInputHint says what an updating query would need.
 func (s *Sink) UpdatingInputHint() string {
-	return fmt.Sprintf("The iceberg sink appends: updating input needs upsert mode ('%s' = 'true' on a '%s' = '2' table with a PRIMARY KEY, written as equality deletes), which is not supported yet.",
-		OptUpsertEnabled, OptFormatVersion)
+	err := s.cfg.canDelete("updating input")
+	return fmt.Sprintf("The iceberg sink writes updates as equality deletes: %v.", err)
 }
 
 // Parallelism implements connectors.Sink: the writers run at the input's
@@ -58,7 +70,11 @@ func (s *Sink) WritableMetadata() map[string]types.Type { return nil }
 
 // NewWriter implements connectors.Sink: one subtask's writer of data files.
 func (s *Sink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
-	return &writer{tableRef: tableRef{cfg: s.cfg}}, nil
+	w := &writer{tableRef: tableRef{cfg: s.cfg}}
+	if s.updating || s.cfg.upsert {
+		w.upsert = &upsertBuffer{index: map[string]int{}}
+	}
+	return w, nil
 }
 
 // CommitterName implements connectors.CommittingSink.
@@ -215,6 +231,23 @@ type writer struct {
 	rb      *array.RecordBuilder
 
 	seg *segment // the data files being written since the last barrier
+
+	// upsert, in upsert mode: the last change of each key since the last
+	// barrier, written at the barrier as one equality delete per key and
+	// the rows of the keys that were not deleted.
+	upsert *upsertBuffer
+	keyBuf []byte
+}
+
+// upsertBuffer is a checkpoint's changes materialized by primary key.
+// Each key touched gets an equality delete (which removes its rows of
+// earlier snapshots, lower sequence numbers) and at most one data row
+// (of this snapshot, which the deletes do not reach), so no position
+// deletes are needed. Its size is the number of keys a checkpoint touches.
+type upsertBuffer struct {
+	index map[string]int // key → position in rows
+	rows  []types.Row    // the key's last row; nil when its last change deleted it
+	keys  []types.Row    // the key columns
 }
 
 var (
@@ -290,6 +323,10 @@ func (w *writer) Write(ctx context.Context, b *types.Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
+	if w.upsert != nil {
+		w.buffer(b)
+		return nil
+	}
 	for i, row := range b.Rows {
 		if b.Kinds[i] != types.Insert {
 			return fmt.Errorf("iceberg table %s: got a %s row; the sink appends insert-only input", w.cfg.name, b.Kinds[i].String())
@@ -313,13 +350,125 @@ func (w *writer) Write(ctx context.Context, b *types.Batch) error {
 	return w.seg.add(ctx, rec)
 }
 
+// buffer applies b's changes to the upsert buffer.
+func (w *writer) buffer(b *types.Batch) {
+	u := w.upsert
+	for i, row := range b.Rows {
+		w.keyBuf = w.keyBuf[:0]
+		for _, k := range w.cfg.primaryKey {
+			w.keyBuf = appendKeyValue(w.keyBuf, row[k])
+		}
+		var live types.Row
+		if k := b.Kinds[i]; k == types.Insert || k == types.UpdateAfter {
+			live = row.Clone()
+		}
+		if at, ok := u.index[string(w.keyBuf)]; ok {
+			u.rows[at] = live
+			continue
+		}
+		key := make(types.Row, len(w.cfg.primaryKey))
+		for j, k := range w.cfg.primaryKey {
+			key[j] = row[k]
+		}
+		u.index[string(w.keyBuf)] = len(u.rows)
+		u.rows = append(u.rows, live)
+		u.keys = append(u.keys, key.Clone())
+	}
+}
+
+// appendKeyValue appends an unambiguous encoding of v.
+func appendKeyValue(dst []byte, v types.Value) []byte {
+	dst = append(dst, byte(v.K))
+	dst = strconv.AppendInt(dst, int64(v.Aux), 10)
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, v.N, 10)
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, int64(len(v.S)), 10)
+	dst = append(dst, ':')
+	dst = append(dst, v.S...)
+	if v.X != nil {
+		dst = fmt.Append(dst, v.X)
+	}
+	return append(dst, 0)
+}
+
+// flushUpsert writes the buffered changes: the live rows into the data
+// segment, the keys as equality delete files.
+func (w *writer) flushUpsert(ctx context.Context) ([]iceberg.DataFile, error) {
+	u := w.upsert
+	if len(u.keys) == 0 {
+		return nil, nil
+	}
+	defer func() {
+		clear(u.index)
+		u.rows, u.keys = u.rows[:0], u.keys[:0]
+	}()
+	live := types.NewBatch(len(w.cfg.schema), len(u.rows))
+	for _, r := range u.rows {
+		if r != nil {
+			live.AppendRow(types.Insert, r)
+		}
+	}
+	up := w.upsert
+	w.upsert = nil // write the live rows as appends
+	err := w.Write(ctx, live)
+	w.upsert = up
+	if err != nil {
+		return nil, err
+	}
+	// The equality delete file holds the key columns.
+	ids := make([]int, len(w.cfg.primaryKey))
+	fields := make([]arrow.Field, len(w.cfg.primaryKey))
+	cols := make([]int, len(w.cfg.primaryKey))
+	for j, k := range w.cfg.primaryKey {
+		f, ok := w.tbl.Schema().FindFieldByName(w.cfg.schema[k].Name)
+		if !ok {
+			return nil, fmt.Errorf("primary key column '%s' is not in the table", w.cfg.schema[k].Name)
+		}
+		ids[j] = f.ID
+		for i, src := range w.source {
+			if src == k {
+				fields[j], cols[j] = w.schema.Field(i), i
+			}
+		}
+	}
+	sc := arrow.NewSchema(fields, nil)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer rb.Release()
+	for _, key := range u.keys {
+		for j, v := range key {
+			if err := w.appends[cols[j]](rb.Field(j), v); err != nil {
+				return nil, fmt.Errorf("key column '%s': %w", fields[j].Name, err)
+			}
+		}
+	}
+	rec := rb.NewRecordBatch()
+	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
+	dels, err := w.tbl.NewTransaction().WriteEqualityDeletes(ctx, ids, records)
+	if err != nil {
+		return nil, fmt.Errorf("write equality deletes: %w", err)
+	}
+	return dels, nil
+}
+
 // PrepareCommittables implements exec.CommittableEmitter: it closes the
 // data files written since the previous barrier and makes them durable;
 // their metadata is the committable (none when nothing was written).
 func (w *writer) PrepareCommittables(id exec.CheckpointID) ([]exec.Committable, error) {
+	var dels []iceberg.DataFile
+	if w.upsert != nil {
+		var err error
+		if dels, err = w.flushUpsert(w.ctx); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
+		}
+	}
 	files, err := w.closeSegment()
-	if err != nil || len(files) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	files = append(files, dels...)
+	if len(files) == 0 {
+		return nil, nil
 	}
 	if w.cfg.local {
 		// (An S3 object is durable once its upload completed.)
@@ -491,8 +640,21 @@ func (c *committer) commitOne(ctx context.Context, d *committable) error {
 		return err
 	}
 	props := iceberg.Properties{propJobID: d.JobID, propMaxCommittedCkp: itoa(d.Checkpoint)}
+	var data, dels []iceberg.DataFile
+	for _, f := range files {
+		if f.ContentType() == iceberg.EntryContentData {
+			data = append(data, f)
+		} else {
+			dels = append(dels, f)
+		}
+	}
 	tx := tbl.NewTransaction()
-	if err := tx.AddDataFiles(ctx, files, props); err != nil {
+	if len(dels) > 0 {
+		// One snapshot with the rows and the deletes (Flink's RowDelta).
+		if err := tx.NewRowDelta(props).AddRows(data...).AddDeletes(dels...).Commit(ctx); err != nil {
+			return err
+		}
+	} else if err := tx.AddDataFiles(ctx, files, props); err != nil {
 		return err
 	}
 	nt, err := tx.Commit(ctx)
