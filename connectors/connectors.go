@@ -115,6 +115,14 @@ type SupportsPartitioning interface {
 	SupportsPartitioning()
 }
 
+// KeyedWriters is implemented by sinks whose writers must each see all the
+// changes of a primary key (equality deletes): with more than one writer,
+// the planner routes rows to them by the primary key.
+type KeyedWriters interface {
+	Sink
+	KeyedByPrimaryKey() bool
+}
+
 // CommittingSink is a Sink whose writers are exec.CommittableEmitters: the
 // planner runs one committer after them, at parallelism 1, that receives
 // every writer's committables ahead of each barrier and commits them when

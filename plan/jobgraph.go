@@ -308,7 +308,14 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 		if par <= 0 {
 			par = v.Parallelism
 		}
-		if par != v.Parallelism {
+		if ks, ok := x.Sink.(connectors.KeyedWriters); ok && ks.KeyedByPrimaryKey() && par > 1 && len(x.PrimaryKey) > 0 {
+			// Each key's changes must reach one writer, whatever the
+			// input is keyed by (Flink's Iceberg sink keys by its equality
+			// fields).
+			nv := gb.newVertex("", par)
+			nv.Inputs = []exec.Input{{From: v.ID, Partitioner: exec.Partitioner{Kind: exec.Hash, KeyCols: x.PrimaryKey}}}
+			v = nv
+		} else if par != v.Parallelism {
 			part := exec.Partitioner{Kind: exec.Rebalance}
 			if par == 1 {
 				part.Kind = exec.Global

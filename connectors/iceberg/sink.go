@@ -38,6 +38,8 @@ type Sink struct {
 	// updating: the query's changes are written as equality deletes and
 	// data files (upsert), decided at planning (AcceptedChangelogMode).
 	updating bool
+	// insertOnly: the query appends (set at planning too).
+	insertOnly bool
 }
 
 var _ connectors.CommittingSink = (*Sink)(nil)
@@ -47,6 +49,7 @@ var _ connectors.CommittingSink = (*Sink)(nil)
 // as Flink's Iceberg sink does; it then writes in upsert mode, as it does
 // for any input with 'write.upsert.enabled'.
 func (s *Sink) AcceptedChangelogMode(requested types.ChangelogMode) types.ChangelogMode {
+	s.insertOnly = requested.IsInsertOnly()
 	if requested.IsInsertOnly() || s.cfg.canDelete("updating input") != nil {
 		s.updating = s.cfg.upsert
 		return types.InsertOnly
@@ -54,6 +57,12 @@ func (s *Sink) AcceptedChangelogMode(requested types.ChangelogMode) types.Change
 	s.updating = true
 	return types.Retract
 }
+
+// KeyedByPrimaryKey implements connectors.KeyedWriters: an insert-only
+// query in upsert mode has its rows hashed to the writers by the primary
+// key. (Updating input already arrives keyed by it: the planner
+// materializes it by the sink's primary key when its upsert key differs.)
+func (s *Sink) KeyedByPrimaryKey() bool { return s.cfg.upsert && s.insertOnly }
 
 // UpdatingInputHint says what an updating query would need.
 func (s *Sink) UpdatingInputHint() string {
