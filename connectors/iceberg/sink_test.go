@@ -51,14 +51,17 @@ type pipe struct {
 	jobID string
 }
 
-func newPipe(t *testing.T, warehouse string) *pipe {
+// testSink is the sink of the default test table in warehouse.
+func testSink(t *testing.T, warehouse string) connectors.Sink {
 	t.Helper()
 	snk, err := NewFactory().CreateSink(testContext(warehouse, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newSinkPipe(t, snk)
+	return snk
 }
+
+func newPipe(t *testing.T, warehouse string) *pipe { return newSinkPipe(t, testSink(t, warehouse)) }
 
 func newSinkPipe(t *testing.T, snk connectors.Sink) *pipe {
 	t.Helper()
@@ -75,14 +78,7 @@ func newSinkPipe(t *testing.T, snk connectors.Sink) *pipe {
 	return &pipe{writer: w.(*writer), c: c, jobID: c.jobID}
 }
 
-func newTestWriter(t *testing.T, warehouse string) *pipe {
-	t.Helper()
-	snk, err := NewFactory().CreateSink(testContext(warehouse, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return openPipe(t, snk)
-}
+func newTestWriter(t *testing.T, warehouse string) *pipe { return openPipe(t, testSink(t, warehouse)) }
 
 func openPipe(t *testing.T, snk connectors.Sink) *pipe {
 	t.Helper()
