@@ -38,6 +38,14 @@ type TableContext struct {
 	Metadata []MetadataColumn
 	// PrimaryKey holds positions in Physical; empty when none is declared.
 	PrimaryKey []int
+	// PartitionKeys holds the PARTITIONED BY columns' positions in
+	// Physical, in declared order; only a SupportsPartitioning factory
+	// sees any.
+	PartitionKeys []int
+	// FileSystem are the session's s3.* options (s3.endpoint,
+	// s3.path.style.access, s3.access-key, s3.secret-key, s3.region: the
+	// settings the checkpoint storage uses), keyed as set.
+	FileSystem map[string]string
 	// Loc is the session time zone (table.local-time-zone).
 	Loc *time.Location
 	// Formats resolves 'format' / 'value.format' / 'key.format' options.
@@ -95,6 +103,38 @@ type Sink interface {
 	// NewWriter creates one subtask's writer. Its rows hold the physical
 	// columns in order, followed by the table's non-virtual metadata columns.
 	NewWriter(subtask, parallelism int) (exec.SinkWriter, error)
+}
+
+// SupportsPartitioning is implemented by factories whose tables may be
+// PARTITIONED BY (Flink's SupportsPartitioning); the planner refuses a
+// partitioned table of any other connector, naming the table and the
+// connector.
+type SupportsPartitioning interface {
+	Factory
+	// SupportsPartitioning marks the factory; it is never called.
+	SupportsPartitioning()
+}
+
+// KeyedWriters is implemented by sinks whose writers must each see all the
+// changes of a primary key (equality deletes): with more than one writer,
+// the planner routes rows to them by the primary key.
+type KeyedWriters interface {
+	Sink
+	KeyedByPrimaryKey() bool
+}
+
+// CommittingSink is a Sink whose writers are exec.CommittableEmitters: the
+// planner runs one committer after them, at parallelism 1, that receives
+// every writer's committables ahead of each barrier and commits them when
+// the checkpoint completes (Flink's writer and committer operators, as its
+// Iceberg sink has them).
+type CommittingSink interface {
+	Sink
+	// CommitterName names the committer operator in plans and metrics.
+	CommitterName() string
+	// NewCommitter creates the committer: an exec.TwoPhaseCommitWriter
+	// whose rows are committables (exec.CommittablesOf).
+	NewCommitter() (exec.SinkWriter, error)
 }
 
 // Registry maps connector identifiers to factories. It is built once per

@@ -206,6 +206,20 @@ func (t *task) closeStates() error {
 	return first
 }
 
+// preBarrier lets the chain's PreBarrierOperators emit what belongs to
+// checkpoint id, in chain order, so that it flows through the rest of the
+// chain and out ahead of the barrier.
+func (t *task) preBarrier(id CheckpointID) error {
+	for i, op := range t.ops {
+		if p, ok := op.(PreBarrierOperator); ok {
+			if err := p.PrepareSnapshotPreBarrier(id, t.outs[i]); err != nil {
+				return t.wrapOp(i, fmt.Errorf("checkpoint %d: prepare snapshot pre-barrier: %w", id, err))
+			}
+		}
+	}
+	return nil
+}
+
 // checkpoint is the synchronous part of checkpoint id: snapshot the source
 // position and the chain, seal every instance and hand the sealed images to
 // an uploader. An error here fails the task.
@@ -397,6 +411,9 @@ func (t *task) headCheckpoint(id CheckpointID, final bool) error {
 	if final && !t.cp.ended {
 		return fmt.Errorf("checkpoint %d: final checkpoint triggered before the end of input", id)
 	}
+	if err := t.preBarrier(id); err != nil {
+		return err
+	}
 	if err := t.checkpoint(id); err != nil {
 		return err
 	}
@@ -584,6 +601,9 @@ func (t *task) aligned(a alignment) error {
 		if err := t.finishOperators(); err != nil {
 			return err
 		}
+	}
+	if err := t.preBarrier(a.id); err != nil {
+		return err
 	}
 	if err := t.checkpoint(a.id); err != nil {
 		return err

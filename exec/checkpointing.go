@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/flinksql/flinksql/state"
+	"math"
 	"strings"
 	"time"
 
@@ -61,6 +62,35 @@ type CheckpointListener interface {
 	NotifyCheckpointComplete(id CheckpointID) error
 	NotifyCheckpointAborted(id CheckpointID)
 }
+
+// PreBarrierOperator is implemented by operators that emit downstream when
+// a checkpoint's barrier reaches them, before their state is snapshotted and
+// the barrier is forwarded (Flink's prepareSnapshotPreBarrier): what they
+// emit there belongs to the checkpoint, ahead of its barrier on every
+// output channel.
+type PreBarrierOperator interface {
+	PrepareSnapshotPreBarrier(id CheckpointID, out Output) error
+}
+
+// CommittableEmitter is a SinkWriter whose committables are committed not
+// by the writer's own subtask but by a single committer downstream (Flink's
+// two-operator sink: parallel writers, one committer). At each barrier, and
+// at end of input, the sink operator emits them as rows of one BYTES column
+// (CommittableColumn) ahead of the barrier; the writer itself keeps no
+// state. The committer is a TwoPhaseCommitWriter run by a sink operator at
+// parallelism 1, whose input is those rows.
+type CommittableEmitter interface {
+	SinkWriter
+	// PrepareCommittables seals what was written since the previous call
+	// and returns its committables; id is the checkpoint, or
+	// EndOfInputCheckpoint at end of input without checkpointing.
+	PrepareCommittables(id CheckpointID) ([]Committable, error)
+}
+
+// EndOfInputCheckpoint is the checkpoint ID under which a job without
+// checkpointing hands over and commits its output at end of input (Flink's
+// Long.MAX_VALUE).
+const EndOfInputCheckpoint CheckpointID = math.MaxInt64
 
 // CheckpointedReader is implemented by source readers whose position can be
 // restored (Kafka offsets, file positions, generator counters).

@@ -25,12 +25,14 @@ type sink struct {
 	w         SinkWriter
 	tpc       TwoPhaseCommitWriter // w, when it commits in two phases
 	flusher   FlushingWriter       // w, when it buffers
+	emitter   CommittableEmitter   // w, when a committer downstream commits for it
 	ctx       context.Context
 
 	// Set by the runtime when the job checkpoints. A two-phase-commit
 	// writer then pre-commits at every barrier and commits on completion;
 	// its Finish is deferred until the final checkpoint committed.
 	checkpointing bool
+	emits         bool // WithCommittableEmitter: the writer will be a CommittableEmitter
 	finished      bool
 	prepared      []preparedCommit // not yet committed, by checkpoint ID
 	restored      []preparedCommit // to commit when a lazily created writer exists
@@ -50,6 +52,14 @@ type sink struct {
 
 // SinkOption configures a sink operator.
 type SinkOption func(*sink)
+
+// WithCommittableEmitter declares, for NewSinkOperatorFunc, that the writer
+// it creates is a CommittableEmitter: the operator then keeps no state
+// (its committables go downstream to the committer, which keeps them).
+// Open fails if the writer turns out to be another kind.
+func WithCommittableEmitter() SinkOption {
+	return func(s *sink) { s.emits = true }
+}
 
 // preparedCommit is what PrepareCommit returned at one barrier.
 type preparedCommit struct {
@@ -93,6 +103,7 @@ func (s *sink) setWriter(w SinkWriter) {
 	s.w = w
 	s.tpc, _ = w.(TwoPhaseCommitWriter)
 	s.flusher, _ = w.(FlushingWriter)
+	s.emitter, _ = w.(CommittableEmitter)
 	s.giveLog()
 }
 
@@ -140,7 +151,9 @@ func (s *sink) takeRestoreReport() (int, []restoreLoss) {
 
 // maybeTwoPhase reports whether the sink may commit in two phases (its
 // writer does, or does not exist yet).
-func (s *sink) maybeTwoPhase() bool { return s.tpc != nil || (s.w == nil && s.newWriter != nil) }
+func (s *sink) maybeTwoPhase() bool {
+	return s.tpc != nil || (s.w == nil && s.newWriter != nil && !s.emits)
+}
 
 func (s *sink) Open(ctx *OperatorContext) error {
 	s.ctx = ctx.Ctx
@@ -163,6 +176,9 @@ func (s *sink) Open(ctx *OperatorContext) error {
 			return errors.New("no sink writer")
 		}
 		s.setWriter(w)
+		if s.emits && s.emitter == nil {
+			return fmt.Errorf("internal error: the sink writer %T was declared a CommittableEmitter but is not one", w)
+		}
 	}
 	if len(s.restored) > 0 && s.tpc == nil {
 		return errors.New("the restored checkpoint holds committables for a sink whose writer does not commit in two phases")
@@ -193,14 +209,60 @@ func (s *sink) Close() error {
 	return s.w.Close()
 }
 
-func (s *sink) Finish(Output) error {
+func (s *sink) Finish(out Output) error {
 	if s.notNull != nil {
 		s.notNull.finish()
+	}
+	if s.emitter != nil && !s.checkpointing {
+		// Without checkpoints the committer commits at its end of input
+		// what arrives here; with them, the final barrier carries it.
+		if err := s.emit(EndOfInputCheckpoint, out); err != nil {
+			return err
+		}
 	}
 	if s.tpc != nil && s.checkpointing {
 		return nil // finishDeferred, after the final checkpoint
 	}
 	return s.w.Finish(s.ctx)
+}
+
+// PrepareSnapshotPreBarrier implements PreBarrierOperator: a
+// CommittableEmitter's committables of checkpoint id go to the committer
+// ahead of the barrier.
+func (s *sink) PrepareSnapshotPreBarrier(id CheckpointID, out Output) error {
+	if s.emitter == nil {
+		return nil
+	}
+	return s.emit(id, out)
+}
+
+// emit hands the emitter's committables downstream, one row each.
+func (s *sink) emit(id CheckpointID, out Output) error {
+	cs, err := s.emitter.PrepareCommittables(id)
+	if err != nil {
+		return fmt.Errorf("prepare committables: %w", err)
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	b := types.NewBatch(1, len(cs))
+	for _, c := range cs {
+		b.AppendRow(types.Insert, types.Row{types.Bytes(c)})
+	}
+	return out.Push(b)
+}
+
+// CommittablesOf returns the committables a committer's input batch holds
+// (the rows a CommittableEmitter's sink operator emitted).
+func CommittablesOf(b *types.Batch) ([]Committable, error) {
+	cs := make([]Committable, 0, b.Len())
+	for i, r := range b.Rows {
+		if len(r) != 1 || r[0].K != types.KindBytes || b.Kinds[i] != types.Insert {
+			return nil, fmt.Errorf("internal error: a committer got a row that is not a committable (%d columns, %s)", len(r), b.Kinds[i])
+		}
+		cs = append(cs, Committable(r[0].S))
+	}
+	return cs, nil
 }
 
 // finishDeferred finishes a two-phase-commit writer once the final

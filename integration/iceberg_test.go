@@ -23,7 +23,8 @@ import (
 // completed checkpoint, until one finishes. The table, read with
 // iceberg-go's own scan, must hold every id exactly once; its snapshots
 // form one chain with sequence numbers 1, 2, … and checkpoint ids that
-// increase, and every data file a snapshot references exists.
+// increase, and every data file a snapshot references exists. The sink
+// runs two writers (parallelism 2) and one committer.
 func TestIcebergKillAndResume(t *testing.T) {
 	const rows = 6000
 	dir := t.TempDir()
@@ -65,6 +66,21 @@ INSERT INTO ice SELECT id, k FROM gen;
 	tbl, ids := readIcebergIDs(t, wh, table.Identifier{"db", "ids"})
 	checkExactlyOnce(t, ids, rows)
 	checkIcebergSnapshots(t, tbl)
+	// Two writers, one committer: a snapshot holds at most one data file
+	// per writer, and the checkpoints while both had rows hold two.
+	both := 0
+	for _, s := range tbl.Metadata().Snapshots() {
+		n, err := strconv.Atoi(s.Summary.Properties["added-data-files"])
+		if err != nil || n < 1 || n > 2 {
+			t.Fatalf("snapshot %d adds %q data files, want 1 or 2 (one per writer)", s.SequenceNumber, s.Summary.Properties["added-data-files"])
+		}
+		if n == 2 {
+			both++
+		}
+	}
+	if both == 0 {
+		t.Fatalf("no snapshot has data files of both writers (%d snapshots)", len(tbl.Metadata().Snapshots()))
+	}
 }
 
 // readIcebergIDs scans the table's first column (BIGINT ids).

@@ -66,7 +66,10 @@ func (p *Planner) AlterTable(st *parser.AlterTable) (*catalog.Table, error) {
 	case parser.AlterCompact:
 		return nil, &ValidationError{Msg: fmt.Sprintf("ALTER TABLE COMPACT operation is not supported for non-managed table `%s`.`%s`.`%s`", id.Catalog, id.Database, id.Object)}
 	case parser.AlterPartition:
-		return nil, &UnsupportedError{Msg: fmt.Sprintf("ALTER TABLE ... ADD/DROP PARTITION is not supported: table %s is not partitioned (flinksql does not support PARTITIONED BY yet)", id)}
+		if len(old.PartitionKeys) == 0 {
+			return nil, &ValidationError{Msg: fmt.Sprintf("Table %s is not partitioned.", id)}
+		}
+		return nil, &UnsupportedError{Msg: fmt.Sprintf("ALTER TABLE ... ADD/DROP PARTITION is not supported: the partitions of table %s are the connector's (no catalog keeps a partition list here)", id)}
 	case parser.AlterRenameTable:
 		if newID, err = p.qualify(st, st.NewName); err != nil {
 			return nil, err
@@ -468,6 +471,13 @@ func (p *Planner) mergeLike(st *parser.CreateTable) (*parser.CreateTable, error)
 		if !replaced {
 			out.Watermarks = append(out.Watermarks, w)
 		}
+	}
+	out.PartitionedBy = st.PartitionedBy
+	if len(base.PartitionedBy) > 0 && strat["PARTITIONS"] == "INCLUDING" {
+		if len(st.PartitionedBy) > 0 {
+			return nil, errAt(st, "The base table already has partitions defined. You might want to specify EXCLUDING PARTITIONS.")
+		}
+		out.PartitionedBy = base.PartitionedBy
 	}
 	out.PrimaryKey = st.PrimaryKey
 	if base.PrimaryKey != nil && strat["CONSTRAINTS"] == "INCLUDING" {

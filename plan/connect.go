@@ -21,6 +21,7 @@ func (pc *planContext) tableContext(t *catalog.Table) *connectors.TableContext {
 		ObjectName: t.ID.Object,
 		Options:    t.OptionMap(),
 		Loc:        pc.p.cfg.Loc,
+		FileSystem: pc.p.cfg.FileSystem,
 		Formats:    pc.p.reg.Formats(),
 	}
 	for _, c := range t.Columns {
@@ -35,6 +36,9 @@ func (pc *planContext) tableContext(t *catalog.Table) *connectors.TableContext {
 		for _, name := range t.PrimaryKey.Columns {
 			tc.PrimaryKey = append(tc.PrimaryKey, tc.Physical.Index(name))
 		}
+	}
+	for _, name := range t.PartitionKeys {
+		tc.PartitionKeys = append(tc.PartitionKeys, tc.Physical.Index(name))
 	}
 	return tc
 }
@@ -52,6 +56,14 @@ func (pc *planContext) factory(t *catalog.Table, sink bool) (connectors.Factory,
 	}
 	if err != nil {
 		return nil, fmt.Errorf("Unable to create a source for reading table '%s'.\n\n%w", t.ID, err)
+	}
+	if _, ok := f.(connectors.SupportsPartitioning); len(t.PartitionKeys) > 0 && !ok {
+		side := "DynamicTableSource doesn't implement the SupportsPartitionPushDown"
+		if sink {
+			side = "DynamicTableSink doesn't implement the SupportsPartitioning"
+		}
+		return nil, fmt.Errorf("Table '%s' is a partitioned table, but the underlying %s interface: the '%s' connector does not support PARTITIONED BY (%s).",
+			t.ID, side, f.Identifier(), strings.Join(t.PartitionKeys, ", "))
 	}
 	return f, nil
 }

@@ -156,9 +156,6 @@ func (p *Planner) buildTable(st *parser.CreateTable) (*catalog.Table, error) {
 			return nil, err
 		}
 	}
-	if len(st.PartitionedBy) > 0 {
-		return nil, &UnsupportedError{Msg: "PARTITIONED BY is not supported yet"}
-	}
 	t := &catalog.Table{ID: id, Temporary: st.Temporary, Comment: st.Comment}
 	seen := map[string]*parser.ColumnDef{}
 	for _, c := range st.Columns {
@@ -246,6 +243,9 @@ func (p *Planner) buildTable(st *parser.CreateTable) (*catalog.Table, error) {
 		t.Columns[ci].Type.TimeAttr = types.RowtimeAttr
 		t.Watermark = &catalog.Watermark{Column: w.Column[0], Expr: w.Expr, ExprText: w.ExprText, Type: x.Type()}
 	}
+	if err := partitionKeys(st, t); err != nil {
+		return nil, err
+	}
 	if pk := st.PrimaryKey; pk != nil {
 		if pk.Enforced {
 			return nil, errAt(pk, "Flink doesn't support ENFORCED mode for PRIMARY KEY constraint. ENFORCED/NOT ENFORCED controls if the constraint checks are performed on the incoming/outgoing data. Flink does not own the data therefore the only supported mode is the NOT ENFORCED mode")
@@ -298,6 +298,31 @@ func (p *Planner) qualify(n parser.Node, name []string) (catalog.Identifier, err
 	return id, nil
 }
 
+// partitionKeys validates PARTITIONED BY as Flink does and records the keys
+// in t: each must name a physical column, once.
+func partitionKeys(st *parser.CreateTable, t *catalog.Table) error {
+	seen := map[string]bool{}
+	for _, k := range st.PartitionedBy {
+		var col *catalog.Column
+		for i := range t.Columns {
+			if t.Columns[i].Name == k {
+				col = &t.Columns[i]
+			}
+		}
+		switch {
+		case col == nil:
+			return &ValidationError{Msg: fmt.Sprintf("Partition column '%s' not defined in the table schema. Available columns: [%s]", k, quotedNames(t.Columns))}
+		case col.Kind != parser.PhysicalColumn:
+			return &ValidationError{Msg: fmt.Sprintf("Invalid partition key '%s'. A partition key must reference a physical column in the schema. Available columns are: [%s]", k, quotedNames(t.Columns))}
+		case seen[k]:
+			return &ValidationError{Msg: fmt.Sprintf("Partition column '%s' is declared more than once in PARTITIONED BY.", k)}
+		}
+		seen[k] = true
+		t.PartitionKeys = append(t.PartitionKeys, k)
+	}
+	return nil
+}
+
 // ShowCreateTable renders a table's DDL as Flink's SHOW CREATE TABLE does.
 func ShowCreateTable(t *catalog.Table) string {
 	var b strings.Builder
@@ -342,6 +367,13 @@ func ShowCreateTable(t *catalog.Table) string {
 	b.WriteString("\n)")
 	if t.Comment != "" {
 		b.WriteString("\nCOMMENT '" + strings.ReplaceAll(t.Comment, "'", "''") + "'")
+	}
+	if len(t.PartitionKeys) > 0 {
+		keys := make([]string, len(t.PartitionKeys))
+		for i, k := range t.PartitionKeys {
+			keys[i] = types.QuoteIdent(k)
+		}
+		b.WriteString("\nPARTITIONED BY (" + strings.Join(keys, ", ") + ")")
 	}
 	b.WriteString(" WITH (\n")
 	opts := make([]string, len(t.Options))

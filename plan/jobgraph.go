@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/groupagg"
 	"github.com/flinksql/flinksql/exec/rank"
@@ -327,7 +328,14 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 		if par <= 0 {
 			par = v.Parallelism
 		}
-		if par != v.Parallelism {
+		if ks, ok := x.Sink.(connectors.KeyedWriters); ok && ks.KeyedByPrimaryKey() && par > 1 && len(x.PrimaryKey) > 0 {
+			// Each key's changes must reach one writer, whatever the
+			// input is keyed by (Flink's Iceberg sink keys by its equality
+			// fields).
+			nv := gb.newVertex("", par)
+			nv.Inputs = []exec.Input{{From: v.ID, Partitioner: exec.Partitioner{Kind: exec.Hash, KeyCols: x.PrimaryKey}}}
+			v = nv
+		} else if par != v.Parallelism {
 			part := exec.Partitioner{Kind: exec.Rebalance}
 			if par == 1 {
 				part.Kind = exec.Global
@@ -356,9 +364,27 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 		}
 		// The writer is created when the operator opens, once the runtime has
 		// told it its subtask; the runtime still sees it (two-phase commit).
-		return appendOp(v, x.Describe(), func() (exec.Operator, error) {
+		cs, committing := sink.(connectors.CommittingSink)
+		if committing {
+			opts = append(opts, exec.WithCommittableEmitter())
+		}
+		v = appendOp(v, x.Describe(), func() (exec.Operator, error) {
 			return exec.NewSinkOperatorFunc(sink.NewWriter, opts...), nil
-		}), nil
+		})
+		if committing {
+			// The single committer of the parallel writers; it holds the
+			// committables in its state and gets the sink's state identity.
+			cv := gb.newVertex("", 1)
+			cv.Inputs = []exec.Input{{From: v.ID, Partitioner: exec.Partitioner{Kind: exec.Global}}}
+			v = appendOp(cv, cs.CommitterName(), func() (exec.Operator, error) {
+				w, err := cs.NewCommitter()
+				if err != nil {
+					return nil, err
+				}
+				return exec.NewSinkOperator(w), nil
+			})
+		}
+		return v, nil
 	}
 	return nil, fmt.Errorf("internal error: no runtime operator for plan node %T", n)
 }

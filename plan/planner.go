@@ -23,10 +23,13 @@ type Config struct {
 	Parallelism    int            // parallelism.default
 	MaxParallelism int            // pipeline.max-parallelism
 	Loc            *time.Location // table.local-time-zone, resolved
-	Now            func() time.Time
-	StateTTL       time.Duration // table.exec.state.ttl
-	MiniBatch      MiniBatch     // table.exec.mini-batch.*
-	IdleTimeout    time.Duration // table.exec.source.idle-timeout (EXPLAIN shows it)
+	// FileSystem are the session's s3.* options (those the checkpoint
+	// storage uses), for connectors that write to s3:// locations.
+	FileSystem  map[string]string
+	Now         func() time.Time
+	StateTTL    time.Duration // table.exec.state.ttl
+	MiniBatch   MiniBatch     // table.exec.mini-batch.*
+	IdleTimeout time.Duration // table.exec.source.idle-timeout (EXPLAIN shows it)
 	// CDCEventsDuplicate is table.exec.source.cdc-events-duplicate: change
 	// events of a changelog source may come more than once, so they are
 	// deduplicated by the table's primary key.

@@ -189,6 +189,7 @@ func (s *Session) planner(ctx context.Context) (*plan.Planner, error) {
 		MaxParallelism: options.MaxParallelism.Get(s.conf),
 		RuntimeMode:    mode,
 		Loc:            loc,
+		FileSystem:     s.conf.WithPrefix("s3."),
 		Now:            s.now,
 		StateTTL:       options.StateTTL.Get(s.conf),
 		MiniBatch:      mb,

@@ -81,7 +81,8 @@ func testSQL(t *testing.T, backend string) {
 		sess := newSession()
 		defer func() { sess.Close() }()
 		tmp := t.TempDir()
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		// Output names the temporary directory as the input does.
+		run := func(t *testing.T, d *datadriven.TestData) string {
 			d.Input = strings.ReplaceAll(d.Input, "${TMPDIR}", tmp)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -203,6 +204,9 @@ func testSQL(t *testing.T, backend string) {
 			}
 			d.Fatalf(t, "unknown command %s", d.Cmd)
 			return ""
+		}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return strings.ReplaceAll(run(t, d), tmp, "${TMPDIR}")
 		})
 	})
 }

@@ -269,7 +269,7 @@ var optionCoverage = map[string]map[string]cover{
 	}),
 }
 
-const partitionNoop = "acts only on a PARTITIONED BY table, which the planner refuses; on a table without partitions Flink ignores it too"
+const partitionNoop = "acts only on a PARTITIONED BY table, which the filesystem connector refuses (it does not implement connectors.SupportsPartitioning); on a table without partitions Flink ignores it too"
 
 func merge(ms ...map[string]cover) map[string]cover {
 	out := map[string]cover{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/types"
 )
@@ -28,6 +29,9 @@ func BenchmarkWriter(b *testing.B) {
 	sw, _ := snk.NewWriter(0, 1)
 	w := sw.(*writer)
 	defer w.Close()
+	cw, _ := snk.(connectors.CommittingSink).NewCommitter()
+	c := cw.(*committer)
+	defer c.Close()
 	ctx := context.Background()
 	if err := w.Open(ctx); err != nil {
 		b.Fatal(err)
@@ -48,16 +52,19 @@ func BenchmarkWriter(b *testing.B) {
 		}
 		if i%100 == 99 {
 			ckp++
-			cs, err := w.PrepareCommit(ckp)
+			if err := handOver(c, []*writer{w}, ckp); err != nil {
+				b.Fatal(err)
+			}
+			cs, err := c.PrepareCommit(ckp)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := w.Commit(cs); err != nil {
+			if err := c.Commit(cs); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
-	if _, err := w.PrepareCommit(ckp + 1); err != nil {
+	if _, err := w.PrepareCommittables(ckp + 1); err != nil {
 		b.Fatal(err)
 	}
 	b.StopTimer()

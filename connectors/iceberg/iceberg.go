@@ -1,22 +1,23 @@
 // Package iceberg owns the 'iceberg' connector: a sink that appends to an
 // Apache Iceberg table (github.com/apache/iceberg-go) in a Hadoop catalog
 // (a warehouse directory on the local file system), with exactly-once
-// commits tied to checkpoints as Flink's IcebergFilesCommitter makes them.
+// commits tied to checkpoints as Flink's Iceberg sink makes them.
 //
-// Between barriers the sink writes Parquet data files. At a barrier it
-// closes them and hands their metadata (path, size, row count, column
-// statistics) over as the committable of the checkpoint; when the
-// checkpoint completes, one Iceberg snapshot appending those files is
-// committed. The snapshot's summary records the writer's job id and the
-// checkpoint id (flink.job-id, flink.max-committed-checkpoint-id), so a
-// commit repeated after a restore finds it already committed and skips it.
-// One committer per table: the sink runs at parallelism 1 (Flink writes
-// at parallelism n and commits at 1; here the committer is the writer).
+// The sink is a connectors.CommittingSink: writers at the input's
+// parallelism write Parquet data files between barriers; ahead of each
+// barrier every writer hands the metadata of the files it closed (path,
+// size, row count, column statistics, partition values) to the single
+// committer (IcebergFilesCommitter, parallelism 1), which keeps them in its
+// checkpoint state and, when the checkpoint completes, commits one Iceberg
+// snapshot appending all of them. The snapshot's summary records the
+// committer's job id and the checkpoint id (flink.job-id,
+// flink.max-committed-checkpoint-id), so a commit repeated after a restore
+// finds it already committed and skips it.
 //
 // The table is created from the DDL's schema when it does not exist
 // (Flink's type mapping, NOT NULL columns required, the primary key as the
-// identifier fields). Append mode only: an updating query is refused
-// naming 'write.upsert.enabled'.
+// identifier fields, PARTITIONED BY columns as identity partitions). Append
+// mode only: an updating query is refused naming 'write.upsert.enabled'.
 package iceberg
 
 import (
@@ -24,10 +25,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/types"
 
 	iceberg "github.com/apache/iceberg-go"
+	isql "github.com/apache/iceberg-go/catalog/sql"
+	icebergio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// warehouses
+	_ "github.com/jackc/pgx/v5/stdlib"             // the "pgx" driver of a PostgreSQL 'sql' catalog
+	_ "modernc.org/sqlite"                         // the "sqlite" driver (pure Go) of a SQLite 'sql' catalog
 )
 
 // Identifier is the value of 'connector' that selects this factory.
@@ -67,6 +74,10 @@ func NewFactory() *Factory { return &Factory{} }
 // Identifier implements connectors.Factory.
 func (*Factory) Identifier() string { return Identifier }
 
+// SupportsPartitioning implements connectors.SupportsPartitioning:
+// PARTITIONED BY columns become identity partitions of a created table.
+func (*Factory) SupportsPartitioning() {}
+
 // RequiredOptions implements connectors.Factory.
 func (*Factory) RequiredOptions() []string { return []string{OptCatalogName} }
 
@@ -83,13 +94,21 @@ func (*Factory) OptionalOptions() []string {
 type config struct {
 	name          string // the Flink table, for messages
 	catalogName   string
-	warehouse     string // absolute local path
+	catalogType   string // hadoop or sql
+	sqlDriver     string // sql: the database/sql driver of 'uri'
+	sqlDSN        string // sql: the driver's data source name
+	sqlDialect    isql.SupportedDialect
+	warehouse     string             // absolute local path, or s3://bucket/prefix
+	local         bool               // the warehouse is on the local file system
+	fileIO        iceberg.Properties // iceberg-go's s3.* properties, from the session's
 	database      string
 	table         string
 	formatVersion int
 	targetSize    int64 // write.target-file-size-bytes; 0: iceberg-go's default
 	schema        types.Schema
 	primaryKey    []int
+	partitionKeys []int // PARTITIONED BY: identity partitions of a created table
+	upsert        bool  // write.upsert.enabled
 }
 
 // CreateSink implements connectors.SinkFactory.
@@ -99,7 +118,11 @@ func (f *Factory) CreateSink(tc *connectors.TableContext) (connectors.Sink, erro
 		return nil, err
 	}
 	// Fail at planning on a type the table cannot hold.
-	if _, err := icebergSchema(c.schema, c.primaryKey); err != nil {
+	sc, err := icebergSchema(c.schema, c.primaryKey)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg table %s: %w", c.name, err)
+	}
+	if _, err := identitySpec(sc, c.schema, c.partitionKeys); err != nil {
 		return nil, fmt.Errorf("iceberg table %s: %w", c.name, err)
 	}
 	return &Sink{cfg: c}, nil
@@ -110,7 +133,7 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 		return nil, err
 	}
 	opts := connectors.Options(tc.Options)
-	c := &config{name: tc.Name, schema: tc.Physical, primaryKey: tc.PrimaryKey}
+	c := &config{name: tc.Name, schema: tc.Physical, primaryKey: tc.PrimaryKey, partitionKeys: tc.PartitionKeys}
 	if c.catalogName = strings.TrimSpace(opts[OptCatalogName]); c.catalogName == "" {
 		return nil, fmt.Errorf("Table property '%s' cannot be null", OptCatalogName) //nolint:staticcheck // Flink's text
 	}
@@ -125,19 +148,48 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ctype != CatalogHadoop {
-		return nil, fmt.Errorf("iceberg table %s: '%s' = '%s' is not supported yet; the supported catalog type is '%s' (a warehouse directory on the local file system)",
-			c.name, OptCatalogType, ctype, CatalogHadoop)
+	switch ctype {
+	case CatalogHadoop:
+		if opts.Has(OptURI) {
+			return nil, fmt.Errorf("iceberg table %s: option '%s' is not used by a '%s' catalog; remove it", c.name, OptURI, CatalogHadoop)
+		}
+	case CatalogSQL:
+		uri := strings.TrimSpace(opts[OptURI])
+		if uri == "" {
+			return nil, fmt.Errorf("iceberg table %s: option '%s' is required for a '%s' catalog (jdbc:sqlite:<file>, or jdbc:postgresql://host:port/database?user=…&password=…)", c.name, OptURI, CatalogSQL)
+		}
+		if c.sqlDriver, c.sqlDSN, c.sqlDialect, err = sqlCatalogURI(uri); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: option '%s': %w", c.name, OptURI, err)
+		}
+	case CatalogREST:
+		return nil, fmt.Errorf("iceberg table %s: '%s' = '%s' is not supported yet (no REST catalog server runs in the tests here to verify it); the supported catalog types are '%s' and '%s'",
+			c.name, OptCatalogType, ctype, CatalogHadoop, CatalogSQL)
+	default:
+		return nil, fmt.Errorf("iceberg table %s: '%s' = '%s' is not supported (no Hive metastore client in Go); the supported catalog types are '%s' and '%s'",
+			c.name, OptCatalogType, ctype, CatalogHadoop, CatalogSQL)
 	}
-	if opts.Has(OptURI) {
-		return nil, fmt.Errorf("iceberg table %s: option '%s' is not used by a '%s' catalog; remove it", c.name, OptURI, CatalogHadoop)
-	}
+	c.catalogType = ctype
 	wh := strings.TrimSpace(opts[OptWarehouse])
 	if wh == "" {
-		return nil, fmt.Errorf("iceberg table %s: option '%s' is required for a '%s' catalog", c.name, OptWarehouse, CatalogHadoop)
+		return nil, fmt.Errorf("iceberg table %s: option '%s' is required for a '%s' catalog", c.name, OptWarehouse, ctype)
 	}
-	if c.warehouse, err = localPath(wh); err != nil {
-		return nil, fmt.Errorf("iceberg table %s: option '%s': %w", c.name, OptWarehouse, err)
+	if rest, ok := strings.CutPrefix(wh, "s3://"); ok {
+		if ctype != CatalogSQL {
+			return nil, fmt.Errorf("iceberg table %s: option '%s' = '%s': a '%s' catalog commits by renaming metadata files, which S3 cannot do atomically; use '%s' = '%s' for an s3:// warehouse",
+				c.name, OptWarehouse, wh, ctype, OptCatalogType, CatalogSQL)
+		}
+		if bucket, _, _ := strings.Cut(rest, "/"); bucket == "" {
+			return nil, fmt.Errorf("iceberg table %s: option '%s' = '%s' names no bucket (expected s3://bucket/prefix)", c.name, OptWarehouse, wh)
+		}
+		c.warehouse = strings.TrimRight(wh, "/")
+		if c.fileIO, err = s3Properties(tc.FileSystem); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: %w", c.name, err)
+		}
+	} else {
+		if c.warehouse, err = localPath(wh); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: option '%s': %w", c.name, OptWarehouse, err)
+		}
+		c.local = true
 	}
 	c.database = opts.String(OptCatalogDatabase, currentDatabase(tc.Name))
 	c.table = opts.String(OptCatalogTable, tc.ObjectName)
@@ -164,8 +216,11 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 		return nil, err
 	}
 	if upsert {
-		return nil, fmt.Errorf("iceberg table %s: '%s' = 'true' is not supported yet (equality deletes are not written); the sink appends insert-only input", c.name, OptUpsertEnabled)
+		if err := c.canDelete(OptUpsertEnabled + "' = 'true"); err != nil {
+			return nil, err
+		}
 	}
+	c.upsert = upsert
 	if _, err := opts.Bool(OptCacheEnabled, true); err != nil {
 		return nil, err
 	}
@@ -177,6 +232,75 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 	return c, nil
 }
 
+// canDelete checks that the table can take equality deletes (what needs
+// them names itself in what): a PRIMARY KEY, format version 2, no
+// partitions.
+func (c *config) canDelete(what string) error {
+	switch {
+	case len(c.primaryKey) == 0:
+		return fmt.Errorf("iceberg table %s: '%s' needs a PRIMARY KEY (its columns are the equality fields of the deletes)", c.name, what)
+	case c.formatVersion < 2:
+		return fmt.Errorf("iceberg table %s: '%s' needs '%s' = '2' (equality deletes), but it is %d", c.name, what, OptFormatVersion, c.formatVersion)
+	case len(c.partitionKeys) > 0:
+		return fmt.Errorf("iceberg table %s: '%s' on a PARTITIONED BY table is not supported yet", c.name, what)
+	}
+	return nil
+}
+
+// sqlCatalogURI maps a 'sql' catalog's 'uri' (the JDBC URL Flink's
+// JdbcCatalog takes, or the Go driver's own form) to a database/sql driver
+// (pure-Go SQLite, or pgx for PostgreSQL), its DSN and the dialect.
+func sqlCatalogURI(uri string) (driver, dsn string, dialect isql.SupportedDialect, err error) {
+	u := strings.TrimPrefix(uri, "jdbc:")
+	switch {
+	case strings.HasPrefix(u, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "file:")
+		if path == "" {
+			return "", "", "", fmt.Errorf("'%s' names no SQLite database file", uri)
+		}
+		// Writers and the committer open the file each: wait on its lock.
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		return "sqlite", "file:" + path + sep + "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)", isql.SQLite, nil
+	case strings.HasPrefix(u, "postgresql://"), strings.HasPrefix(u, "postgres://"):
+		return "pgx", u, isql.Postgres, nil
+	}
+	return "", "", "", fmt.Errorf("unsupported catalog database URI '%s' (supported: jdbc:sqlite:<file>, jdbc:postgresql://host:port/database)", uri)
+}
+
+// s3Properties maps the session's S3 settings (those the checkpoint
+// storage takes) to iceberg-go's S3 file IO properties.
+func s3Properties(fs map[string]string) (iceberg.Properties, error) {
+	props := iceberg.Properties{icebergio.S3Region: "us-east-1"}
+	for k, v := range fs {
+		switch k {
+		case checkpoint.OptS3Endpoint:
+			props[icebergio.S3EndpointURL] = v
+		case checkpoint.OptS3AccessKey:
+			props[icebergio.S3AccessKeyID] = v
+		case checkpoint.OptS3SecretKey:
+			props[icebergio.S3SecretAccessKey] = v
+		case checkpoint.OptS3Region:
+			props[icebergio.S3Region] = v
+		case checkpoint.OptS3PathStyle:
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return nil, fmt.Errorf("invalid value '%s' for option '%s' (allowed: true, false)", v, k)
+			}
+			props[icebergio.S3ForceVirtualAddressing] = strconv.FormatBool(!b)
+		default:
+			return nil, fmt.Errorf("option '%s' is not an S3 setting the iceberg sink uses (%s, %s, %s, %s, %s)", k,
+				checkpoint.OptS3Endpoint, checkpoint.OptS3PathStyle, checkpoint.OptS3AccessKey, checkpoint.OptS3SecretKey, checkpoint.OptS3Region)
+		}
+	}
+	if (props[icebergio.S3AccessKeyID] == "") != (props[icebergio.S3SecretAccessKey] == "") {
+		return nil, fmt.Errorf("options '%s' and '%s' must be set together", checkpoint.OptS3AccessKey, checkpoint.OptS3SecretKey)
+	}
+	return props, nil
+}
+
 // localPath turns a warehouse location into an absolute local path.
 func localPath(loc string) (string, error) {
 	p := loc
@@ -185,7 +309,7 @@ func localPath(loc string) (string, error) {
 	} else if rest, ok := strings.CutPrefix(p, "file:"); ok {
 		p = rest
 	} else if i := strings.Index(p, "://"); i > 0 {
-		return "", fmt.Errorf("unsupported file system scheme '%s' in '%s' (a '%s' catalog supports local paths and file:// here; s3:// is not supported yet)", p[:i], loc, CatalogHadoop)
+		return "", fmt.Errorf("unsupported file system scheme '%s' in '%s' (supported: local paths, file://, and s3:// with '%s' = '%s')", p[:i], loc, OptCatalogType, CatalogSQL)
 	}
 	if !strings.HasPrefix(p, "/") {
 		return "", fmt.Errorf("'%s' is not an absolute path", loc)
@@ -228,6 +352,30 @@ func icebergSchema(cols types.Schema, pk []int) (*iceberg.Schema, error) {
 		fields[p].Required = true // primary key columns are NOT NULL in Flink
 	}
 	return iceberg.NewSchemaWithIdentifiers(0, ids, fields...), nil
+}
+
+// identitySpec is the partition spec of PARTITIONED BY keys (positions in
+// cols), as Flink's FlinkSchemaUtil builds it: one identity field per key,
+// named after its column. Types whose partition values the committer cannot
+// carry (DECIMAL, BINARY(n)) are refused.
+func identitySpec(sc *iceberg.Schema, cols types.Schema, keys []int) (iceberg.PartitionSpec, error) {
+	if len(keys) == 0 {
+		return *iceberg.UnpartitionedSpec, nil
+	}
+	opts := make([]iceberg.PartitionOption, 0, len(keys))
+	for _, k := range keys {
+		col := cols[k]
+		switch col.Type.Root {
+		case types.RootDecimal, types.RootBinary:
+			return iceberg.PartitionSpec{}, fmt.Errorf("PARTITIONED BY column '%s' of type %s is not supported by the iceberg sink (identity partitions of BOOLEAN, integer, FLOAT, DOUBLE, CHAR, VARCHAR, VARBINARY, DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ columns are)", col.Name, col.Type)
+		}
+		opts = append(opts, iceberg.AddPartitionFieldByName(col.Name, col.Name, iceberg.IdentityTransform{}, sc, nil))
+	}
+	spec, err := iceberg.NewPartitionSpecOpts(opts...)
+	if err != nil {
+		return iceberg.PartitionSpec{}, fmt.Errorf("partition spec: %w", err)
+	}
+	return spec, nil
 }
 
 func icebergType(t types.Type) (iceberg.Type, error) {

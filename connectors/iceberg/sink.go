@@ -3,14 +3,18 @@ package iceberg
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
-	"math"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/flinksql/flinksql/connectors"
@@ -23,120 +27,132 @@ import (
 	iceberg "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/hadoop"
+	isql "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 )
 
-// Sink is a configured iceberg table being written.
+// Sink is a configured iceberg table being written: parallel writers of
+// data files and one committer of snapshots (connectors.CommittingSink).
 type Sink struct {
 	cfg *config
+	// updating: the query's changes are written as equality deletes and
+	// data files (upsert), decided at planning (AcceptedChangelogMode).
+	updating bool
+	// insertOnly: the query appends (set at planning too).
+	insertOnly bool
 }
 
-var _ connectors.Sink = (*Sink)(nil)
+var _ connectors.CommittingSink = (*Sink)(nil)
 
-// AcceptedChangelogMode implements connectors.Sink: the sink appends.
-func (s *Sink) AcceptedChangelogMode(types.ChangelogMode) types.ChangelogMode {
-	return types.InsertOnly
+// AcceptedChangelogMode implements connectors.Sink: a table that can take
+// equality deletes (a PRIMARY KEY, format version 2) takes updating input,
+// as Flink's Iceberg sink does; it then writes in upsert mode, as it does
+// for any input with 'write.upsert.enabled'.
+func (s *Sink) AcceptedChangelogMode(requested types.ChangelogMode) types.ChangelogMode {
+	s.insertOnly = requested.IsInsertOnly()
+	if requested.IsInsertOnly() || s.cfg.canDelete("updating input") != nil {
+		s.updating = s.cfg.upsert
+		return types.InsertOnly
+	}
+	s.updating = true
+	return types.Retract
 }
+
+// KeyedByPrimaryKey implements connectors.KeyedWriters: an insert-only
+// query in upsert mode has its rows hashed to the writers by the primary
+// key. (Updating input already arrives keyed by it: the planner
+// materializes it by the sink's primary key when its upsert key differs.)
+func (s *Sink) KeyedByPrimaryKey() bool { return s.cfg.upsert && s.insertOnly }
 
 // UpdatingInputHint says what an updating query would need.
 func (s *Sink) UpdatingInputHint() string {
-	return fmt.Sprintf("The iceberg sink appends: updating input needs upsert mode ('%s' = 'true' on a '%s' = '2' table with a PRIMARY KEY, written as equality deletes), which is not supported yet.",
-		OptUpsertEnabled, OptFormatVersion)
+	err := s.cfg.canDelete("updating input")
+	return fmt.Sprintf("The iceberg sink writes updates as equality deletes: %v.", err)
 }
 
-// Parallelism implements connectors.Sink: one writer, which is also the
-// table's single committer, so that each checkpoint is one snapshot.
-func (s *Sink) Parallelism(int) int { return 1 }
+// Parallelism implements connectors.Sink: the writers run at the input's
+// parallelism (Flink's default for 'write-parallelism'); the committer at 1.
+func (s *Sink) Parallelism(int) int { return 0 }
 
 // WritableMetadata implements connectors.Sink.
 func (s *Sink) WritableMetadata() map[string]types.Type { return nil }
 
-// NewWriter implements connectors.Sink.
+// NewWriter implements connectors.Sink: one subtask's writer of data files.
 func (s *Sink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
+	w := &writer{tableRef: tableRef{cfg: s.cfg}}
+	if s.updating || s.cfg.upsert {
+		w.upsert = &upsertBuffer{index: map[string]int{}}
+	}
+	return w, nil
+}
+
+// CommitterName implements connectors.CommittingSink.
+func (s *Sink) CommitterName() string {
+	return fmt.Sprintf("IcebergFilesCommitter(table=[%s])", s.cfg.name)
+}
+
+// NewCommitter implements connectors.CommittingSink.
+func (s *Sink) NewCommitter() (exec.SinkWriter, error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
 	}
-	return &writer{cfg: s.cfg, jobID: hex.EncodeToString(id[:])}, nil
+	return &committer{tableRef: tableRef{cfg: s.cfg}, jobID: hex.EncodeToString(id[:])}, nil
 }
 
-// writer writes one subtask's rows into Parquet data files and commits them
-// as Iceberg snapshots. It is a TwoPhaseCommitWriter: a checkpoint's data
-// files are its committable, committed when the checkpoint completes.
-type writer struct {
-	cfg *config
-	// jobID identifies this writer's commits in the snapshot summaries
-	// (flink.job-id); a committable carries the id it was written under.
-	jobID string
-	ctx   context.Context
+// tableRef is the table a writer or the committer works on, loaded (or
+// created from the DDL's schema) on first use.
+type tableRef struct {
+	cfg   *config
 	log   exec.LogFunc
-
-	cat   *hadoop.Catalog
+	cat   catalog.Catalog
 	ident table.Identifier
 	tbl   *table.Table
-
-	schema  *arrow.Schema // the table's current schema, in its field order
-	source  []int         // source[i]: the row column of arrow field i, -1 for none
-	appends []appendFunc
-	rb      *array.RecordBuilder
-
-	seg *segment // the data files being written since the last barrier
 }
-
-var (
-	_ exec.TwoPhaseCommitWriter = (*writer)(nil)
-	_ exec.CommittableSizer     = (*writer)(nil)
-	_ exec.LogReceiver          = (*writer)(nil)
-)
 
 // SetLog implements exec.LogReceiver.
-func (w *writer) SetLog(l exec.LogFunc) { w.log = l }
+func (r *tableRef) SetLog(l exec.LogFunc) { r.log = l }
 
-func (w *writer) logf(format string, args ...any) {
-	if w.log != nil {
-		w.log(format, args...)
+func (r *tableRef) logf(format string, args ...any) {
+	if r.log != nil {
+		r.log(format, args...)
 	}
-}
-
-// Open implements exec.SinkWriter.
-func (w *writer) Open(ctx context.Context) error {
-	w.ctx = ctx
-	return w.ensureTable(ctx)
 }
 
 // ensureTable loads the table, creating it (and its namespace) from the
-// DDL's schema when it does not exist, and prepares the row conversion.
-func (w *writer) ensureTable(ctx context.Context) error {
-	if w.tbl != nil {
+// DDL's schema when it does not exist. Parallel writers may race to create
+// it: the loser loads what the winner created.
+func (r *tableRef) ensureTable(ctx context.Context) error {
+	if r.tbl != nil {
 		return nil
 	}
-	c := w.cfg
-	if w.cat == nil {
-		cat, err := hadoop.NewCatalog(c.catalogName, "file://"+c.warehouse, iceberg.Properties{})
+	c := r.cfg
+	if r.cat == nil {
+		cat, err := openCatalog(c)
 		if err != nil {
-			return fmt.Errorf("iceberg table %s: open catalog '%s' at %s: %w", c.name, c.catalogName, c.warehouse, err)
+			return fmt.Errorf("iceberg table %s: open %s catalog '%s': %w", c.name, c.catalogType, c.catalogName, err)
 		}
-		w.cat = cat
-		w.ident = table.Identifier{c.database, c.table}
+		r.cat = cat
+		r.ident = table.Identifier{c.database, c.table}
 	}
-	tbl, err := w.cat.LoadTable(ctx, w.ident)
+	tbl, err := r.cat.LoadTable(ctx, r.ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-		tbl, err = w.create(ctx)
+		tbl, err = r.create(ctx)
+		if errors.Is(err, catalog.ErrTableAlreadyExists) {
+			tbl, err = r.cat.LoadTable(ctx, r.ident)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("iceberg table %s: load %s.%s: %w", c.name, c.database, c.table, err)
 	}
-	if err := w.bind(tbl); err != nil {
-		return fmt.Errorf("iceberg table %s (%s.%s in %s): %w", c.name, c.database, c.table, c.warehouse, err)
-	}
-	w.tbl = tbl
+	r.tbl = tbl
 	return nil
 }
 
-func (w *writer) create(ctx context.Context) (*table.Table, error) {
-	c := w.cfg
+func (r *tableRef) create(ctx context.Context) (*table.Table, error) {
+	c := r.cfg
 	ns := table.Identifier{c.database}
-	if err := w.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+	if err := r.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", c.database, err)
 	}
 	sc, err := icebergSchema(c.schema, c.primaryKey)
@@ -150,12 +166,115 @@ func (w *writer) create(ctx context.Context) (*table.Table, error) {
 	if c.targetSize > 0 {
 		props[table.WriteTargetFileSizeBytesKey] = itoa(c.targetSize)
 	}
-	tbl, err := w.cat.CreateTable(ctx, w.ident, sc, catalog.WithProperties(props))
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
+	if len(c.partitionKeys) > 0 {
+		spec, err := identitySpec(sc, c.schema, c.partitionKeys)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, catalog.WithPartitionSpec(&spec))
+	}
+	tbl, err := r.cat.CreateTable(ctx, r.ident, sc, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create table: %w", err)
 	}
-	w.logf("[INFO] iceberg table %s: created %s.%s in %s (format-version %d)", c.name, c.database, c.table, c.warehouse, c.formatVersion)
+	r.logf("[INFO] iceberg table %s: created %s.%s in %s (format-version %d)", c.name, c.database, c.table, c.warehouse, c.formatVersion)
 	return tbl, nil
+}
+
+// openCatalog opens the table's catalog: a hadoop catalog on the
+// warehouse directory, or a sql catalog (iceberg-go's, the tables of
+// Iceberg's JdbcCatalog) whose tables live under the warehouse.
+func openCatalog(c *config) (catalog.Catalog, error) {
+	wh := c.warehouse
+	if c.local {
+		wh = "file://" + wh
+	}
+	if c.catalogType != CatalogSQL {
+		return hadoop.NewCatalog(c.catalogName, wh, iceberg.Properties{})
+	}
+	db, err := sql.Open(c.sqlDriver, c.sqlDSN)
+	if err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties{"warehouse": wh}
+	maps.Copy(props, c.fileIO)
+	cat, err := isql.NewCatalog(c.catalogName, db, c.sqlDialect, props)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &sqlCatalog{Catalog: cat, db: db}, nil
+}
+
+// sqlCatalog is a sql catalog with the database handle it owns.
+type sqlCatalog struct {
+	*isql.Catalog
+	db *sql.DB
+}
+
+func (c *sqlCatalog) Close() error { return errors.Join(c.Catalog.Close(), c.db.Close()) }
+
+func (r *tableRef) close() error {
+	if r.cat == nil {
+		return nil
+	}
+	var err error
+	if cl, ok := r.cat.(io.Closer); ok {
+		err = cl.Close()
+	}
+	r.cat = nil
+	return err
+}
+
+// writer writes one subtask's rows into Parquet data files. At each
+// barrier it closes them and hands their metadata downstream to the
+// committer (exec.CommittableEmitter); it keeps no state of its own.
+type writer struct {
+	tableRef
+	ctx context.Context
+
+	schema  *arrow.Schema // the table's current schema, in its field order
+	source  []int         // source[i]: the row column of arrow field i, -1 for none
+	appends []appendFunc
+	rb      *array.RecordBuilder
+
+	seg *segment // the data files being written since the last barrier
+
+	// upsert, in upsert mode: the last change of each key since the last
+	// barrier, written at the barrier as one equality delete per key and
+	// the rows of the keys that were not deleted.
+	upsert *upsertBuffer
+	keyBuf []byte
+}
+
+// upsertBuffer is a checkpoint's changes materialized by primary key.
+// Each key touched gets an equality delete (which removes its rows of
+// earlier snapshots, lower sequence numbers) and at most one data row
+// (of this snapshot, which the deletes do not reach), so no position
+// deletes are needed. Its size is the number of keys a checkpoint touches.
+type upsertBuffer struct {
+	index map[string]int // key → position in rows
+	rows  []types.Row    // the key's last row; nil when its last change deleted it
+	keys  []types.Row    // the key columns
+}
+
+var (
+	_ exec.CommittableEmitter = (*writer)(nil)
+	_ exec.LogReceiver        = (*writer)(nil)
+)
+
+// Open implements exec.SinkWriter.
+func (w *writer) Open(ctx context.Context) error {
+	w.ctx = ctx
+	if err := w.ensureTable(ctx); err != nil {
+		return err
+	}
+	if err := w.bind(w.tbl); err != nil {
+		c := w.cfg
+		return fmt.Errorf("iceberg table %s (%s.%s in %s): %w", c.name, c.database, c.table, c.warehouse, err)
+	}
+	return nil
 }
 
 // bind maps the DDL's columns onto the table's fields by name; each must
@@ -213,6 +332,10 @@ func (w *writer) Write(ctx context.Context, b *types.Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
+	if w.upsert != nil {
+		w.buffer(b)
+		return nil
+	}
 	for i, row := range b.Rows {
 		if b.Kinds[i] != types.Insert {
 			return fmt.Errorf("iceberg table %s: got a %s row; the sink appends insert-only input", w.cfg.name, b.Kinds[i].String())
@@ -236,18 +359,133 @@ func (w *writer) Write(ctx context.Context, b *types.Batch) error {
 	return w.seg.add(ctx, rec)
 }
 
-// PrepareCommit implements exec.TwoPhaseCommitWriter: it closes the data
-// files written since the previous barrier; their metadata is the
-// checkpoint's committable (none when nothing was written).
-func (w *writer) PrepareCommit(id exec.CheckpointID) ([]exec.Committable, error) {
-	files, err := w.closeSegment()
-	if err != nil || len(files) == 0 {
+// buffer applies b's changes to the upsert buffer.
+func (w *writer) buffer(b *types.Batch) {
+	u := w.upsert
+	for i, row := range b.Rows {
+		w.keyBuf = w.keyBuf[:0]
+		for _, k := range w.cfg.primaryKey {
+			w.keyBuf = appendKeyValue(w.keyBuf, row[k])
+		}
+		var live types.Row
+		if k := b.Kinds[i]; k == types.Insert || k == types.UpdateAfter {
+			live = row.Clone()
+		}
+		if at, ok := u.index[string(w.keyBuf)]; ok {
+			u.rows[at] = live
+			continue
+		}
+		key := make(types.Row, len(w.cfg.primaryKey))
+		for j, k := range w.cfg.primaryKey {
+			key[j] = row[k]
+		}
+		u.index[string(w.keyBuf)] = len(u.rows)
+		u.rows = append(u.rows, live)
+		u.keys = append(u.keys, key.Clone())
+	}
+}
+
+// appendKeyValue appends an unambiguous encoding of v.
+func appendKeyValue(dst []byte, v types.Value) []byte {
+	dst = append(dst, byte(v.K))
+	dst = strconv.AppendInt(dst, int64(v.Aux), 10)
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, v.N, 10)
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, int64(len(v.S)), 10)
+	dst = append(dst, ':')
+	dst = append(dst, v.S...)
+	if v.X != nil {
+		dst = fmt.Append(dst, v.X)
+	}
+	return append(dst, 0)
+}
+
+// flushUpsert writes the buffered changes: the live rows into the data
+// segment, the keys as equality delete files.
+func (w *writer) flushUpsert(ctx context.Context) ([]iceberg.DataFile, error) {
+	u := w.upsert
+	if len(u.keys) == 0 {
+		return nil, nil
+	}
+	defer func() {
+		clear(u.index)
+		u.rows, u.keys = u.rows[:0], u.keys[:0]
+	}()
+	live := types.NewBatch(len(w.cfg.schema), len(u.rows))
+	for _, r := range u.rows {
+		if r != nil {
+			live.AppendRow(types.Insert, r)
+		}
+	}
+	up := w.upsert
+	w.upsert = nil // write the live rows as appends
+	err := w.Write(ctx, live)
+	w.upsert = up
+	if err != nil {
 		return nil, err
 	}
-	if err := syncFiles(files); err != nil {
-		return nil, fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
+	// The equality delete file holds the key columns.
+	ids := make([]int, len(w.cfg.primaryKey))
+	fields := make([]arrow.Field, len(w.cfg.primaryKey))
+	cols := make([]int, len(w.cfg.primaryKey))
+	for j, k := range w.cfg.primaryKey {
+		f, ok := w.tbl.Schema().FindFieldByName(w.cfg.schema[k].Name)
+		if !ok {
+			return nil, fmt.Errorf("primary key column '%s' is not in the table", w.cfg.schema[k].Name)
+		}
+		ids[j] = f.ID
+		for i, src := range w.source {
+			if src == k {
+				fields[j], cols[j] = w.schema.Field(i), i
+			}
+		}
 	}
-	c, err := encodeCommittable(w.jobID, int64(id), files)
+	sc := arrow.NewSchema(fields, nil)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer rb.Release()
+	for _, key := range u.keys {
+		for j, v := range key {
+			if err := w.appends[cols[j]](rb.Field(j), v); err != nil {
+				return nil, fmt.Errorf("key column '%s': %w", fields[j].Name, err)
+			}
+		}
+	}
+	rec := rb.NewRecordBatch()
+	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
+	dels, err := w.tbl.NewTransaction().WriteEqualityDeletes(ctx, ids, records)
+	if err != nil {
+		return nil, fmt.Errorf("write equality deletes: %w", err)
+	}
+	return dels, nil
+}
+
+// PrepareCommittables implements exec.CommittableEmitter: it closes the
+// data files written since the previous barrier and makes them durable;
+// their metadata is the committable (none when nothing was written).
+func (w *writer) PrepareCommittables(id exec.CheckpointID) ([]exec.Committable, error) {
+	var dels []iceberg.DataFile
+	if w.upsert != nil {
+		var err error
+		if dels, err = w.flushUpsert(w.ctx); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
+		}
+	}
+	files, err := w.closeSegment()
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, dels...)
+	if len(files) == 0 {
+		return nil, nil
+	}
+	if w.cfg.local {
+		// (An S3 object is durable once its upload completed.)
+		if err := syncFiles(files); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
+		}
+	}
+	c, err := encodeCommittable("", int64(id), files)
 	if err != nil {
 		return nil, err
 	}
@@ -287,62 +525,152 @@ func syncFiles(files []iceberg.DataFile) error {
 	return nil
 }
 
+// Finish implements exec.SinkWriter: the sink operator takes the last data
+// files with PrepareCommittables (at end of input or the final barrier).
+func (w *writer) Finish(context.Context) error { return nil }
+
+// Close implements exec.SinkWriter: an open segment is abandoned (its
+// files were never handed over and are left as orphans, as Flink leaves
+// them).
+func (w *writer) Close() error {
+	if w.seg != nil {
+		w.seg.abort()
+		w.seg = nil
+	}
+	if w.rb != nil {
+		w.rb.Release()
+		w.rb = nil
+	}
+	return w.close()
+}
+
+// committer commits the writers' data files as one Iceberg snapshot per
+// completed checkpoint (Flink's IcebergFilesCommitter). It is a
+// TwoPhaseCommitWriter run at parallelism 1: its input rows are the
+// writers' committables of the checkpoint whose barrier follows them; at
+// the barrier they become one committable under this job's id, kept in
+// the checkpoint until committed.
+type committer struct {
+	tableRef
+	// jobID identifies this attempt's commits in the snapshot summaries
+	// (flink.job-id); a committable carries the id it was prepared under,
+	// so a restored one is checked against the right job's commits.
+	jobID   string
+	ctx     context.Context
+	pending []dataFileMeta // received since the last barrier
+}
+
+var (
+	_ exec.TwoPhaseCommitWriter = (*committer)(nil)
+	_ exec.CommittableSizer     = (*committer)(nil)
+	_ exec.LogReceiver          = (*committer)(nil)
+)
+
+// Open implements exec.SinkWriter.
+func (c *committer) Open(ctx context.Context) error {
+	c.ctx = ctx
+	return nil
+}
+
+// Write implements exec.SinkWriter: b holds writers' committables.
+func (c *committer) Write(_ context.Context, b *types.Batch) error {
+	cs, err := exec.CommittablesOf(b)
+	if err != nil {
+		return err
+	}
+	for _, raw := range cs {
+		d, err := decodeCommittable(raw)
+		if err != nil {
+			return fmt.Errorf("iceberg table %s: %w", c.cfg.name, err)
+		}
+		c.pending = append(c.pending, d.Files...)
+	}
+	return nil
+}
+
+// PrepareCommit implements exec.TwoPhaseCommitWriter: the data files of
+// every writer received before barrier id are its one committable.
+func (c *committer) PrepareCommit(id exec.CheckpointID) ([]exec.Committable, error) {
+	if len(c.pending) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(committable{Version: committableVersion, JobID: c.jobID, Checkpoint: int64(id), Files: c.pending})
+	if err != nil {
+		return nil, err
+	}
+	c.pending = nil
+	return []exec.Committable{b}, nil
+}
+
 // HasOutput implements exec.CommittableSizer.
-func (w *writer) HasOutput(c exec.Committable) bool {
-	d, err := decodeCommittable(c)
+func (c *committer) HasOutput(raw exec.Committable) bool {
+	d, err := decodeCommittable(raw)
 	return err != nil || len(d.Files) > 0
 }
 
 // Commit implements exec.TwoPhaseCommitWriter: each committable becomes one
 // snapshot, unless the table already has it (a commit repeated after a
 // restore).
-func (w *writer) Commit(cs []exec.Committable) error {
-	ctx := w.ctx
+func (c *committer) Commit(cs []exec.Committable) error {
+	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background() // a restore commits before Open
 	}
 	if len(cs) == 0 {
 		return nil
 	}
-	if err := w.ensureTable(ctx); err != nil {
+	if err := c.ensureTable(ctx); err != nil {
 		return err
 	}
 	for _, raw := range cs {
-		c, err := decodeCommittable(raw)
+		d, err := decodeCommittable(raw)
 		if err != nil {
-			return fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
+			return fmt.Errorf("iceberg table %s: %w", c.cfg.name, err)
 		}
-		if err := w.commitOne(ctx, c); err != nil {
-			return fmt.Errorf("iceberg table %s: commit checkpoint %d: %w", w.cfg.name, c.Checkpoint, err)
+		if err := c.commitOne(ctx, d); err != nil {
+			return fmt.Errorf("iceberg table %s: commit checkpoint %d: %w", c.cfg.name, d.Checkpoint, err)
 		}
 	}
 	return nil
 }
 
-func (w *writer) commitOne(ctx context.Context, c *committable) error {
-	tbl, err := w.cat.LoadTable(ctx, w.ident)
+func (c *committer) commitOne(ctx context.Context, d *committable) error {
+	tbl, err := c.cat.LoadTable(ctx, c.ident)
 	if err != nil {
 		return err
 	}
-	w.tbl = tbl
-	if max, ok := maxCommittedCheckpoint(tbl, c.JobID); ok && max >= c.Checkpoint {
-		w.logf("[INFO] iceberg table %s: checkpoint %d of job %s is already committed (snapshot up to checkpoint %d); skipping it", w.cfg.name, c.Checkpoint, c.JobID, max)
+	c.tbl = tbl
+	if max, ok := maxCommittedCheckpoint(tbl, d.JobID); ok && max >= d.Checkpoint {
+		c.logf("[INFO] iceberg table %s: checkpoint %d of job %s is already committed (snapshot up to checkpoint %d); skipping it", c.cfg.name, d.Checkpoint, d.JobID, max)
 		return nil
 	}
-	files, err := c.dataFiles(tbl.Spec())
+	files, err := d.dataFiles(tbl.Spec(), tbl.Schema())
 	if err != nil {
 		return err
 	}
-	props := iceberg.Properties{propJobID: c.JobID, propMaxCommittedCkp: itoa(c.Checkpoint)}
+	props := iceberg.Properties{propJobID: d.JobID, propMaxCommittedCkp: itoa(d.Checkpoint)}
+	var data, dels []iceberg.DataFile
+	for _, f := range files {
+		if f.ContentType() == iceberg.EntryContentData {
+			data = append(data, f)
+		} else {
+			dels = append(dels, f)
+		}
+	}
 	tx := tbl.NewTransaction()
-	if err := tx.AddDataFiles(ctx, files, props); err != nil {
+	if len(dels) > 0 {
+		// One snapshot with the rows and the deletes (Flink's RowDelta).
+		if err := tx.NewRowDelta(props).AddRows(data...).AddDeletes(dels...).Commit(ctx); err != nil {
+			return err
+		}
+	} else if err := tx.AddDataFiles(ctx, files, props); err != nil {
 		return err
 	}
 	nt, err := tx.Commit(ctx)
 	if err != nil {
 		return err
 	}
-	w.tbl = nt
+	c.tbl = nt
 	return nil
 }
 
@@ -367,68 +695,44 @@ func maxCommittedCheckpoint(tbl *table.Table, jobID string) (int64, bool) {
 
 // Abort implements exec.TwoPhaseCommitWriter: the data files of
 // committables no checkpoint will commit are deleted.
-func (w *writer) Abort(cs []exec.Committable) error {
+func (c *committer) Abort(cs []exec.Committable) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	if err := w.ensureTable(context.Background()); err != nil {
+	if err := c.ensureTable(context.Background()); err != nil {
 		return err
 	}
-	fs, err := w.tbl.FS(context.Background())
+	fs, err := c.tbl.FS(context.Background())
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, raw := range cs {
-		c, err := decodeCommittable(raw)
+		d, err := decodeCommittable(raw)
 		if err != nil {
 			return err
 		}
-		for _, f := range c.Files {
+		for _, f := range d.Files {
 			errs = append(errs, fs.Remove(f.Path))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// Finish implements exec.SinkWriter. Without checkpointing, what was
-// written is committed as one snapshot at end of input (Flink's batch
-// commit, under the largest checkpoint id); with checkpointing the final
-// checkpoint committed everything already.
-func (w *writer) Finish(ctx context.Context) error {
-	files, err := w.closeSegment()
-	if err != nil || len(files) == 0 {
+// Finish implements exec.SinkWriter. Without checkpointing, what the
+// writers handed over is committed as one snapshot at end of input
+// (Flink's batch commit, under checkpoint id Long.MAX_VALUE); with
+// checkpointing the final checkpoint committed everything already.
+func (c *committer) Finish(context.Context) error {
+	cs, err := c.PrepareCommit(exec.EndOfInputCheckpoint)
+	if err != nil || len(cs) == 0 {
 		return err
 	}
-	if err := syncFiles(files); err != nil {
-		return fmt.Errorf("iceberg table %s: %w", w.cfg.name, err)
-	}
-	c, err := encodeCommittable(w.jobID, math.MaxInt64, files)
-	if err != nil {
-		return err
-	}
-	return w.Commit([]exec.Committable{c})
+	return c.Commit(cs)
 }
 
-// Close implements exec.SinkWriter: an open segment is abandoned (its
-// files were never committed and are left as orphans, as Flink leaves
-// them).
-func (w *writer) Close() error {
-	if w.seg != nil {
-		w.seg.abort()
-		w.seg = nil
-	}
-	if w.rb != nil {
-		w.rb.Release()
-		w.rb = nil
-	}
-	if w.cat != nil {
-		err := w.cat.Close()
-		w.cat = nil
-		return err
-	}
-	return nil
-}
+// Close implements exec.SinkWriter.
+func (c *committer) Close() error { return c.close() }
 
 // segment is one run of iceberg-go's Parquet writer, fed record batches
 // through a channel from the task and ended at the next barrier.

@@ -2,11 +2,14 @@ package iceberg
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/connectors"
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/types"
@@ -14,7 +17,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	iceberg "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/hadoop"
+	isql "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
 var testSchema = types.Schema{
@@ -34,21 +43,82 @@ func testContext(warehouse string, opts map[string]string) *connectors.TableCont
 	}
 }
 
-func newTestWriter(t *testing.T, warehouse string) *writer {
+// pipe is one writer and the committer, wired as the planner wires them:
+// the writer's committables of a barrier reach the committer before it.
+type pipe struct {
+	*writer
+	c     *committer
+	jobID string
+}
+
+// testSink is the sink of the default test table in warehouse.
+func testSink(t *testing.T, warehouse string) connectors.Sink {
 	t.Helper()
 	snk, err := NewFactory().CreateSink(testContext(warehouse, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return snk
+}
+
+func newPipe(t *testing.T, warehouse string) *pipe { return newSinkPipe(t, testSink(t, warehouse)) }
+
+func newSinkPipe(t *testing.T, snk connectors.Sink) *pipe {
+	t.Helper()
 	w, err := snk.NewWriter(0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Close() })
-	if err := w.Open(context.Background()); err != nil {
+	cw, err := snk.(connectors.CommittingSink).NewCommitter()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return w.(*writer)
+	c := cw.(*committer)
+	t.Cleanup(func() { w.Close(); c.Close() })
+	return &pipe{writer: w.(*writer), c: c, jobID: c.jobID}
+}
+
+func newTestWriter(t *testing.T, warehouse string) *pipe { return openPipe(t, testSink(t, warehouse)) }
+
+func openPipe(t *testing.T, snk connectors.Sink) *pipe {
+	t.Helper()
+	p := newSinkPipe(t, snk)
+	if err := p.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.c.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Commit commits the committer's committables.
+func (p *pipe) Commit(cs []exec.Committable) error { return p.c.Commit(cs) }
+
+// Finish ends the input without checkpointing.
+func (p *pipe) Finish(ctx context.Context) error {
+	if err := handOver(p.c, []*writer{p.writer}, exec.EndOfInputCheckpoint); err != nil {
+		return err
+	}
+	return p.c.Finish(ctx)
+}
+
+// handOver sends the writers' committables of barrier id to c.
+func handOver(c *committer, ws []*writer, id exec.CheckpointID) error {
+	for _, w := range ws {
+		cs, err := w.PrepareCommittables(id)
+		if err != nil {
+			return err
+		}
+		b := types.NewBatch(1, len(cs))
+		for _, x := range cs {
+			b.AppendRow(types.Insert, types.Row{types.Bytes(x)})
+		}
+		if err := c.Write(context.Background(), b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func write(t *testing.T, w *writer, ids ...int64) {
@@ -66,9 +136,13 @@ func write(t *testing.T, w *writer, ids ...int64) {
 	}
 }
 
-func prepare(t *testing.T, w *writer, id exec.CheckpointID) []exec.Committable {
+// prepare is barrier id at the writer and then at the committer.
+func prepare(t *testing.T, p *pipe, id exec.CheckpointID) []exec.Committable {
 	t.Helper()
-	cs, err := w.PrepareCommit(id)
+	if err := handOver(p.c, []*writer{p.writer}, id); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := p.c.PrepareCommit(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,10 +232,10 @@ func TestSinkCommitsOneSnapshotPerCheckpoint(t *testing.T) {
 		t.Fatalf("format version %d, want 2", v)
 	}
 
-	write(t, w, 1, 2, 3)
-	write(t, w, 4, 5)
+	write(t, w.writer, 1, 2, 3)
+	write(t, w.writer, 4, 5)
 	c1 := prepare(t, w, 1)
-	write(t, w, 6) // after barrier 1: belongs to checkpoint 2
+	write(t, w.writer, 6) // after barrier 1: belongs to checkpoint 2
 	if _, rows := readTable(t, wh); len(rows) != 0 {
 		t.Fatalf("visible before the commit: %v", rows)
 	}
@@ -179,7 +253,7 @@ func TestSinkCommitsOneSnapshotPerCheckpoint(t *testing.T) {
 	if c3 := prepare(t, w, 3); len(c3) != 0 {
 		t.Fatalf("empty checkpoint has committables: %d", len(c3))
 	}
-	write(t, w, 7, 8)
+	write(t, w.writer, 7, 8)
 	if err := w.Commit(prepare(t, w, 4)); err != nil {
 		t.Fatal(err)
 	}
@@ -203,26 +277,17 @@ func TestSinkCommitsOneSnapshotPerCheckpoint(t *testing.T) {
 func TestSinkRecommitAfterRestoreIsIdempotent(t *testing.T) {
 	wh := t.TempDir()
 	w := newTestWriter(t, wh)
-	write(t, w, 1, 2)
+	write(t, w.writer, 1, 2)
 	c1 := prepare(t, w, 1)
 	if err := w.Commit(c1); err != nil {
 		t.Fatal(err)
 	}
-	write(t, w, 3)
+	write(t, w.writer, 3)
 	c2 := prepare(t, w, 2) // checkpoint 2 completes, the job dies before committing
 
 	// The next attempt: a new writer, restored from checkpoint 2, commits
 	// checkpoint 1's committable (already in the table) and checkpoint 2's.
-	snk, err := NewFactory().CreateSink(testContext(wh, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sw, err := snk.NewWriter(0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w2 := sw.(*writer)
-	t.Cleanup(func() { w2.Close() })
+	w2 := newPipe(t, wh)
 	for range 2 { // and once more, as if that attempt also died after its commit
 		if err := w2.Commit(append(slices.Clone(c1), c2...)); err != nil {
 			t.Fatal(err)
@@ -231,7 +296,7 @@ func TestSinkRecommitAfterRestoreIsIdempotent(t *testing.T) {
 	if err := w2.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	write(t, w2, 4)
+	write(t, w2.writer, 4)
 	if err := w2.Commit(prepare(t, w2, 3)); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +316,7 @@ func TestSinkRecommitAfterRestoreIsIdempotent(t *testing.T) {
 func TestSinkFinishCommitsWithoutCheckpointing(t *testing.T) {
 	wh := t.TempDir()
 	w := newTestWriter(t, wh)
-	write(t, w, 1, 2, 3)
+	write(t, w.writer, 1, 2, 3)
 	if err := w.Finish(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -268,12 +333,12 @@ func TestSinkFinishCommitsWithoutCheckpointing(t *testing.T) {
 func TestSinkExistingTable(t *testing.T) {
 	wh := t.TempDir()
 	w := newTestWriter(t, wh)
-	write(t, w, 1)
+	write(t, w.writer, 1)
 	if err := w.Commit(prepare(t, w, 1)); err != nil {
 		t.Fatal(err)
 	}
 	w2 := newTestWriter(t, wh)
-	write(t, w2, 2)
+	write(t, w2.writer, 2)
 	if err := w2.Commit(prepare(t, w2, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -300,12 +365,12 @@ func TestOptionsRefused(t *testing.T) {
 		opts map[string]string
 		want string
 	}{
-		{map[string]string{OptCatalogType: "hive"}, "'catalog-type' = 'hive' is not supported yet; the supported catalog type is 'hadoop'"},
 		{map[string]string{OptCatalogType: "glue"}, "Invalid value for option 'catalog-type'"},
 		{map[string]string{OptFormatDefault: "orc"}, "Invalid value for option 'write.format.default'"},
 		{map[string]string{OptFormatVersion: "3"}, "Expected one of [1, 2], but was: 3"},
-		{map[string]string{OptUpsertEnabled: "true"}, "'write.upsert.enabled' = 'true' is not supported yet"},
-		{map[string]string{"warehouse": "s3://bucket/wh"}, "unsupported file system scheme 's3'"},
+		{map[string]string{OptUpsertEnabled: "true"}, "'write.upsert.enabled' = 'true' needs a PRIMARY KEY"},
+		{map[string]string{"warehouse": "s3://bucket/wh"}, "a 'hadoop' catalog commits by renaming metadata files, which S3 cannot do atomically; use 'catalog-type' = 'sql' for an s3:// warehouse"},
+		{map[string]string{"warehouse": "gs://bucket/wh"}, "unsupported file system scheme 'gs' in 'gs://bucket/wh' (supported: local paths, file://, and s3:// with 'catalog-type' = 'sql')"},
 		{map[string]string{OptWarehouse: "relative/wh"}, "is not an absolute path"},
 		{map[string]string{"write.distribution-mode": "hash"}, "write.distribution-mode"},
 		{map[string]string{OptCatalogName: ""}, "'catalog-name'"},
@@ -339,17 +404,9 @@ func TestSinkTableOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, err := snk.NewWriter(0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := sw.(*writer)
-	defer w.Close()
-	if err := w.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	w := openPipe(t, snk)
 	for i := range int64(3) {
-		write(t, w, 2*i+1, 2*i+2)
+		write(t, w.writer, 2*i+1, 2*i+2)
 	}
 	if err := w.Commit(prepare(t, w, 1)); err != nil {
 		t.Fatal(err)
@@ -403,13 +460,8 @@ func TestSinkTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, _ := snk.NewWriter(0, 1)
-	w := sw.(*writer)
-	defer w.Close()
+	w := openPipe(t, snk)
 	ctx := context.Background()
-	if err := w.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
 	b := types.NewBatch(len(tc.Physical), 2)
 	b.AppendRow(types.Insert, types.Row{
 		types.Bool(true), types.Int(-7), types.Int(300), types.Int(70000), types.Float(1.5), types.Float(-2.25),
@@ -466,5 +518,347 @@ func TestSinkTypes(t *testing.T) {
 		if vals[i] != wantVals[i] {
 			t.Errorf("column %s: %q, want %q", want[i], vals[i], wantVals[i])
 		}
+	}
+}
+
+// Two writers and the one committer: each checkpoint's data files of both
+// writers become one snapshot (two added files), and a writer with no rows
+// before a barrier contributes nothing to it.
+func TestParallelWritersOneCommitter(t *testing.T) {
+	wh := t.TempDir()
+	snk, err := NewFactory().CreateSink(testContext(wh, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := openPipe(t, snk), openPipe(t, snk)
+	c := a.c // b's committer stays unused: the planner makes one
+	ws := []*writer{a.writer, b.writer}
+	barrier := func(id exec.CheckpointID) {
+		t.Helper()
+		if err := handOver(c, ws, id); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := c.PrepareCommit(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(cs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, a.writer, 1, 3)
+	write(t, b.writer, 2, 4)
+	barrier(1)
+	write(t, a.writer, 5)
+	barrier(2)
+	tbl, rows := readTable(t, wh)
+	if want := expectRows(1, 2, 3, 4, 5); !slices.Equal(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	if got, want := snapshots(tbl), []string{"1:1", "2:2"}; !slices.Equal(got, want) {
+		t.Fatalf("snapshots %v, want %v", got, want)
+	}
+	var added []string
+	for _, s := range tbl.Metadata().Snapshots() {
+		added = append(added, s.Summary.Properties["added-data-files"]+"/"+s.Summary.Properties["added-records"])
+	}
+	if want := []string{"2/4", "1/1"}; !slices.Equal(added, want) {
+		t.Fatalf("added files/records per snapshot %v, want %v", added, want)
+	}
+}
+
+// PARTITIONED BY (name) creates an identity-partitioned table: each
+// checkpoint writes one data file per distinct name (NULL is a partition
+// too), every file carries its partition value through the committable,
+// and the table reads back whole. A DATE key keeps its type (an Avro date
+// in the manifest, an iceberg.Date when read back).
+func TestSinkIdentityPartitions(t *testing.T) {
+	wh := t.TempDir()
+	tc := testContext(wh, nil)
+	tc.Physical = types.Schema{
+		{Name: "id", Type: types.BigIntType.WithNullable(false)},
+		{Name: "name", Type: types.StringType},
+		{Name: "d", Type: types.Type{Root: types.RootDate}},
+	}
+	tc.PartitionKeys = []int{1, 2}
+	snk, err := NewFactory().CreateSink(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := openPipe(t, snk)
+	b := types.NewBatch(3, 6)
+	for _, r := range []struct {
+		id   int64
+		name string
+		day  int64
+	}{{1, "a", 100}, {2, "b", 100}, {3, "a", 100}, {4, "a", 101}, {5, "", 100}} {
+		name := types.String(r.name)
+		if r.name == "" {
+			name = types.NullValue
+		}
+		b.AppendRow(types.Insert, types.Row{types.Int(r.id), name, types.Int(r.day)})
+	}
+	if err := w.Write(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	cs := prepare(t, w, 1)
+	// The committable survives a restore: a new committer commits it.
+	w2 := newSinkPipe(t, snk)
+	if err := w2.Commit(cs); err != nil {
+		t.Fatal(err)
+	}
+	tbl, rows := readTable(t, wh)
+	if want := []string{"1,a", "2,b", "3,a", "4,a", "5,NULL"}; !slices.Equal(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	spec := tbl.Spec()
+	if spec.NumFields() != 2 || spec.Field(0).Name != "name" || spec.Field(1).Name != "d" {
+		t.Fatalf("partition spec %s", spec.String())
+	}
+	if _, ok := spec.Field(0).Transform.(iceberg.IdentityTransform); !ok {
+		t.Fatalf("transform %s", spec.Field(0).Transform)
+	}
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, task := range tasks {
+		p := task.File.Partition()
+		parts = append(parts, fmt.Sprintf("%v/%v:%d", p[spec.Field(0).FieldID], p[spec.Field(1).FieldID], task.File.Count()))
+		if d, ok := p[spec.Field(1).FieldID].(iceberg.Date); !ok {
+			t.Fatalf("date partition value %T", d)
+		}
+	}
+	slices.Sort(parts)
+	// (a,100): ids 1,3; (a,101): 4; (b,100): 2; (NULL,100): 5.
+	if want := []string{"<nil>/100:1", "a/100:2", "a/101:1", "b/100:1"}; !slices.Equal(parts, want) {
+		t.Fatalf("files by partition %v, want %v", parts, want)
+	}
+	// Partition pruning uses the values: name = 'a' plans 2 files.
+	pruned, err := tbl.Scan(table.WithRowFilter(iceberg.EqualTo(iceberg.Reference("name"), "a"))).PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pruned) != 2 {
+		t.Fatalf("name = 'a' plans %d files, want 2", len(pruned))
+	}
+
+	tc.Physical = append(tc.Physical, types.Column{Name: "dec", Type: types.Type{Root: types.RootDecimal, Precision: 10, Scale: 2}})
+	tc.PartitionKeys = []int{3}
+	if _, err := NewFactory().CreateSink(tc); err == nil || !strings.Contains(err.Error(), "PARTITIONED BY column 'dec' of type DECIMAL(10, 2) is not supported") {
+		t.Fatalf("DECIMAL partition key: %v", err)
+	}
+}
+
+// 'catalog-type' = 'sql' keeps the table in iceberg-go's sql catalog (the
+// tables of Iceberg's JdbcCatalog) on a SQLite file, its files under the
+// warehouse: two writers and the committer each open the catalog, and a
+// catalog opened independently on the same file finds the committed
+// snapshot.
+func TestSinkSQLCatalog(t *testing.T) {
+	dir := t.TempDir()
+	wh, dbFile := dir+"/wh", dir+"/catalog.db"
+	tc := testContext(wh, map[string]string{OptCatalogType: CatalogSQL, OptURI: "jdbc:sqlite:" + dbFile, OptCatalogDatabase: "db"})
+	snk, err := NewFactory().CreateSink(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := openPipe(t, snk), openPipe(t, snk)
+	write(t, a.writer, 1, 2)
+	write(t, b.writer, 3)
+	if err := handOver(a.c, []*writer{a.writer, b.writer}, 1); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := a.c.PrepareCommit(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.c.Commit(cs); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := sql.Open("sqlite", dbFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := isql.NewCatalog("hc", db, isql.SQLite, iceberg.Properties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cat.Close(); db.Close() }()
+	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"db", "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tbl.Location(), "file://"+wh+"/") {
+		t.Fatalf("table location %s, want under %s", tbl.Location(), wh)
+	}
+	if got, want := snapshots(tbl), []string{"1:1"}; !slices.Equal(got, want) {
+		t.Fatalf("snapshots %v, want %v", got, want)
+	}
+	if n := tbl.CurrentSnapshot().Summary.Properties["added-records"]; n != "3" {
+		t.Fatalf("added-records %s, want 3", n)
+	}
+}
+
+func TestCatalogTypesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		opts map[string]string
+		want string
+	}{
+		{map[string]string{OptCatalogType: CatalogREST, OptURI: "http://localhost:8181"}, "'catalog-type' = 'rest' is not supported yet (no REST catalog server runs in the tests here to verify it); the supported catalog types are 'hadoop' and 'sql'"},
+		{map[string]string{OptCatalogType: CatalogHive}, "'catalog-type' = 'hive' is not supported (no Hive metastore client in Go); the supported catalog types are 'hadoop' and 'sql'"},
+		{map[string]string{OptCatalogType: "glue"}, "Expected one of [hive, hadoop, rest, sql], but was: glue"},
+		{map[string]string{OptCatalogType: CatalogSQL}, "option 'uri' is required for a 'sql' catalog"},
+		{map[string]string{OptCatalogType: CatalogSQL, OptURI: "jdbc:mysql://h/db"}, "unsupported catalog database URI 'jdbc:mysql://h/db' (supported: jdbc:sqlite:<file>, jdbc:postgresql://host:port/database)"},
+	} {
+		_, err := NewFactory().CreateSink(testContext("/tmp/wh", tc.opts))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+}
+
+// An s3:// warehouse (with a sql catalog) writes data files and metadata
+// through iceberg-go's S3 file IO to an S3-compatible server over HTTP,
+// configured by the session's s3.* settings as the checkpoint storage is;
+// the committed snapshot's files are objects in the bucket.
+func TestSinkS3Warehouse(t *testing.T) {
+	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	t.Cleanup(srv.Close)
+	fs := map[string]string{
+		checkpoint.OptS3Endpoint: srv.URL, checkpoint.OptS3PathStyle: "true",
+		checkpoint.OptS3AccessKey: "test-access", checkpoint.OptS3SecretKey: "test-secret",
+	}
+	client := s3.New(s3.Options{
+		BaseEndpoint: aws.String(srv.URL), UsePathStyle: true, Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("test-access", "test-secret", ""),
+	})
+	ctx := context.Background()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("lake")}); err != nil {
+		t.Fatal(err)
+	}
+	tc := testContext("s3://lake/wh", map[string]string{OptCatalogType: CatalogSQL, OptURI: "jdbc:sqlite:" + t.TempDir() + "/catalog.db"})
+	tc.FileSystem = fs
+	snk, err := NewFactory().CreateSink(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := openPipe(t, snk)
+	write(t, w.writer, 1, 2, 3)
+	if err := w.Commit(prepare(t, w, 1)); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w.writer, 4)
+	if err := w.Commit(prepare(t, w, 2)); err != nil {
+		t.Fatal(err)
+	}
+	tbl := w.c.tbl
+	if !strings.HasPrefix(tbl.Location(), "s3://lake/wh/") {
+		t.Fatalf("table location %s", tbl.Location())
+	}
+	if got, want := snapshots(tbl), []string{"1:1", "2:2"}; !slices.Equal(got, want) {
+		t.Fatalf("snapshots %v, want %v", got, want)
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	if at.NumRows() != 4 {
+		t.Fatalf("%d rows read back from S3, want 4", at.NumRows())
+	}
+	// Two data files, each an object in the bucket.
+	out, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("lake"), Prefix: aws.String("wh/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parquet int
+	for _, o := range out.Contents {
+		if strings.HasSuffix(*o.Key, ".parquet") {
+			parquet++
+		}
+	}
+	if parquet != 2 {
+		t.Fatalf("%d parquet objects in the bucket, want 2", parquet)
+	}
+
+	tc.FileSystem = map[string]string{checkpoint.OptS3AccessKey: "only-one"}
+	if _, err := NewFactory().CreateSink(tc); err == nil || !strings.Contains(err.Error(), "options 's3.access-key' and 's3.secret-key' must be set together") {
+		t.Fatalf("half the credentials: %v", err)
+	}
+}
+
+// An updating query into a format-version 2 table with a PRIMARY KEY is
+// written in upsert mode: per checkpoint one equality delete per key
+// touched and the key's last row. iceberg-go's own scan applies the
+// deletes by sequence number (a delete of snapshot n removes the key's rows
+// of snapshots before n, not the row written with it); the table read back
+// equals the materialized changelog, worked out by hand below.
+func TestSinkUpsertEqualityDeletes(t *testing.T) {
+	wh := t.TempDir()
+	tc := testContext(wh, nil)
+	tc.PrimaryKey = []int{0}
+	snk, err := NewFactory().CreateSink(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snk.AcceptedChangelogMode(types.Retract); got != types.Retract {
+		t.Fatalf("accepted %v for an updating query", got)
+	}
+	w := openPipe(t, snk)
+	change := func(kind types.RowKind, id int64, name string) {
+		b := types.NewBatch(2, 1)
+		b.AppendRow(kind, types.Row{types.Int(id), types.String(name)})
+		if err := w.Write(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(id exec.CheckpointID) {
+		if err := w.Commit(prepare(t, w, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change(types.Insert, 1, "a")
+	change(types.Insert, 2, "b")
+	commit(1) // {1:a, 2:b}
+	change(types.UpdateBefore, 1, "a")
+	change(types.UpdateAfter, 1, "c")
+	change(types.Delete, 2, "b")
+	change(types.Insert, 3, "d")
+	change(types.UpdateBefore, 3, "d")
+	change(types.UpdateAfter, 3, "e") // updated within the checkpoint
+	commit(2)                         // {1:c, 3:e}
+	change(types.Insert, 2, "f")
+	change(types.Delete, 1, "c")
+	commit(3) // {2:f, 3:e}
+	tbl, rows := readTable(t, wh)
+	if want := []string{"2,f", "3,e"}; !slices.Equal(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	var summary []string
+	for _, s := range tbl.Metadata().Snapshots() {
+		p := s.Summary.Properties
+		summary = append(summary, fmt.Sprintf("%s data=%s eqdel=%s", p[propMaxCommittedCkp], p["added-data-files"], p["added-equality-deletes"]))
+	}
+	// Checkpoint 1 deletes keys 1 and 2 (none there yet) and writes 2 rows;
+	// 2 deletes keys 1, 2, 3 and writes 1:c, 3:e; 3 deletes 2, 1 and writes 2:f.
+	if want := []string{"1 data=1 eqdel=2", "2 data=1 eqdel=3", "3 data=1 eqdel=2"}; !slices.Equal(summary, want) {
+		t.Fatalf("snapshots %v, want %v", summary, want)
+	}
+
+	// Without a primary key, or at format version 1, updates are refused.
+	noKey, err := NewFactory().CreateSink(testContext(wh, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := noKey.AcceptedChangelogMode(types.Retract); got != types.InsertOnly {
+		t.Fatalf("accepted %v without a primary key", got)
+	}
+	tc1 := testContext(wh, map[string]string{OptFormatVersion: "1", OptUpsertEnabled: "true"})
+	tc1.PrimaryKey = []int{0}
+	if _, err := NewFactory().CreateSink(tc1); err == nil || !strings.Contains(err.Error(), "'write.upsert.enabled' = 'true' needs 'format-version' = '2' (equality deletes), but it is 1") {
+		t.Fatalf("upsert on v1: %v", err)
 	}
 }

@@ -85,9 +85,12 @@ type Table struct {
 	Columns    []Column
 	Watermark  *Watermark
 	PrimaryKey *PrimaryKey
-	Options    []Option
-	Comment    string
-	Temporary  bool
+	// PartitionKeys are the PARTITIONED BY columns, in declared order; each
+	// names a physical column.
+	PartitionKeys []string
+	Options       []Option
+	Comment       string
+	Temporary     bool
 }
 
 // OptionMap returns the options as a map.
