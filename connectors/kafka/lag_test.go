@@ -77,3 +77,61 @@ func TestRecordsLagMax(t *testing.T) {
 		t.Errorf("lag after reading all 19 records: %d, want 0", lag)
 	}
 }
+
+// TestRemainingRows: a bounded read reports the records it has still to
+// read before its stop offsets (19 records seeded, no transactions, so
+// offsets and records agree), counting down by what each read returned to
+// 0; an unbounded read reports -1 (unknown).
+func TestRemainingRows(t *testing.T) {
+	addr := seedEvents(t) // 3 partitions of 4 records
+	var recs []testRecord
+	for i := range 7 {
+		recs = append(recs, testRecord{partition: 1, value: fmt.Sprintf(`{"id":%d,"name":"x"}`, 100+i)})
+	}
+	produce(t, addr, "events", recs...)
+	open := func(opts map[string]string) *Reader {
+		src := mustSource(t, tableContext(addr, eventSchema, opts))
+		r, err := src.NewKafkaReader(0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := r.RemainingRows(); n != -1 {
+			t.Errorf("before Open: %d remaining, want -1", n)
+		}
+		if err := r.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	unbounded := open(map[string]string{"topic": "events", "format": "json", "scan.startup.mode": "earliest-offset"})
+	if n := unbounded.RemainingRows(); n != -1 {
+		t.Errorf("unbounded read: %d remaining, want -1", n)
+	}
+	r := open(map[string]string{"topic": "events", "format": "json", "scan.startup.mode": "earliest-offset",
+		"scan.bounded.mode": "latest-offset"})
+	want := int64(19)
+	if n := r.RemainingRows(); n != want {
+		t.Fatalf("after Open: %d remaining, want %d", n, want)
+	}
+	b := types.NewBatch(2, 2)
+	for want > 0 {
+		b.Reset()
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		res, err := r.Read(ctx, b)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want -= int64(b.Len())
+		if n := r.RemainingRows(); n != want {
+			t.Fatalf("after reading %d more rows: %d remaining, want %d", b.Len(), n, want)
+		}
+		if res.End {
+			break
+		}
+	}
+	if want != 0 {
+		t.Errorf("the read ended with %d rows unread", want)
+	}
+}

@@ -749,6 +749,29 @@ func (r *Reader) RecordsLagMax() int64 {
 	return lag
 }
 
+// RemainingRows implements exec.RemainingReporter for the progress
+// `flinksql -f` shows: the offsets a bounded read has still to pass before
+// its stop offsets, -1 for an unbounded read or before Open resolved them.
+// Offsets over-count records (transaction markers, aborted or compacted
+// records take offsets too), so the figure is an upper bound that reaches 0
+// when every partition is done.
+func (r *Reader) RemainingRows() int64 {
+	if r.cl == nil {
+		return -1
+	}
+	left := int64(0)
+	for _, s := range r.splits {
+		switch {
+		case s.done:
+		case s.stop < 0:
+			return -1
+		default:
+			left += max(s.stop-s.next, 0)
+		}
+	}
+	return left
+}
+
 func (r *Reader) allDone() bool {
 	for _, s := range r.splits {
 		if !s.reported {
