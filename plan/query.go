@@ -93,14 +93,26 @@ func (pc *planContext) planQuery(q *parser.Query, env *cteEnv) (*relation, error
 		}
 		env = inner
 	}
-	rel, err := pc.planQueryExpr(q.Body, env)
+	body, hidden := q.Body, 0
+	if sel, ok := q.Body.(*parser.Select); ok && len(q.OrderBy) > 0 {
+		hq := *q
+		var err error
+		if hq.Body, hq.OrderBy, hidden, err = hoistOrderKeys(sel, q.OrderBy); err != nil {
+			return nil, err
+		}
+		body, q = hq.Body, &hq
+	}
+	rel, err := pc.planQueryExpr(body, env)
 	if err != nil {
 		return nil, err
 	}
 	if len(q.OrderBy) == 0 && q.Limit == nil && q.Offset == nil {
 		return rel, nil
 	}
-	return pc.planOrderLimit(q, rel)
+	if rel, err = pc.planOrderLimit(q, rel); err != nil || hidden == 0 {
+		return rel, err
+	}
+	return pc.dropHoisted(rel, hidden), nil
 }
 
 func (pc *planContext) planQueryExpr(body parser.QueryExpr, env *cteEnv) (*relation, error) {

@@ -800,3 +800,10 @@ type DataType struct {
 	Fields            []*RowField        // ROW
 	Interval          *IntervalQualifier // INTERVAL types
 }
+
+// NewIdent returns an identifier at p, for planners that rewrite a query
+// and want errors about the new reference to point at the text it stands
+// for.
+func NewIdent(p Pos, parts ...string) *Ident {
+	return &Ident{exprBase: exprBase{At{P: p}}, Parts: parts}
+}

@@ -173,6 +173,8 @@ type restoreCase struct {
 	want   []string
 	// cdcDuplicates plans with table.exec.source.cdc-events-duplicate.
 	cdcDuplicates bool
+	// batch plans in batch runtime mode (execution.runtime-mode = batch).
+	batch bool
 }
 
 // The common tables. bids' rows are read one per step by read(0, 1);
@@ -218,6 +220,30 @@ AFTER MATCH SKIP PAST LAST ROW PATTERN (A B) DEFINE B AS B.price > A.price)`,
 		// the watermark (5 s releases the first two).
 		script: []pstep{read(0, 1), read(0, 1), wm(0, day(5)), read(0, 1), read(0, 1), end()},
 		want:   []string{"+I(1, 2)", "+I(3, 4)"},
+	},
+	{
+		name: "temporal sort",
+		// An unbounded copy of bids, so that ORDER BY its rowtime is the
+		// streaming temporal sort rather than a sort at end of input.
+		ddl: `CREATE TABLE ubids (bidder STRING, price INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = 'values', 'bounded' = 'false', 'data' = '
+a,1,2024-01-01 00:00:01
+b,2,2024-01-01 00:00:02
+a,3,2024-01-01 00:00:12
+d,4,2024-01-01 00:00:14
+');`,
+		query: "SELECT bidder, price FROM ubids ORDER BY ts",
+		// Released in rowtime order as the watermark passes them: the 5 s
+		// watermark releases 1 s and 2 s, the end of input the rest.
+		script: []pstep{read(0, 1), read(0, 1), wm(0, day(5)), read(0, 1), read(0, 1), end()},
+		want:   []string{"+I(a, 1)", "+I(b, 2)", "+I(a, 3)", "+I(d, 4)"},
+	},
+	{
+		name:  "batch group aggregate (final rows)",
+		query: "SELECT bidder, COUNT(*), SUM(price) FROM bids GROUP BY bidder ORDER BY bidder",
+		batch: true,
+		// Batch mode: one final row per group, no -U/+U: a has 1 and 3.
+		script: []pstep{read(0, 1), read(0, 1), read(0, 2), end()},
+		want:   []string{"+I(a, 2, 4)", "+I(b, 1, 2)", "+I(d, 1, 4)"},
 	},
 	{
 		name:   "group aggregate",
@@ -564,7 +590,7 @@ func (h *harness) planWith(cur **pipeline) *plan.Plan {
 	reg := builtin.NewRegistry(io.Discard, io.Discard)
 	reg.Register(collectFactory{cur})
 	cat := catalog.New()
-	p := plan.New(cat, reg, plan.Config{Parallelism: 1, Loc: time.UTC, NotNullEnforcer: exec.NotNullDrop, CDCEventsDuplicate: h.c.cdcDuplicates})
+	p := plan.New(cat, reg, plan.Config{Parallelism: 1, Loc: time.UTC, NotNullEnforcer: exec.NotNullDrop, CDCEventsDuplicate: h.c.cdcDuplicates, RuntimeMode: h.runtimeMode()})
 	stmts, err := sqlparser.ParseScript(commonDDL + h.c.ddl)
 	if err != nil {
 		t.Fatal(err)
@@ -595,6 +621,13 @@ func (h *harness) planWith(cur **pipeline) *plan.Plan {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+func (h *harness) runtimeMode() plan.RuntimeMode {
+	if h.c.batch {
+		return plan.Batch
+	}
+	return plan.Streaming
 }
 
 func (h *harness) plan() *plan.Plan {
