@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
@@ -112,10 +113,9 @@ type regular struct {
 	keyBuf []byte
 
 	// cache, when not nil, holds both sides' rows decoded per join key
-	// (see rowCache); dirty lists the keys changed since the last
-	// write-back.
-	cache map[string]*keyState
-	dirty []*keyState
+	// (see joinCache); curID is the id of the current row's key in it.
+	cache *joinCache
+	curID int32
 
 	// matches of the row being processed on the other side; their rows
 	// live in arena.
@@ -149,14 +149,21 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 	}
 	j.b = b
 	// A restore (or a first open) starts from the backend: nothing cached.
-	j.cache, j.dirty = nil, nil
+	// On a fresh start the backend holds nothing, so a key the cache has
+	// not seen has no state and is not looked up.
+	j.cache = nil
 	if b.Kind() == image.Hashmap && j.spec.Left.TTL == 0 && j.spec.Right.TTL == 0 {
-		j.cache = make(map[string]*keyState)
+		fresh, err := statecache.Empty(b)
+		if err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+		j.cache = newJoinCache(len(j.spec.Left.Keys), fresh)
 	}
 	for _, s := range j.sides {
-		s.cache, s.cur, s.curKey, s.dirty = nil, nil, nil, &j.dirty
+		s.cache, s.cur, s.curKey, s.dirty, s.curID = nil, nil, nil, nil, &j.curID
 		if j.cache != nil {
 			s.cache = newRowCache(s.spec.Width)
+			s.dirty = &j.cache.dirty
 		}
 	}
 	return nil
@@ -175,16 +182,15 @@ func (j *regular) PrepareSnapshot(exec.CheckpointID) error {
 // backend's current key, or, with the cache, both sides' cached rows of
 // it (read from the backend on a miss).
 func (j *regular) setKey(input int, row types.Row) error {
-	me := j.sides[input]
-	j.keyBuf = appendKey(j.keyBuf[:0], row, me.spec.Keys)
-	hash := types.HashColumns(row, me.spec.Keys)
 	if j.cache == nil {
-		if err := j.b.SetCurrentKey(hash, j.keyBuf); err != nil {
+		me := j.sides[input]
+		j.keyBuf = appendKey(j.keyBuf[:0], row, me.spec.Keys)
+		if err := j.b.SetCurrentKey(types.HashColumns(row, me.spec.Keys), j.keyBuf); err != nil {
 			return fmt.Errorf("join: %w", err)
 		}
 		return nil
 	}
-	ks, err := j.cached(j.keyBuf, hash)
+	ks, err := j.cached(input, row)
 	if err != nil {
 		return err
 	}
@@ -410,11 +416,12 @@ func (j *regular) collectCached(input int, other *sideView) error {
 	lw := j.spec.Left.Width
 	for i := range other.cur.rows {
 		cr := &other.cur.rows[i]
+		row := other.cache.row(cr.row)
 		if j.spec.Residual != nil {
 			if input == 0 {
-				copy(j.joined[lw:], cr.row)
+				copy(j.joined[lw:], row)
 			} else {
-				copy(j.joined, cr.row)
+				copy(j.joined, row)
 			}
 			ok, err := j.spec.Residual.Test(j.joined)
 			if err != nil {
@@ -424,7 +431,7 @@ func (j *regular) collectCached(input int, other *sideView) error {
 				continue
 			}
 		}
-		j.matches = append(j.matches, match{row: cr.row, count: cr.count, assoc: cr.assoc, ukey: cr.ukey, idx: i})
+		j.matches = append(j.matches, match{row: row, count: int(cr.count), assoc: int(cr.assoc), idx: i})
 	}
 	return nil
 }
@@ -490,7 +497,8 @@ type sideView struct {
 	cache  *rowCache
 	cur    *keyRows
 	curKey *keyState
-	dirty  *[]*keyState // the join's dirty list
+	curID  *int32   // the join's current key id
+	dirty  *[]int32 // the join's dirty list
 
 	// scan's state for visit
 	fn     func(rec, ukey []byte, count, assoc int) bool
@@ -669,7 +677,7 @@ func (s *sideView) setAssoc(m *match, assoc int) error {
 	m.assoc = assoc
 	if s.cache != nil {
 		r := &s.cur.rows[m.idx]
-		r.assoc, r.dirty = assoc, true
+		r.assoc, r.dirty = int32(assoc), true
 		s.markDirty()
 		return nil
 	}
