@@ -174,11 +174,6 @@ func (j *regular) cached(input int, row types.Row) (*keyState, error) {
 		j.curID = id
 		return &jc.states[id], nil
 	}
-	for i, s := range j.sides {
-		if s.cache.needsCompaction() {
-			j.compactKeys(i)
-		}
-	}
 	id := jc.keys.Add(jc.keyRow, hash)
 	clear(jc.keyRow)
 	for int(id) >= len(jc.states) {

@@ -232,6 +232,13 @@ func (j *regular) ProcessBatch(input int, b *types.Batch, out exec.Output) error
 			return err
 		}
 	}
+	if j.cache != nil {
+		for i, s := range j.sides {
+			if s.cache.needsCompaction() {
+				j.compactKeys(i)
+			}
+		}
+	}
 	return j.flush(out)
 }
 
