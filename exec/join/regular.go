@@ -116,6 +116,9 @@ type regular struct {
 	// (see joinCache); curID is the id of the current row's key in it.
 	cache *joinCache
 	curID int32
+	// curHash is the hash of the current row's join key, which the sides'
+	// key filters (uncached path, after a fresh start) are probed with.
+	curHash uint64
 
 	// matches of the row being processed on the other side; their rows
 	// live in arena.
@@ -160,10 +163,24 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 		j.cache = newJoinCache(len(j.spec.Left.Keys), fresh)
 	}
 	for _, s := range j.sides {
-		s.cache, s.cur, s.curKey, s.dirty, s.curID = nil, nil, nil, nil, &j.curID
+		s.cache, s.cur, s.curKey, s.dirty, s.curID, s.filter = nil, nil, nil, nil, &j.curID, nil
 		if j.cache != nil {
 			s.cache = newRowCache(s.spec.Width)
 			s.dirty = &j.cache.dirty
+		}
+		s.curHash = &j.curHash
+	}
+	if j.cache == nil && b.Kind() == image.RocksDB {
+		fresh, err := statecache.Empty(b)
+		if err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+		if fresh {
+			// A sixteenth of the budget per side: 20 M keys in a 256 MB
+			// budget get ~6 bits each (a few % false positives).
+			for _, s := range j.sides {
+				s.filter = newKeyFilter(b.MemoryBudget() / 16)
+			}
 		}
 	}
 	return nil
@@ -185,7 +202,8 @@ func (j *regular) setKey(input int, row types.Row) error {
 	if j.cache == nil {
 		me := j.sides[input]
 		j.keyBuf = appendKey(j.keyBuf[:0], row, me.spec.Keys)
-		if err := j.b.SetCurrentKey(types.HashColumns(row, me.spec.Keys), j.keyBuf); err != nil {
+		j.curHash = types.HashColumns(row, me.spec.Keys)
+		if err := j.b.SetCurrentKey(j.curHash, j.keyBuf); err != nil {
 			return fmt.Errorf("join: %w", err)
 		}
 		return nil
@@ -388,6 +406,9 @@ func (j *regular) collect(input int, row types.Row, other *sideView) error {
 	if other.cache != nil {
 		return j.collectCached(input, other)
 	}
+	if !other.filter.mayContain(j.curHash) {
+		return nil // the other side never stored this key
+	}
 	j.cInput, j.cOther, j.cErr = input, other, nil
 	if j.collectFn == nil {
 		// A method value made once: a closure per row would allocate.
@@ -501,11 +522,16 @@ type sideView struct {
 	ukBuf []byte
 	// cache, when not nil, holds the side's rows decoded (see rowCache);
 	// cur is the current join key's, curKey the key's cached state.
-	cache  *rowCache
-	cur    *keyRows
-	curKey *keyState
-	curID  *int32   // the join's current key id
-	dirty  *[]int32 // the join's dirty list
+	// filter, when not nil, holds the join keys this side stored since a
+	// fresh start (uncached path); curHash points at the join's current
+	// key hash.
+	filter  *keyFilter
+	curHash *uint64
+	cache   *rowCache
+	cur     *keyRows
+	curKey  *keyState
+	curID   *int32   // the join's current key id
+	dirty   *[]int32 // the join's dirty list
 
 	// scan's state for visit
 	fn     func(rec, ukey []byte, count, assoc int) bool
@@ -617,6 +643,10 @@ func (s *sideView) add(row types.Row, assoc int) error {
 		s.addCached(row, assoc)
 		return nil
 	}
+	seen := s.filter.mayContain(*s.curHash)
+	if s.filter != nil {
+		s.filter.add(*s.curHash)
+	}
 	switch s.spec.Spec {
 	case JoinKeyContainsUniqueKey:
 		return s.value.Put(nil, s.record(row, assoc))
@@ -625,6 +655,9 @@ func (s *sideView) add(row types.Row, assoc int) error {
 		return s.m.Put(nil, s.ukBuf, s.record(row, assoc))
 	}
 	s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
+	if !seen {
+		return s.m.Put(nil, s.ukBuf, s.counts(1, assoc))
+	}
 	v, ok, err := s.m.Get(nil, s.ukBuf)
 	if err != nil {
 		return err
@@ -645,6 +678,9 @@ func (s *sideView) retract(row types.Row) error {
 	if s.cache != nil {
 		s.retractCached(row)
 		return nil
+	}
+	if !s.filter.mayContain(*s.curHash) {
+		return nil // never stored
 	}
 	switch s.spec.Spec {
 	case JoinKeyContainsUniqueKey:
