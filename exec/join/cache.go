@@ -57,10 +57,7 @@ type keyRows struct {
 	// rows in the byte order of their map keys (the order the backend
 	// iterates them in, so matches are emitted in the same order); at most
 	// one, with no map key, for the value layout.
-	rows []cachedRow
-	// dels are the map keys removed since the last write-back, end to end.
-	dels    []byte
-	delEnds []int32
+	rows    []cachedRow
 	cleared bool // value layout: the value was removed
 }
 
@@ -136,9 +133,19 @@ func (e *keyRows) find(c *rowCache, ukey []byte) (int, bool) {
 	})
 }
 
-func (e *keyRows) deleted(ukey []byte) {
-	e.dels = append(e.dels, ukey...)
-	e.delEnds = append(e.delEnds, int32(len(e.dels)))
+// deleted records that side's map key ukey of key id was removed. The
+// removals are kept apart from the key states, which they would make
+// larger (and a row's state lookup slower) for the rare retraction.
+func (jc *joinCache) deleted(id int32, side int, ukey []byte) {
+	jc.dels = append(jc.dels, ukey...)
+	jc.delRefs = append(jc.delRefs, delRef{id: id, side: uint8(side), end: len(jc.dels)})
+}
+
+// delRef is a removed map key: its key id, side and end in dels.
+type delRef struct {
+	id   int32
+	side uint8
+	end  int
 }
 
 // joinCache is the regular join's cache: the interned join keys and
@@ -147,6 +154,10 @@ type joinCache struct {
 	keys   *keyed.OpenTable
 	states []keyState // by key id
 	dirty  []int32    // ids changed since the last write-back
+	// dels are the map keys removed since the last write-back, end to
+	// end, in the order of their removal (see deleted).
+	dels    []byte
+	delRefs []delRef
 	// complete says every key with state is cached (a fresh start), so
 	// that a miss is a new key without a backend read.
 	complete bool
@@ -320,24 +331,44 @@ func (s *sideView) retractCached(row types.Row) {
 		s.markDirty()
 		return
 	}
-	e.deleted(c.ukey(r))
+	s.jc.deleted(*s.curID, s.index, c.ukey(r))
 	c.release(r)
 	e.rows = slices.Delete(e.rows, i, i+1)
 	s.markDirty()
+}
+
+// setCachedKey makes cached key id the backend's current key.
+func (j *regular) setCachedKey(id int32) error {
+	j.keyBuf = appendCachedKey(j.keyBuf[:0], j.cache.keys.Key(id))
+	if err := j.b.SetCurrentKey(j.cache.keys.Hash(id), j.keyBuf); err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	return nil
 }
 
 // writeBack writes every dirty key's changes to the backend and drops the
 // keys left without rows from the cache.
 func (j *regular) writeBack() error {
 	jc := j.cache
+	// Removals first: a map key removed and added again is put below.
+	st, cur := 0, int32(-1)
+	for _, d := range jc.delRefs {
+		if d.id != cur {
+			cur = d.id
+			if err := j.setCachedKey(d.id); err != nil {
+				return err
+			}
+		}
+		if err := j.sides[d.side].m.Delete(nil, jc.dels[st:d.end]); err != nil {
+			return fmt.Errorf("join: %s state: %w", j.sides[d.side].name, err)
+		}
+		st = d.end
+	}
+	jc.dels, jc.delRefs = jc.dels[:0], jc.delRefs[:0]
 	for _, id := range jc.dirty {
 		ks := &jc.states[id]
-		j.keyBuf = j.keyBuf[:0]
-		for _, v := range jc.keys.Key(id) {
-			j.keyBuf = types.AppendValue(j.keyBuf, v)
-		}
-		if err := j.b.SetCurrentKey(jc.keys.Hash(id), j.keyBuf); err != nil {
-			return fmt.Errorf("join: %w", err)
+		if err := j.setCachedKey(id); err != nil {
+			return err
 		}
 		empty := true
 		for i, s := range j.sides {
@@ -346,7 +377,6 @@ func (j *regular) writeBack() error {
 				return fmt.Errorf("join: %s state: %w", s.name, err)
 			}
 			e.cleared = false
-			e.dels, e.delEnds = e.dels[:0], e.delEnds[:0]
 			empty = empty && len(e.rows) == 0
 		}
 		ks.dirty = false
@@ -369,13 +399,6 @@ func (s *sideView) writeKey(e *keyRows) error {
 		}
 		e.rows[0].dirty = false
 		return s.value.Put(nil, s.record(c.row(e.rows[0].row), int(e.rows[0].assoc)))
-	}
-	st := int32(0)
-	for _, end := range e.delEnds {
-		if err := s.m.Delete(nil, e.dels[st:end]); err != nil {
-			return err
-		}
-		st = end
 	}
 	for i := range e.rows {
 		r := &e.rows[i]

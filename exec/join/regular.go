@@ -99,7 +99,7 @@ func NewRegular(spec RegularSpec) (exec.Operator, error) {
 	// A semi or anti join counts each left row's matches, as an outer
 	// side does.
 	j.sides[0] = &sideView{spec: spec.Left, outer: spec.Type.leftOuter() || spec.Type.semiAnti(), name: "left"}
-	j.sides[1] = &sideView{spec: spec.Right, outer: spec.Type.rightOuter(), name: "right"}
+	j.sides[1] = &sideView{spec: spec.Right, outer: spec.Type.rightOuter(), name: "right", index: 1}
 	return j, nil
 }
 
@@ -164,6 +164,7 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 	}
 	for _, s := range j.sides {
 		s.cache, s.cur, s.curKey, s.dirty, s.curID, s.filter = nil, nil, nil, nil, &j.curID, nil
+		s.jc = j.cache
 		if j.cache != nil {
 			s.cache = newRowCache(s.spec.Width)
 			s.dirty = &j.cache.dirty
@@ -530,7 +531,9 @@ type sideView struct {
 	cache   *rowCache
 	cur     *keyRows
 	curKey  *keyState
-	curID   *int32   // the join's current key id
+	curID   *int32 // the join's current key id
+	jc      *joinCache
+	index   int      // 0 left, 1 right
 	dirty   *[]int32 // the join's dirty list
 
 	// scan's state for visit
