@@ -61,9 +61,16 @@ type keyRows struct {
 	cleared bool // value layout: the value was removed
 }
 
+// inlineKey is the longest map key a cachedRow holds inline.
+const inlineKey = 16
+
 // cachedRow is a cached row: its id in the side's slabs and its map key
 // as a range of the side's ukeys. It holds no pointer.
 type cachedRow struct {
+	// pre holds a map key of at most inlineKey bytes (a row of a few
+	// numbers), which then needs no slab bytes, and the binary search
+	// comparing it no memory access beyond the row list.
+	pre   [inlineKey]byte
 	ukOff int
 	ukLen int32
 	row   int32
@@ -105,13 +112,28 @@ func (c *rowCache) newRow(r types.Row) int32 {
 func (c *rowCache) release(r *cachedRow) {
 	clear(c.row(r.row))
 	c.free = append(c.free, r.row)
-	c.waste += int(r.ukLen)
+	if r.ukLen > inlineKey {
+		c.waste += int(r.ukLen)
+	}
 }
 
 // ukey returns the map key of r.
 func (c *rowCache) ukey(r *cachedRow) []byte {
+	if r.ukLen <= inlineKey {
+		return r.pre[:r.ukLen:r.ukLen]
+	}
 	end := r.ukOff + int(r.ukLen)
 	return c.ukeys[r.ukOff:end:end]
+}
+
+// setKey stores map key k for r: inline when short, else in the slab.
+func (c *rowCache) setKey(r *cachedRow, k []byte) {
+	r.ukLen = int32(len(k))
+	if len(k) <= inlineKey {
+		copy(r.pre[:], k)
+		return
+	}
+	r.ukOff = c.addKey(k)
 }
 
 // addKey stores map key k and returns its offset.
@@ -128,9 +150,16 @@ func (c *rowCache) needsCompaction() bool {
 
 // find is the position of ukey in e.rows and whether it is there.
 func (e *keyRows) find(c *rowCache, ukey []byte) (int, bool) {
-	return slices.BinarySearchFunc(e.rows, ukey, func(r cachedRow, k []byte) int {
-		return bytes.Compare(c.ukey(&r), k)
-	})
+	lo, hi := 0, len(e.rows)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(c.ukey(&e.rows[m]), ukey) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(e.rows) && bytes.Equal(c.ukey(&e.rows[lo]), ukey)
 }
 
 // deleted records that side's map key ukey of key id was removed. The
@@ -213,7 +242,7 @@ func (j *regular) cached(input int, row types.Row) (*keyState, error) {
 			}
 			cr := cachedRow{row: id, count: int32(count), assoc: int32(assoc)}
 			if ukey != nil {
-				cr.ukOff, cr.ukLen = c.addKey(ukey), int32(len(ukey))
+				c.setKey(&cr, ukey)
 			}
 			e.rows = append(e.rows, cr)
 			return true
@@ -252,7 +281,7 @@ func (j *regular) compactKeys(i int) {
 		e := &j.cache.states[id].sides[i]
 		for k := range e.rows {
 			r := &e.rows[k]
-			if r.ukLen > 0 {
+			if r.ukLen > inlineKey {
 				end := r.ukOff + int(r.ukLen)
 				r.ukOff = c.addKey(old[r.ukOff:end])
 			}
@@ -292,7 +321,9 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 	i, ok := e.find(c, ukey)
 	switch {
 	case !ok:
-		e.rows = slices.Insert(e.rows, i, cachedRow{ukOff: c.addKey(ukey), ukLen: int32(len(ukey)), row: c.newRow(row), count: 1, assoc: int32(assoc), dirty: true})
+		cr := cachedRow{row: c.newRow(row), count: 1, assoc: int32(assoc), dirty: true}
+		c.setKey(&cr, ukey)
+		e.rows = slices.Insert(e.rows, i, cr)
 	case s.spec.Spec == HasUniqueKey:
 		r := &e.rows[i]
 		copy(c.row(r.row), row)
