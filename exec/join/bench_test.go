@@ -38,13 +38,16 @@ func (d *discard) Push(b *types.Batch) error { d.rows += b.Len(); return nil }
 func (d *discard) PushWatermark(int64) error { return nil }
 
 // openBench opens op on a hashmap backend.
-func openBench(b *testing.B, op exec.Operator) {
-	k := optest.NewKeyed(b, image.Hashmap)
+func openBench(b *testing.B, op exec.Operator) { openOn(b, image.Hashmap, op) }
+
+// openOn opens op on a fresh backend of kind, at processing time 0.
+func openOn(tb testing.TB, kind image.Kind, op exec.Operator) {
+	k := optest.NewKeyed(tb, kind)
 	k.Clock = func() int64 { return 0 }
-	k.Open(b, op.(exec.KeyedOperator))
+	k.Open(tb, op.(exec.KeyedOperator))
 	rt := &optest.Runtime{}
 	if err := op.Open(rt.Context()); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 
@@ -208,13 +211,7 @@ func BenchmarkRegularJoinRocksDB(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	k := optest.NewKeyed(b, image.RocksDB)
-	k.Clock = func() int64 { return 0 }
-	k.Open(b, op.(exec.KeyedOperator))
-	rt := &optest.Runtime{}
-	if err := op.Open(rt.Context()); err != nil {
-		b.Fatal(err)
-	}
+	openOn(b, image.RocksDB, op)
 	out := &discard{}
 	batches := [2]*types.Batch{types.NewBatch(2, types.DefaultBatchSize), types.NewBatch(2, types.DefaultBatchSize)}
 	for _, bt := range batches {

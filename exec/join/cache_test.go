@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/internal/optest"
-	"github.com/flinksql/flinksql/state/image"
 )
 
 // The regular join caches decoded rows on hashmap and writes them back at
@@ -63,39 +61,9 @@ func TestRegularCacheWritesUncachedState(t *testing.T) {
 			for ln, l := range sides {
 				for rn, r := range sides {
 					t.Run(fmt.Sprintf("%s/%v/%s/%s", keys.name, typ, ln, rn), func(t *testing.T) {
-						var events [2][]string
-						var dumps [2][][]string
-						for i, kind := range []image.Kind{image.Hashmap, image.RocksDB} {
-							op, err := NewRegular(RegularSpec{Type: typ, Left: l, Right: r})
-							if err != nil {
-								t.Fatal(err)
-							}
-							k := optest.NewKeyed(t, kind)
-							k.Clock = func() int64 { return 0 }
-							b := k.Open(t, op.(exec.KeyedOperator))
-							rt := &optest.Runtime{}
-							if err := op.Open(rt.Context()); err != nil {
-								t.Fatal(err)
-							}
-							c := newCollector()
-							for p, phase := range script {
-								for _, s := range phase {
-									s.Run(t, op, rt, c)
-								}
-								snap := k.Snapshot(t, op.(exec.KeyedOperator), b, exec.CheckpointID(p+1))
-								dumps[i] = append(dumps[i], snap.Entries)
-							}
-							events[i] = c.Events
-						}
-						if !slices.Equal(events[0], events[1]) {
-							t.Fatalf("hashmap (cached) emitted\n%v\nrocksdb (uncached)\n%v", events[0], events[1])
-						}
-						for p := range dumps[0] {
-							if !slices.Equal(dumps[0][p], dumps[1][p]) {
-								t.Fatalf("snapshot %d: hashmap (cached) holds\n%v\nrocksdb (uncached)\n%v", p+1, dumps[0][p], dumps[1][p])
-							}
-						}
-						if len(dumps[0][len(dumps[0])-1]) == 0 {
+						build := func() (exec.Operator, error) { return NewRegular(RegularSpec{Type: typ, Left: l, Right: r}) }
+						dumps := checkCachedMatchesUncached(t, build, script)
+						if len(dumps[len(dumps)-1]) == 0 {
 							t.Fatal("the script leaves rows (d, 40 on the right) but the state is empty")
 						}
 					})

@@ -394,7 +394,6 @@ func (j *interval) probe(input int, row types.Row, lo, hi int64, out exec.Output
 func (j *interval) probeOne(uk, v []byte) bool {
 	input, row, out := j.pInput, j.pRow, j.pOut
 	other := 1 - input
-	lw := j.widths[0]
 	if len(uk) < 8 || readTime(uk) > j.pHi {
 		return false
 	}
@@ -409,20 +408,11 @@ func (j *interval) probeOne(uk, v []byte) bool {
 		j.pErr = fmt.Errorf("interval join: corrupt state: bad row counts")
 		return false
 	}
-	if j.spec.Residual != nil {
-		if other == 0 {
-			copy(j.joined, o)
-		} else {
-			copy(j.joined[lw:], o)
-		}
-		ok, err := j.spec.Residual.Test(j.joined)
-		if err != nil {
-			j.pErr = fmt.Errorf("interval join: %w", err)
-			return false
-		}
-		if !ok {
-			return true
-		}
+	if ok, err := j.residualHolds(other, o); err != nil {
+		j.pErr = err
+		return false
+	} else if !ok {
+		return true
 	}
 	j.pMatched = true
 	for range count {
@@ -437,6 +427,24 @@ func (j *interval) probeOne(uk, v []byte) bool {
 		j.updates = append(j.updates, pendingUpdate{uk: j.dueKeys[s:len(j.dueKeys):len(j.dueKeys)], count: count})
 	}
 	return true
+}
+
+// residualHolds tests the residual condition on the probing row (already
+// in j.joined) joined with o of side other.
+func (j *interval) residualHolds(other int, o types.Row) (bool, error) {
+	if j.spec.Residual == nil {
+		return true, nil
+	}
+	if other == 0 {
+		copy(j.joined, o)
+	} else {
+		copy(j.joined[j.widths[0]:], o)
+	}
+	ok, err := j.spec.Residual.Test(j.joined)
+	if err != nil {
+		return false, fmt.Errorf("interval join: %w", err)
+	}
+	return ok, nil
 }
 
 func (j *interval) counts(count, emitted uint64) []byte {

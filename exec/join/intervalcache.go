@@ -194,19 +194,10 @@ func (j *interval) probeCached(input int, row types.Row, lo, hi int64, out exec.
 	for ; i < len(rows) && rows[i].t <= hi; i++ {
 		r := &rows[i]
 		o := c.sides[other].row(r.row)
-		if j.spec.Residual != nil {
-			if other == 0 {
-				copy(j.joined, o)
-			} else {
-				copy(j.joined[lw:], o)
-			}
-			ok, err := j.spec.Residual.Test(j.joined)
-			if err != nil {
-				return false, fmt.Errorf("interval join: %w", err)
-			}
-			if !ok {
-				continue
-			}
+		if ok, err := j.residualHolds(other, o); err != nil {
+			return false, err
+		} else if !ok {
+			continue
 		}
 		matched = true
 		for range r.count {

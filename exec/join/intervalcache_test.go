@@ -2,11 +2,9 @@ package join
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/state/image"
 )
@@ -38,44 +36,13 @@ func TestIntervalCacheWritesUncachedState(t *testing.T) {
 	}}
 	for _, typ := range []Type{Inner, LeftOuter, RightOuter, FullOuter} {
 		t.Run(typ.String(), func(t *testing.T) {
-			var events [2][]string
-			var dumps [2][][]string
-			for i, kind := range []image.Kind{image.Hashmap, image.RocksDB} {
-				op, err := intervalBuild(typ)()
-				if err != nil {
-					t.Fatal(err)
-				}
-				k := optest.NewKeyed(t, kind)
-				k.Clock = func() int64 { return 0 }
-				b := k.Open(t, op.(exec.KeyedOperator))
-				rt := &optest.Runtime{}
-				if err := op.Open(rt.Context()); err != nil {
-					t.Fatal(err)
-				}
-				c := newCollector()
-				for p, phase := range script {
-					for _, s := range phase {
-						s.Run(t, op, rt, c)
-					}
-					snap := k.Snapshot(t, op.(exec.KeyedOperator), b, exec.CheckpointID(p+1))
-					dumps[i] = append(dumps[i], snap.Entries)
-				}
-				events[i] = c.Events
-			}
-			if !slices.Equal(events[0], events[1]) {
-				t.Fatalf("hashmap (cached) emitted\n%v\nrocksdb (uncached)\n%v", events[0], events[1])
-			}
-			for p := range dumps[0] {
-				if !slices.Equal(dumps[0][p], dumps[1][p]) {
-					t.Fatalf("snapshot %d: hashmap (cached) holds\n%v\nrocksdb (uncached)\n%v", p+1, dumps[0][p], dumps[1][p])
-				}
-			}
+			dumps := checkCachedMatchesUncached(t, intervalBuild(typ), script)
 			// Snapshot 1 holds rows of both sides; the last only the
 			// watermark (kept per key group).
-			if n := len(dumps[0][0]); n < 6 {
+			if n := len(dumps[0]); n < 6 {
 				t.Fatalf("snapshot 1 holds %d entries, want the buffered rows and their expiry entries", n)
 			}
-			for _, e := range dumps[0][3] {
+			for _, e := range dumps[3] {
 				if !strings.Contains(e, " watermark ") {
 					t.Fatalf("the last snapshot holds %q, want only the kept watermark", e)
 				}
@@ -91,13 +58,8 @@ func TestIntervalCacheForgetsExpiredKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := optest.NewKeyed(t, image.Hashmap)
-	k.Clock = func() int64 { return 0 }
-	k.Open(t, op.(exec.KeyedOperator))
+	openOn(t, image.Hashmap, op)
 	rt := &optest.Runtime{}
-	if err := op.Open(rt.Context()); err != nil {
-		t.Fatal(err)
-	}
 	c := newCollector()
 	const keys = 1000
 	rows := make([]rowSpec, keys)
