@@ -5,62 +5,77 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/types"
 )
 
-// rowCache holds one side's rows of a regular join decoded, per join key,
-// in front of its kv state: a row then joins the other side's rows of its
-// key without a kv scan and a decode per stored row, and is stored without
-// encoding a kv entry per input row. It is a write-back cache (KEYED.md
-// rule 2): a key is loaded from the backend on its first use, changes are
+// The regular join's decoded write-back cache (KEYED.md rule 2) holds
+// both sides' rows per join key in front of its kv state: a row then joins
+// the other side's rows of its key without a kv scan and a decode per
+// stored row, and is stored without encoding a kv entry per input row. A
+// key is loaded from the backend on its first use (not at all on a fresh
+// start, while the backend holds nothing the cache does not), changes are
 // marked dirty and written back at PrepareSnapshot, after which the
 // backend holds exactly what the uncached operator would have written.
+//
+// Join keys are interned as dense ids in an open-addressing table
+// (keyed.OpenTable, over the exchange's hash), and each id's state is a
+// value in a flat slice: a row costs one hash probe and no allocation.
+// The per-key row lists hold no pointers (row ids into chunked slabs,
+// unique-key bytes as offsets into one byte slab), so that growing them
+// moves plain memory and the collector does not scan them.
 //
 // It is used only on the hashmap backend (whose state lives in memory
 // anyway, so the cache needs no bound) and only when neither side has a
 // state TTL (the cache does not track kv's per-entry write times); other
 // joins read and write the backend per row.
-type rowCache struct {
-	width int
 
-	// Slabs the cached rows and map keys are cut from, so that storing a
-	// row does not allocate per row; free holds rows of removed entries
-	// for reuse (every row of a side has the same width).
-	vals []types.Value
-	free []types.Row
-	buf  []byte
+// chunkRows is how many rows one slab chunk of a side holds.
+const chunkRows = 1024
+
+// rowCache is one side's storage of cached rows and their map keys.
+type rowCache struct {
+	width  int
+	chunks [][]types.Value // rows, chunkRows per chunk
+	free   []int32         // ids of released rows, for reuse
+	next   int32           // rows handed out so far
+	// ukeys holds the map keys of the cached rows end to end; waste counts
+	// the bytes of released ones, reclaimed by compactKeys.
+	ukeys []byte
+	waste int
 }
 
 // keyState is the cached state of one join key: both sides' rows, so
-// that one map lookup finds a row's matches and its own side's rows.
+// that one lookup finds a row's matches and its own side's rows.
 type keyState struct {
-	key   string
-	hash  uint64
 	sides [2]keyRows
 	dirty bool
 }
 
 // keyRows is one side's cached rows of a join key.
 type keyRows struct {
-	// one holds the first row inline: a key with one row per side (a
-	// unique key, or a typical key of a large key space) then needs no
-	// separate allocation, nor the pointer chase to it.
-	one [1]cachedRow
 	// rows in the byte order of their map keys (the order the backend
 	// iterates them in, so matches are emitted in the same order); at most
-	// one, with a nil ukey, for the value layout.
-	rows []cachedRow
-	// dels are the map keys removed since the last write-back, end to end.
-	dels    []byte
-	delEnds []int
+	// one, with no map key, for the value layout.
+	rows    []cachedRow
 	cleared bool // value layout: the value was removed
 }
 
+// inlineKey is the longest map key a cachedRow holds inline.
+const inlineKey = 16
+
+// cachedRow is a cached row: its id in the side's slabs and its map key
+// as a range of the side's ukeys. It holds no pointer.
 type cachedRow struct {
-	ukey  []byte
-	row   types.Row
-	count int
-	assoc int
+	// pre holds a map key of at most inlineKey bytes (a row of a few
+	// numbers), which then needs no slab bytes, and the binary search
+	// comparing it no memory access beyond the row list.
+	pre   [inlineKey]byte
+	ukOff int
+	ukLen int32
+	row   int32
+	count int32
+	assoc int32
 	dirty bool
 }
 
@@ -68,77 +83,166 @@ func newRowCache(width int) *rowCache {
 	return &rowCache{width: width}
 }
 
-// newRow returns a copy of r cut from the slab.
-func (c *rowCache) newRow(r types.Row) types.Row {
-	var dst types.Row
+// row returns the values of row id.
+func (c *rowCache) row(id int32) types.Row {
+	ch := c.chunks[id/chunkRows]
+	o := int(id%chunkRows) * c.width
+	return types.Row(ch[o : o+c.width : o+c.width])
+}
+
+// newRow stores a copy of r and returns its id.
+func (c *rowCache) newRow(r types.Row) int32 {
+	var id int32
 	if n := len(c.free); n > 0 {
-		dst = c.free[n-1]
+		id = c.free[n-1]
 		c.free = c.free[:n-1]
 	} else {
-		if cap(c.vals)-len(c.vals) < c.width {
-			c.vals = make([]types.Value, 0, max(256, c.width)*c.width)
+		id = c.next
+		c.next++
+		if int(id/chunkRows) == len(c.chunks) {
+			c.chunks = append(c.chunks, make([]types.Value, chunkRows*c.width))
 		}
-		st := len(c.vals)
-		c.vals = c.vals[:st+c.width]
-		dst = types.Row(c.vals[st : st+c.width : st+c.width])
 	}
-	copy(dst, r)
-	return dst
+	copy(c.row(id), r)
+	return id
 }
 
-// release returns a removed entry's row for reuse, dropping its values'
-// references.
-func (c *rowCache) release(r types.Row) {
-	clear(r)
-	c.free = append(c.free, r)
+// release frees row id (and drops its values' references) and its map
+// key's bytes.
+func (c *rowCache) release(r *cachedRow) {
+	clear(c.row(r.row))
+	c.free = append(c.free, r.row)
+	if r.ukLen > inlineKey {
+		c.waste += int(r.ukLen)
+	}
 }
 
-// newBytes returns a copy of b cut from the byte slab.
-func (c *rowCache) newBytes(b []byte) []byte {
-	if cap(c.buf)-len(c.buf) < len(b) {
-		c.buf = make([]byte, 0, max(16<<10, len(b)))
+// ukey returns the map key of r.
+func (c *rowCache) ukey(r *cachedRow) []byte {
+	if r.ukLen <= inlineKey {
+		return r.pre[:r.ukLen:r.ukLen]
 	}
-	st := len(c.buf)
-	c.buf = append(c.buf, b...)
-	return c.buf[st:len(c.buf):len(c.buf)]
+	end := r.ukOff + int(r.ukLen)
+	return c.ukeys[r.ukOff:end:end]
+}
+
+// setKey stores map key k for r: inline when short, else in the slab.
+func (c *rowCache) setKey(r *cachedRow, k []byte) {
+	r.ukLen = int32(len(k))
+	if len(k) <= inlineKey {
+		copy(r.pre[:], k)
+		return
+	}
+	r.ukOff = c.addKey(k)
+}
+
+// addKey stores map key k and returns its offset.
+func (c *rowCache) addKey(k []byte) int {
+	off := len(c.ukeys)
+	c.ukeys = append(c.ukeys, k...)
+	return off
+}
+
+// needsCompaction reports whether most of the key bytes are released ones.
+func (c *rowCache) needsCompaction() bool {
+	return c.waste > 1<<20 && c.waste > len(c.ukeys)/2
 }
 
 // find is the position of ukey in e.rows and whether it is there.
-func (e *keyRows) find(ukey []byte) (int, bool) {
-	return slices.BinarySearchFunc(e.rows, ukey, func(r cachedRow, k []byte) int {
-		return bytes.Compare(r.ukey, k)
-	})
+func (e *keyRows) find(c *rowCache, ukey []byte) (int, bool) {
+	lo, hi := 0, len(e.rows)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(c.ukey(&e.rows[m]), ukey) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(e.rows) && bytes.Equal(c.ukey(&e.rows[lo]), ukey)
 }
 
-func (e *keyRows) deleted(ukey []byte) {
-	e.dels = append(e.dels, ukey...)
-	e.delEnds = append(e.delEnds, len(e.dels))
+// deleted records that side's map key ukey of key id was removed. The
+// removals are kept apart from the key states, which they would make
+// larger (and a row's state lookup slower) for the rare retraction.
+func (jc *joinCache) deleted(id int32, side int, ukey []byte) {
+	jc.dels = append(jc.dels, ukey...)
+	jc.delRefs = append(jc.delRefs, delRef{id: id, side: uint8(side), end: len(jc.dels)})
 }
 
-// cached returns the cached state of the current join key (key, hash),
+// delRef is a removed map key: its key id, side and end in dels.
+type delRef struct {
+	id   int32
+	side uint8
+	end  int
+}
+
+// joinCache is the regular join's cache: the interned join keys and
+// their states.
+type joinCache struct {
+	keys   *keyed.OpenTable
+	states []keyState // by key id
+	dirty  []int32    // ids changed since the last write-back
+	// dels are the map keys removed since the last write-back, end to
+	// end, in the order of their removal (see deleted).
+	dels    []byte
+	delRefs []delRef
+	// complete says every key with state is cached (a fresh start), so
+	// that a miss is a new key without a backend read.
+	complete bool
+	keyRow   types.Row // scratch: the current row's key values
+}
+
+func newJoinCache(keyWidth int, complete bool) *joinCache {
+	cols := make([]int, keyWidth)
+	for i := range cols {
+		cols[i] = i
+	}
+	return &joinCache{keys: keyed.NewOpenTable(cols), complete: complete, keyRow: make(types.Row, keyWidth)}
+}
+
+// cached returns the cached state of the join key of row (of side input),
 // reading both sides' rows from the backend on a miss.
-func (j *regular) cached(key []byte, hash uint64) (*keyState, error) {
-	if ks, ok := j.cache[string(key)]; ok {
+func (j *regular) cached(input int, row types.Row) (*keyState, error) {
+	jc := j.cache
+	keys := j.sides[input].spec.Keys
+	for i, col := range keys {
+		jc.keyRow[i] = row[col]
+	}
+	hash := types.HashColumns(row, keys)
+	if id := jc.keys.Find(jc.keyRow, hash); id >= 0 {
+		j.curID = id
+		return &jc.states[id], nil
+	}
+	id := jc.keys.Add(jc.keyRow, hash)
+	clear(jc.keyRow)
+	for int(id) >= len(jc.states) {
+		jc.states = append(jc.states, keyState{})
+	}
+	j.curID = id
+	ks := &jc.states[id]
+	if jc.complete {
 		return ks, nil
 	}
-	if err := j.b.SetCurrentKey(hash, key); err != nil {
+	j.keyBuf = appendKey(j.keyBuf[:0], row, keys)
+	if err := j.b.SetCurrentKey(hash, j.keyBuf); err != nil {
+		j.dropKey(id)
 		return nil, fmt.Errorf("join: %w", err)
 	}
-	ks := &keyState{key: string(key), hash: hash}
 	for i, s := range j.sides {
 		e := &ks.sides[i]
-		e.rows = e.one[:0:1]
 		c := s.cache
 		var derr error
 		err := s.scan(func(rec, ukey []byte, count, assoc int) bool {
-			r := c.newRow(nil)
-			if _, err := decodeRowInto(r, rec); err != nil {
+			id := c.newRow(nil)
+			if _, err := decodeRowInto(c.row(id), rec); err != nil {
+				c.release(&cachedRow{row: id})
 				derr = fmt.Errorf("join: %s state: %w", s.name, err)
 				return false
 			}
-			cr := cachedRow{row: r, count: count, assoc: assoc}
+			cr := cachedRow{row: id, count: int32(count), assoc: int32(assoc)}
 			if ukey != nil {
-				cr.ukey = c.newBytes(ukey)
+				c.setKey(&cr, ukey)
 			}
 			e.rows = append(e.rows, cr)
 			return true
@@ -147,33 +251,64 @@ func (j *regular) cached(key []byte, hash uint64) (*keyState, error) {
 			err = derr
 		}
 		if err != nil {
+			j.dropKey(id)
 			return nil, err
 		}
 	}
-	j.cache[ks.key] = ks
 	return ks, nil
+}
+
+// dropKey forgets key id and its cached rows (a failed load, or a key
+// left without rows after a write-back).
+func (j *regular) dropKey(id int32) {
+	ks := &j.cache.states[id]
+	for i, s := range j.sides {
+		e := &ks.sides[i]
+		for k := range e.rows {
+			s.cache.release(&e.rows[k])
+		}
+	}
+	*ks = keyState{}
+	j.cache.keys.Release(id)
+}
+
+// compactKeys rewrites side i's map keys without the released ones.
+func (j *regular) compactKeys(i int) {
+	c := j.sides[i].cache
+	old := c.ukeys
+	c.ukeys = make([]byte, 0, len(old)-c.waste)
+	for id := range j.cache.states {
+		e := &j.cache.states[id].sides[i]
+		for k := range e.rows {
+			r := &e.rows[k]
+			if r.ukLen > inlineKey {
+				end := r.ukOff + int(r.ukLen)
+				r.ukOff = c.addKey(old[r.ukOff:end])
+			}
+		}
+	}
+	c.waste = 0
 }
 
 // markDirty notes that the current key's cached state changed.
 func (s *sideView) markDirty() {
 	if ks := s.curKey; !ks.dirty {
 		ks.dirty = true
-		*s.dirty = append(*s.dirty, ks)
+		*s.dirty = append(*s.dirty, *s.curID)
 	}
 }
 
 // addCached is add on the cache.
 func (s *sideView) addCached(row types.Row, assoc int) {
 	c, e := s.cache, s.cur
-	var ukey []byte
 	switch s.spec.Spec {
 	case JoinKeyContainsUniqueKey:
 		if len(e.rows) == 0 {
 			e.rows = append(e.rows, cachedRow{row: c.newRow(row)})
 		} else {
-			copy(e.rows[0].row, row)
+			copy(c.row(e.rows[0].row), row)
 		}
-		e.rows[0].count, e.rows[0].assoc, e.rows[0].dirty = 1, assoc, true
+		e.rows[0].count, e.rows[0].assoc, e.rows[0].dirty = 1, int32(assoc), true
 		e.cleared = false
 		s.markDirty()
 		return
@@ -182,18 +317,20 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 	default:
 		s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
 	}
-	ukey = s.ukBuf
-	i, ok := e.find(ukey)
+	ukey := s.ukBuf
+	i, ok := e.find(c, ukey)
 	switch {
 	case !ok:
-		e.rows = slices.Insert(e.rows, i, cachedRow{ukey: c.newBytes(ukey), row: c.newRow(row), count: 1, assoc: assoc, dirty: true})
+		cr := cachedRow{row: c.newRow(row), count: 1, assoc: int32(assoc), dirty: true}
+		c.setKey(&cr, ukey)
+		e.rows = slices.Insert(e.rows, i, cr)
 	case s.spec.Spec == HasUniqueKey:
 		r := &e.rows[i]
-		copy(r.row, row)
-		r.count, r.assoc, r.dirty = 1, assoc, true
+		copy(c.row(r.row), row)
+		r.count, r.assoc, r.dirty = 1, int32(assoc), true
 	default:
 		r := &e.rows[i]
-		r.count, r.assoc, r.dirty = r.count+1, assoc, true
+		r.count, r.assoc, r.dirty = r.count+1, int32(assoc), true
 	}
 	s.markDirty()
 }
@@ -204,7 +341,7 @@ func (s *sideView) retractCached(row types.Row) {
 	switch s.spec.Spec {
 	case JoinKeyContainsUniqueKey:
 		if len(e.rows) > 0 {
-			c.release(e.rows[0].row)
+			c.release(&e.rows[0])
 			e.rows = e.rows[:0]
 		}
 		e.cleared = true
@@ -215,7 +352,7 @@ func (s *sideView) retractCached(row types.Row) {
 	default:
 		s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
 	}
-	i, ok := e.find(s.ukBuf)
+	i, ok := e.find(c, s.ukBuf)
 	if !ok {
 		return
 	}
@@ -225,19 +362,44 @@ func (s *sideView) retractCached(row types.Row) {
 		s.markDirty()
 		return
 	}
-	e.deleted(r.ukey)
-	c.release(r.row)
+	s.jc.deleted(*s.curID, s.index, c.ukey(r))
+	c.release(r)
 	e.rows = slices.Delete(e.rows, i, i+1)
 	s.markDirty()
+}
+
+// setCachedKey makes cached key id the backend's current key.
+func (j *regular) setCachedKey(id int32) error {
+	j.keyBuf = appendCachedKey(j.keyBuf[:0], j.cache.keys.Key(id))
+	if err := j.b.SetCurrentKey(j.cache.keys.Hash(id), j.keyBuf); err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	return nil
 }
 
 // writeBack writes every dirty key's changes to the backend and drops the
 // keys left without rows from the cache.
 func (j *regular) writeBack() error {
-	for _, ks := range j.dirty {
-		j.keyBuf = append(j.keyBuf[:0], ks.key...)
-		if err := j.b.SetCurrentKey(ks.hash, j.keyBuf); err != nil {
-			return fmt.Errorf("join: %w", err)
+	jc := j.cache
+	// Removals first: a map key removed and added again is put below.
+	st, cur := 0, int32(-1)
+	for _, d := range jc.delRefs {
+		if d.id != cur {
+			cur = d.id
+			if err := j.setCachedKey(d.id); err != nil {
+				return err
+			}
+		}
+		if err := j.sides[d.side].m.Delete(nil, jc.dels[st:d.end]); err != nil {
+			return fmt.Errorf("join: %s state: %w", j.sides[d.side].name, err)
+		}
+		st = d.end
+	}
+	jc.dels, jc.delRefs = jc.dels[:0], jc.delRefs[:0]
+	for _, id := range jc.dirty {
+		ks := &jc.states[id]
+		if err := j.setCachedKey(id); err != nil {
+			return err
 		}
 		empty := true
 		for i, s := range j.sides {
@@ -246,20 +408,19 @@ func (j *regular) writeBack() error {
 				return fmt.Errorf("join: %s state: %w", s.name, err)
 			}
 			e.cleared = false
-			e.dels, e.delEnds = e.dels[:0], e.delEnds[:0]
 			empty = empty && len(e.rows) == 0
 		}
 		ks.dirty = false
 		if empty {
-			delete(j.cache, ks.key)
+			j.dropKey(id)
 		}
 	}
-	clear(j.dirty)
-	j.dirty = j.dirty[:0]
+	jc.dirty = jc.dirty[:0]
 	return nil
 }
 
 func (s *sideView) writeKey(e *keyRows) error {
+	c := s.cache
 	if s.value != nil {
 		if len(e.rows) == 0 {
 			if e.cleared {
@@ -268,14 +429,7 @@ func (s *sideView) writeKey(e *keyRows) error {
 			return nil
 		}
 		e.rows[0].dirty = false
-		return s.value.Put(nil, s.record(e.rows[0].row, e.rows[0].assoc))
-	}
-	st := 0
-	for _, end := range e.delEnds {
-		if err := s.m.Delete(nil, e.dels[st:end]); err != nil {
-			return err
-		}
-		st = end
+		return s.value.Put(nil, s.record(c.row(e.rows[0].row), int(e.rows[0].assoc)))
 	}
 	for i := range e.rows {
 		r := &e.rows[i]
@@ -285,11 +439,11 @@ func (s *sideView) writeKey(e *keyRows) error {
 		r.dirty = false
 		var v []byte
 		if s.spec.Spec == HasUniqueKey {
-			v = s.record(r.row, r.assoc)
+			v = s.record(c.row(r.row), int(r.assoc))
 		} else {
-			v = s.counts(r.count, r.assoc)
+			v = s.counts(int(r.count), int(r.assoc))
 		}
-		if err := s.m.Put(nil, r.ukey, v); err != nil {
+		if err := s.m.Put(nil, c.ukey(r), v); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -125,3 +126,45 @@ func checkRestores(t *testing.T, build func() (exec.Operator, error), start int6
 type predicate func(r types.Row) bool
 
 func (p predicate) Test(r types.Row) (bool, error) { return p(r), nil }
+
+// checkCachedMatchesUncached runs script (phases of steps, a snapshot
+// after each) on a fresh operator from build on hashmap, where the joins
+// cache decoded state, and on rocksdb, where they read and write the
+// backend per row; both must emit the same rows and hold the same entries
+// at every snapshot, which it returns (hashmap's).
+func checkCachedMatchesUncached(t *testing.T, build func() (exec.Operator, error), script [][]step) [][]string {
+	t.Helper()
+	var events [2][]string
+	var dumps [2][][]string
+	for i, kind := range []image.Kind{image.Hashmap, image.RocksDB} {
+		op, err := build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := optest.NewKeyed(t, kind)
+		k.Clock = func() int64 { return 0 }
+		b := k.Open(t, op.(exec.KeyedOperator))
+		rt := &optest.Runtime{}
+		if err := op.Open(rt.Context()); err != nil {
+			t.Fatal(err)
+		}
+		c := newCollector()
+		for p, phase := range script {
+			for _, s := range phase {
+				s.Run(t, op, rt, c)
+			}
+			snap := k.Snapshot(t, op.(exec.KeyedOperator), b, exec.CheckpointID(p+1))
+			dumps[i] = append(dumps[i], snap.Entries)
+		}
+		events[i] = c.Events
+	}
+	if !slices.Equal(events[0], events[1]) {
+		t.Fatalf("hashmap (cached) emitted\n%v\nrocksdb (uncached)\n%v", events[0], events[1])
+	}
+	for p := range dumps[0] {
+		if !slices.Equal(dumps[0][p], dumps[1][p]) {
+			t.Fatalf("snapshot %d: hashmap (cached) holds\n%v\nrocksdb (uncached)\n%v", p+1, dumps[0][p], dumps[1][p])
+		}
+	}
+	return dumps[0]
+}

@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
+	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -92,6 +94,10 @@ type interval struct {
 	widths [2]int
 	keys   [2][]int
 
+	// cache, when not nil, holds the buffered rows decoded (hashmap; see
+	// intervalCache).
+	cache *intervalCache
+
 	wm   int64
 	kept keptWatermark // the watermark at the last checkpoint
 	// nextDue is a lower bound of the earliest expiry in the index
@@ -171,6 +177,19 @@ func (j *interval) OpenKeyedState(b *kv.Backend) error {
 		return fmt.Errorf("interval join: %w", err)
 	}
 	j.wm = j.kept.saved
+	j.cache = nil
+	if b.Kind() == image.Hashmap {
+		fresh, err := statecache.Empty(b)
+		if err != nil {
+			return fmt.Errorf("interval join: %w", err)
+		}
+		j.cache = newIntervalCache(len(j.keys[0]), j.widths)
+		if !fresh {
+			if err := j.preloadCached(); err != nil {
+				return fmt.Errorf("interval join: loading the restored state: %w", err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -178,6 +197,11 @@ func (j *interval) OpenKeyedState(b *kv.Backend) error {
 // index are in the backend already; the watermark is written to it when
 // it moved since the last checkpoint.
 func (j *interval) PrepareSnapshot(exec.CheckpointID) error {
+	if j.cache != nil {
+		if err := j.writeBackCached(); err != nil {
+			return err
+		}
+	}
 	if !j.spec.EventTime {
 		return nil
 	}
@@ -292,22 +316,41 @@ func (j *interval) process(input int, row types.Row, out exec.Output) error {
 		lo, hi = t+j.spec.LowerBound, t+j.spec.UpperBound
 	}
 	nullKey := hasNullKey(row, j.keys[input], j.spec.NullSafe)
-	j.keyBuf = appendKey(j.keyBuf[:0], row, j.keys[input])
-	if err := j.b.SetCurrentKey(types.HashColumns(row, j.keys[input]), j.keyBuf); err != nil {
-		return fmt.Errorf("interval join: %w", err)
+	if j.cache != nil {
+		j.setCachedKey(input, row)
+	} else {
+		j.keyBuf = appendKey(j.keyBuf[:0], row, j.keys[input])
+		if err := j.b.SetCurrentKey(types.HashColumns(row, j.keys[input]), j.keyBuf); err != nil {
+			return fmt.Errorf("interval join: %w", err)
+		}
 	}
 	matched := false
 	if !nullKey && (op == math.MinInt64 || op-j.rel[other]-1 < hi) {
 		var err error
-		if matched, err = j.probe(input, row, lo, hi, out); err != nil {
+		if j.cache != nil {
+			matched, err = j.probeCached(input, row, lo, hi, out)
+		} else {
+			matched, err = j.probe(input, row, lo, hi, out)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	if op == math.MinInt64 || op < hi {
 		if nullKey && !j.outer[input] {
+			if j.cache != nil {
+				j.cache.releaseIfEmpty(j.cache.curID)
+			}
 			return nil // can never match nor be shown
 		}
+		if j.cache != nil {
+			j.storeCached(input, row, t, matched)
+			return nil
+		}
 		return j.store(input, row, t, matched)
+	}
+	if j.cache != nil {
+		j.cache.releaseIfEmpty(j.cache.curID)
 	}
 	if !matched && j.outer[input] {
 		return j.emit(input, row, nil, out)
@@ -351,7 +394,6 @@ func (j *interval) probe(input int, row types.Row, lo, hi int64, out exec.Output
 func (j *interval) probeOne(uk, v []byte) bool {
 	input, row, out := j.pInput, j.pRow, j.pOut
 	other := 1 - input
-	lw := j.widths[0]
 	if len(uk) < 8 || readTime(uk) > j.pHi {
 		return false
 	}
@@ -366,20 +408,11 @@ func (j *interval) probeOne(uk, v []byte) bool {
 		j.pErr = fmt.Errorf("interval join: corrupt state: bad row counts")
 		return false
 	}
-	if j.spec.Residual != nil {
-		if other == 0 {
-			copy(j.joined, o)
-		} else {
-			copy(j.joined[lw:], o)
-		}
-		ok, err := j.spec.Residual.Test(j.joined)
-		if err != nil {
-			j.pErr = fmt.Errorf("interval join: %w", err)
-			return false
-		}
-		if !ok {
-			return true
-		}
+	if ok, err := j.residualHolds(other, o); err != nil {
+		j.pErr = err
+		return false
+	} else if !ok {
+		return true
 	}
 	j.pMatched = true
 	for range count {
@@ -394,6 +427,24 @@ func (j *interval) probeOne(uk, v []byte) bool {
 		j.updates = append(j.updates, pendingUpdate{uk: j.dueKeys[s:len(j.dueKeys):len(j.dueKeys)], count: count})
 	}
 	return true
+}
+
+// residualHolds tests the residual condition on the probing row (already
+// in j.joined) joined with o of side other.
+func (j *interval) residualHolds(other int, o types.Row) (bool, error) {
+	if j.spec.Residual == nil {
+		return true, nil
+	}
+	if other == 0 {
+		copy(j.joined, o)
+	} else {
+		copy(j.joined[j.widths[0]:], o)
+	}
+	ok, err := j.spec.Residual.Test(j.joined)
+	if err != nil {
+		return false, fmt.Errorf("interval join: %w", err)
+	}
+	return ok, nil
 }
 
 func (j *interval) counts(count, emitted uint64) []byte {
@@ -499,6 +550,9 @@ func (j *interval) earliest() (int64, bool, error) {
 // expire removes the rows whose time has passed at operator time now,
 // emitting the unmatched rows of outer sides padded with NULLs.
 func (j *interval) expire(now int64, out exec.Output) error {
+	if j.cache != nil {
+		return j.expireCached(now, out)
+	}
 	if j.nextDue != math.MinInt64 && now < j.nextDue {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
@@ -98,7 +99,7 @@ func NewRegular(spec RegularSpec) (exec.Operator, error) {
 	// A semi or anti join counts each left row's matches, as an outer
 	// side does.
 	j.sides[0] = &sideView{spec: spec.Left, outer: spec.Type.leftOuter() || spec.Type.semiAnti(), name: "left"}
-	j.sides[1] = &sideView{spec: spec.Right, outer: spec.Type.rightOuter(), name: "right"}
+	j.sides[1] = &sideView{spec: spec.Right, outer: spec.Type.rightOuter(), name: "right", index: 1}
 	return j, nil
 }
 
@@ -112,10 +113,12 @@ type regular struct {
 	keyBuf []byte
 
 	// cache, when not nil, holds both sides' rows decoded per join key
-	// (see rowCache); dirty lists the keys changed since the last
-	// write-back.
-	cache map[string]*keyState
-	dirty []*keyState
+	// (see joinCache); curID is the id of the current row's key in it.
+	cache *joinCache
+	curID int32
+	// curHash is the hash of the current row's join key, which the sides'
+	// key filters (uncached path, after a fresh start) are probed with.
+	curHash uint64
 
 	// matches of the row being processed on the other side; their rows
 	// live in arena.
@@ -149,14 +152,36 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 	}
 	j.b = b
 	// A restore (or a first open) starts from the backend: nothing cached.
-	j.cache, j.dirty = nil, nil
+	// On a fresh start the backend holds nothing, so a key the cache has
+	// not seen has no state and is not looked up.
+	j.cache = nil
 	if b.Kind() == image.Hashmap && j.spec.Left.TTL == 0 && j.spec.Right.TTL == 0 {
-		j.cache = make(map[string]*keyState)
+		fresh, err := statecache.Empty(b)
+		if err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+		j.cache = newJoinCache(len(j.spec.Left.Keys), fresh)
 	}
 	for _, s := range j.sides {
-		s.cache, s.cur, s.curKey, s.dirty = nil, nil, nil, &j.dirty
+		s.cache, s.cur, s.curKey, s.dirty, s.curID, s.filter = nil, nil, nil, nil, &j.curID, nil
+		s.jc = j.cache
 		if j.cache != nil {
 			s.cache = newRowCache(s.spec.Width)
+			s.dirty = &j.cache.dirty
+		}
+		s.curHash = &j.curHash
+	}
+	if j.cache == nil && b.Kind() == image.RocksDB {
+		fresh, err := statecache.Empty(b)
+		if err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+		if fresh {
+			// A sixteenth of the budget per side: 20 M keys in a 256 MB
+			// budget get ~6 bits each (a few % false positives).
+			for _, s := range j.sides {
+				s.filter = newKeyFilter(b.MemoryBudget() / 16)
+			}
 		}
 	}
 	return nil
@@ -175,16 +200,16 @@ func (j *regular) PrepareSnapshot(exec.CheckpointID) error {
 // backend's current key, or, with the cache, both sides' cached rows of
 // it (read from the backend on a miss).
 func (j *regular) setKey(input int, row types.Row) error {
-	me := j.sides[input]
-	j.keyBuf = appendKey(j.keyBuf[:0], row, me.spec.Keys)
-	hash := types.HashColumns(row, me.spec.Keys)
 	if j.cache == nil {
-		if err := j.b.SetCurrentKey(hash, j.keyBuf); err != nil {
+		me := j.sides[input]
+		j.keyBuf = appendKey(j.keyBuf[:0], row, me.spec.Keys)
+		j.curHash = types.HashColumns(row, me.spec.Keys)
+		if err := j.b.SetCurrentKey(j.curHash, j.keyBuf); err != nil {
 			return fmt.Errorf("join: %w", err)
 		}
 		return nil
 	}
-	ks, err := j.cached(j.keyBuf, hash)
+	ks, err := j.cached(input, row)
 	if err != nil {
 		return err
 	}
@@ -224,6 +249,13 @@ func (j *regular) ProcessBatch(input int, b *types.Batch, out exec.Output) error
 	for i, row := range b.Rows {
 		if err := j.process(input, row, b.Kinds[i], out); err != nil {
 			return err
+		}
+	}
+	if j.cache != nil {
+		for i, s := range j.sides {
+			if s.cache.needsCompaction() {
+				j.compactKeys(i)
+			}
 		}
 	}
 	return j.flush(out)
@@ -375,6 +407,9 @@ func (j *regular) collect(input int, row types.Row, other *sideView) error {
 	if other.cache != nil {
 		return j.collectCached(input, other)
 	}
+	if !other.filter.mayContain(j.curHash) {
+		return nil // the other side never stored this key
+	}
 	j.cInput, j.cOther, j.cErr = input, other, nil
 	if j.collectFn == nil {
 		// A method value made once: a closure per row would allocate.
@@ -410,11 +445,12 @@ func (j *regular) collectCached(input int, other *sideView) error {
 	lw := j.spec.Left.Width
 	for i := range other.cur.rows {
 		cr := &other.cur.rows[i]
+		row := other.cache.row(cr.row)
 		if j.spec.Residual != nil {
 			if input == 0 {
-				copy(j.joined[lw:], cr.row)
+				copy(j.joined[lw:], row)
 			} else {
-				copy(j.joined, cr.row)
+				copy(j.joined, row)
 			}
 			ok, err := j.spec.Residual.Test(j.joined)
 			if err != nil {
@@ -424,7 +460,7 @@ func (j *regular) collectCached(input int, other *sideView) error {
 				continue
 			}
 		}
-		j.matches = append(j.matches, match{row: cr.row, count: cr.count, assoc: cr.assoc, ukey: cr.ukey, idx: i})
+		j.matches = append(j.matches, match{row: row, count: int(cr.count), assoc: int(cr.assoc), idx: i})
 	}
 	return nil
 }
@@ -487,10 +523,18 @@ type sideView struct {
 	ukBuf []byte
 	// cache, when not nil, holds the side's rows decoded (see rowCache);
 	// cur is the current join key's, curKey the key's cached state.
-	cache  *rowCache
-	cur    *keyRows
-	curKey *keyState
-	dirty  *[]*keyState // the join's dirty list
+	// filter, when not nil, holds the join keys this side stored since a
+	// fresh start (uncached path); curHash points at the join's current
+	// key hash.
+	filter  *keyFilter
+	curHash *uint64
+	cache   *rowCache
+	cur     *keyRows
+	curKey  *keyState
+	curID   *int32 // the join's current key id
+	jc      *joinCache
+	index   int      // 0 left, 1 right
+	dirty   *[]int32 // the join's dirty list
 
 	// scan's state for visit
 	fn     func(rec, ukey []byte, count, assoc int) bool
@@ -602,6 +646,10 @@ func (s *sideView) add(row types.Row, assoc int) error {
 		s.addCached(row, assoc)
 		return nil
 	}
+	seen := s.filter.mayContain(*s.curHash)
+	if s.filter != nil {
+		s.filter.add(*s.curHash)
+	}
 	switch s.spec.Spec {
 	case JoinKeyContainsUniqueKey:
 		return s.value.Put(nil, s.record(row, assoc))
@@ -610,6 +658,9 @@ func (s *sideView) add(row types.Row, assoc int) error {
 		return s.m.Put(nil, s.ukBuf, s.record(row, assoc))
 	}
 	s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
+	if !seen {
+		return s.m.Put(nil, s.ukBuf, s.counts(1, assoc))
+	}
 	v, ok, err := s.m.Get(nil, s.ukBuf)
 	if err != nil {
 		return err
@@ -630,6 +681,9 @@ func (s *sideView) retract(row types.Row) error {
 	if s.cache != nil {
 		s.retractCached(row)
 		return nil
+	}
+	if !s.filter.mayContain(*s.curHash) {
+		return nil // never stored
 	}
 	switch s.spec.Spec {
 	case JoinKeyContainsUniqueKey:
@@ -669,7 +723,7 @@ func (s *sideView) setAssoc(m *match, assoc int) error {
 	m.assoc = assoc
 	if s.cache != nil {
 		r := &s.cur.rows[m.idx]
-		r.assoc, r.dirty = assoc, true
+		r.assoc, r.dirty = int32(assoc), true
 		s.markDirty()
 		return nil
 	}

@@ -1,0 +1,520 @@
+package join
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/keyed"
+	"github.com/flinksql/flinksql/state/kv"
+	"github.com/flinksql/flinksql/types"
+)
+
+// The interval join's decoded write-back cache, used on the hashmap
+// backend (whose state is in memory anyway, so the cache holds every key):
+// both sides' buffered rows per join key, decoded and in the order of
+// their kv map keys ([time][row bytes]), and per side a heap of expiry
+// deadlines in place of the kv expiry index. A row then probes the other
+// side's rows and is buffered without a kv scan, decode or encode, and a
+// watermark finds the due keys with heap pops instead of an index scan per
+// key group. At PrepareSnapshot the changes are written back in the
+// uncached layout (rows, counts and expiry index), so the backend then
+// holds exactly what the uncached operator would have written; a restored
+// backend is read back completely through its expiry index (every buffered
+// row has an entry there), and the cache is complete again.
+type intervalCache struct {
+	keys   *keyed.OpenTable
+	cols   []int   // the key columns of keyRow: all of them
+	states []ivKey // by key id
+	sides  [2]rowCache
+	heaps  [2][]ivDue // min-heaps by deadline
+	dirty  []int32
+	keyRow types.Row // scratch: the current row's key values
+	curID  int32
+	due    []ivDue // scratch of expire
+}
+
+// ivKey is the cached state of one join key.
+type ivKey struct {
+	rows [2][]ivRow
+	// dels are the map keys of each side's stored rows removed since the
+	// last write-back, end to end; their expiry entries go with them.
+	dels    [2][]byte
+	delEnds [2][]int32
+	dirty   bool
+	live    bool
+	gen     uint32 // counts the keys that held this id: stale deadlines are skipped
+}
+
+// ivRow is a buffered row: its time, its id in the side's slabs, its map
+// key as a range of the side's key bytes, and its copies and the copies
+// that matched.
+type ivRow struct {
+	t       int64
+	ukOff   int
+	ukLen   int32
+	row     int32
+	count   uint32
+	emitted uint32
+	stored  bool // the backend holds an entry for it
+	dirty   bool
+}
+
+// ivDue is an expiry deadline of a key's rows on one side.
+type ivDue struct {
+	deadline int64
+	id       int32
+	gen      uint32
+	side     uint8
+	kg       int32 // set when collected, for ordering
+}
+
+func newIntervalCache(keyWidth int, widths [2]int) *intervalCache {
+	cols := make([]int, keyWidth)
+	for i := range cols {
+		cols[i] = i
+	}
+	c := &intervalCache{keys: keyed.NewOpenTable(cols), cols: cols, keyRow: make(types.Row, keyWidth)}
+	for s := range c.sides {
+		c.sides[s].width = widths[s]
+	}
+	return c
+}
+
+func (c *intervalCache) rowKey(s int, r *ivRow) []byte {
+	end := r.ukOff + int(r.ukLen)
+	return c.sides[s].ukeys[r.ukOff:end:end]
+}
+
+// intern returns the id of the key of keyRow (hash h), adding it.
+func (c *intervalCache) intern(h uint64) int32 {
+	if id := c.keys.Find(c.keyRow, h); id >= 0 {
+		return id
+	}
+	id := c.keys.Add(c.keyRow, h)
+	for int(id) >= len(c.states) {
+		c.states = append(c.states, ivKey{})
+	}
+	c.states[id].live = true
+	return id
+}
+
+func (c *intervalCache) markDirty(id int32) {
+	if k := &c.states[id]; !k.dirty {
+		k.dirty = true
+		c.dirty = append(c.dirty, id)
+	}
+}
+
+// push adds a deadline to side s's heap.
+func (c *intervalCache) push(s int, d ivDue) {
+	h := append(c.heaps[s], d)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p].deadline <= h[i].deadline {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+	c.heaps[s] = h
+}
+
+// pop removes the earliest deadline of side s.
+func (c *intervalCache) pop(s int) ivDue {
+	h := c.heaps[s]
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h[r].deadline < h[l].deadline {
+			m = r
+		}
+		if h[i].deadline <= h[m].deadline {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	c.heaps[s] = h
+	return top
+}
+
+// compactKeys rewrites side s's map keys without the released ones.
+func (c *intervalCache) compactKeys(s int) {
+	rc := &c.sides[s]
+	old := rc.ukeys
+	rc.ukeys = make([]byte, 0, len(old)-rc.waste)
+	for id := range c.states {
+		rows := c.states[id].rows[s]
+		for k := range rows {
+			r := &rows[k]
+			end := r.ukOff + int(r.ukLen)
+			r.ukOff = rc.addKey(old[r.ukOff:end])
+		}
+	}
+	rc.waste = 0
+}
+
+// setCachedKey makes the key of row (of side input) current in the cache.
+func (j *interval) setCachedKey(input int, row types.Row) {
+	c := j.cache
+	for i, col := range j.keys[input] {
+		c.keyRow[i] = row[col]
+	}
+	c.curID = c.intern(types.HashColumns(row, j.keys[input]))
+	clear(c.keyRow)
+}
+
+// probeCached is probe on the cache.
+func (j *interval) probeCached(input int, row types.Row, lo, hi int64, out exec.Output) (bool, error) {
+	c, other := j.cache, 1-input
+	lw := j.widths[0]
+	if input == 0 {
+		copy(j.joined, row)
+	} else {
+		copy(j.joined[lw:], row)
+	}
+	rows := c.states[c.curID].rows[other]
+	i, _ := slices.BinarySearchFunc(rows, lo, func(r ivRow, t int64) int {
+		if r.t < t {
+			return -1
+		}
+		return 1
+	})
+	matched := false
+	for ; i < len(rows) && rows[i].t <= hi; i++ {
+		r := &rows[i]
+		o := c.sides[other].row(r.row)
+		if ok, err := j.residualHolds(other, o); err != nil {
+			return false, err
+		} else if !ok {
+			continue
+		}
+		matched = true
+		for range r.count {
+			if err := j.emit(input, row, o, out); err != nil {
+				return false, err
+			}
+		}
+		if j.outer[other] && r.emitted < r.count {
+			r.emitted, r.dirty = r.count, true
+			c.markDirty(c.curID)
+		}
+	}
+	return matched, nil
+}
+
+// storeCached is store on the cache.
+func (j *interval) storeCached(input int, row types.Row, t int64, matched bool) {
+	c := j.cache
+	id := c.curID
+	rc := &c.sides[input]
+	j.ukBuf = appendTime(j.ukBuf[:0], t)
+	j.ukBuf = types.AppendRow(j.ukBuf, row)
+	k := &c.states[id]
+	rows := k.rows[input]
+	i, found := slices.BinarySearchFunc(rows, j.ukBuf, func(r ivRow, uk []byte) int {
+		return bytes.Compare(c.rowKey(input, &r), uk)
+	})
+	if found {
+		r := &rows[i]
+		r.count++
+		if matched {
+			r.emitted = r.count
+		}
+		r.dirty = true
+	} else {
+		r := ivRow{t: t, ukOff: rc.addKey(j.ukBuf), ukLen: int32(len(j.ukBuf)), row: rc.newRow(row), count: 1, dirty: true}
+		if matched {
+			r.emitted = 1
+		}
+		k.rows[input] = slices.Insert(rows, i, r)
+		deadline := t + j.rel[input] + 1
+		c.push(input, ivDue{deadline: deadline, id: id, gen: k.gen, side: uint8(input)})
+		if !j.spec.EventTime {
+			j.ctx.RegisterProcessingTimer(deadline)
+		}
+	}
+	c.markDirty(id)
+}
+
+// expireCached is expire on the cache: the due keys in the order the
+// uncached operator visits its expiry index (key group, side, deadline,
+// key bytes), which decides the order of an outer side's padded rows.
+func (j *interval) expireCached(now int64, out exec.Output) error {
+	c := j.cache
+	c.due = c.due[:0]
+	for s := range c.heaps {
+		for len(c.heaps[s]) > 0 && c.heaps[s][0].deadline <= now {
+			d := c.pop(s)
+			if k := &c.states[d.id]; k.live && k.gen == d.gen {
+				c.due = append(c.due, d)
+			}
+		}
+	}
+	if len(c.due) == 0 {
+		return nil
+	}
+	if j.outer[0] || j.outer[1] {
+		maxPar := j.b.MaxParallelism()
+		for i := range c.due {
+			c.due[i].kg = int32(kv.KeyGroupOf(c.keys.Hash(c.due[i].id), maxPar))
+		}
+		slices.SortFunc(c.due, func(a, b ivDue) int {
+			switch {
+			case a.kg != b.kg:
+				return int(a.kg - b.kg)
+			case a.side != b.side:
+				return int(a.side) - int(b.side)
+			case a.deadline != b.deadline:
+				if a.deadline < b.deadline {
+					return -1
+				}
+				return 1
+			}
+			j.keyBuf = appendCachedKey(j.keyBuf[:0], c.keys.Key(a.id))
+			j.tkBuf = appendCachedKey(j.tkBuf[:0], c.keys.Key(b.id))
+			return bytes.Compare(j.keyBuf, j.tkBuf)
+		})
+	}
+	for _, d := range c.due {
+		if err := j.expireCachedKey(int(d.side), d.id, now, out); err != nil {
+			return err
+		}
+	}
+	for s := range c.sides {
+		if c.sides[s].needsCompaction() {
+			c.compactKeys(s)
+		}
+	}
+	return nil
+}
+
+func appendCachedKey(dst []byte, key []types.Value) []byte {
+	for _, v := range key {
+		dst = types.AppendValue(dst, v)
+	}
+	return dst
+}
+
+// expireCachedKey removes side s's rows of key id whose time is at most
+// now minus the side's relative size minus 1.
+func (j *interval) expireCachedKey(s int, id int32, now int64, out exec.Output) error {
+	c := j.cache
+	k := &c.states[id]
+	rc := &c.sides[s]
+	bound := now - j.rel[s] - 1
+	rows := k.rows[s]
+	n := 0
+	for ; n < len(rows) && rows[n].t <= bound; n++ {
+		r := &rows[n]
+		if j.outer[s] && r.emitted < r.count {
+			o := rc.row(r.row)
+			for range r.count - r.emitted {
+				if err := j.emit(s, o, nil, out); err != nil {
+					return err
+				}
+			}
+		}
+		if r.stored {
+			k.dels[s] = append(k.dels[s], c.rowKey(s, r)...)
+			k.delEnds[s] = append(k.delEnds[s], int32(len(k.dels[s])))
+		}
+		clear(rc.row(r.row))
+		rc.free = append(rc.free, r.row)
+		rc.waste += int(r.ukLen)
+	}
+	if n == 0 {
+		return nil
+	}
+	k.rows[s] = slices.Delete(rows, 0, n)
+	c.markDirty(id)
+	c.releaseIfEmpty(id)
+	return nil
+}
+
+// writeBackCached writes every dirty key's changes to the backend in the
+// uncached layout and drops the keys left without rows.
+func (j *interval) writeBackCached() error {
+	c := j.cache
+	maxPar := j.b.MaxParallelism()
+	for _, id := range c.dirty {
+		k := &c.states[id]
+		if !k.live || !k.dirty {
+			continue // released since, and maybe handed out again: listed again if dirty
+		}
+		key := appendCachedKey(j.keyBuf[:0], c.keys.Key(id))
+		j.keyBuf = key
+		kg := kv.KeyGroupOf(c.keys.Hash(id), maxPar)
+		for s := range k.rows {
+			if err := j.writeBackSide(s, k, kg, key); err != nil {
+				return fmt.Errorf("interval join: %w", err)
+			}
+		}
+		k.dirty = false
+		c.releaseIfEmpty(id)
+	}
+	c.dirty = c.dirty[:0]
+	return nil
+}
+
+// releaseIfEmpty forgets key id when it holds no rows and no removals to
+// write back (a late row's key, or one whose rows expired before they
+// were written back), so that keys do not pile up between checkpoints.
+func (c *intervalCache) releaseIfEmpty(id int32) {
+	k := &c.states[id]
+	if !k.live || len(k.rows[0]) > 0 || len(k.rows[1]) > 0 || len(k.delEnds[0]) > 0 || len(k.delEnds[1]) > 0 {
+		return
+	}
+	gen := k.gen + 1
+	*k = ivKey{gen: gen}
+	c.keys.Release(id)
+}
+
+func (j *interval) writeBackSide(s int, k *ivKey, kg int, key []byte) error {
+	c := j.cache
+	if err := j.b.SetCurrentKeyInGroup(kg, key); err != nil {
+		return err
+	}
+	st := int32(0)
+	for _, end := range k.delEnds[s] {
+		if err := j.rows[s].Delete(nil, k.dels[s][st:end]); err != nil {
+			return err
+		}
+		st = end
+	}
+	var added []int64 // deadlines of rows new to the backend
+	for i := range k.rows[s] {
+		r := &k.rows[s][i]
+		if !r.dirty {
+			continue
+		}
+		if err := j.rows[s].Put(nil, c.rowKey(s, r), j.counts(uint64(r.count), uint64(r.emitted))); err != nil {
+			return err
+		}
+		if !r.stored {
+			added = append(added, r.t+j.rel[s]+1)
+		}
+		r.dirty, r.stored = false, true
+	}
+	if len(added) == 0 && len(k.delEnds[s]) == 0 {
+		k.dels[s], k.delEnds[s] = k.dels[s][:0], k.delEnds[s][:0]
+		return nil
+	}
+	if err := j.b.SetCurrentKeyInGroup(kg, timerKey); err != nil {
+		return err
+	}
+	// The expiry entries of the removed rows: they were due, so every
+	// stored row of theirs went with them.
+	st = 0
+	for _, end := range k.delEnds[s] {
+		t := readTime(k.dels[s][st:end])
+		j.tkBuf = appendTime(j.tkBuf[:0], t+j.rel[s]+1)
+		j.tkBuf = append(j.tkBuf, key...)
+		if err := j.timers[s].Delete(nil, j.tkBuf); err != nil {
+			return err
+		}
+		st = end
+	}
+	for _, d := range added {
+		j.tkBuf = appendTime(j.tkBuf[:0], d)
+		j.tkBuf = append(j.tkBuf, key...)
+		if err := j.timers[s].Put(nil, j.tkBuf, nil); err != nil {
+			return err
+		}
+	}
+	k.dels[s], k.delEnds[s] = k.dels[s][:0], k.delEnds[s][:0]
+	return nil
+}
+
+// preloadCached reads a restored backend's buffered rows into the cache,
+// finding the keys through the expiry index.
+func (j *interval) preloadCached() error {
+	kgs := j.b.KeyGroups()
+	var keys [][]byte
+	seen := map[string]bool{}
+	for kg := kgs.First; kg <= kgs.Last; kg++ {
+		clear(seen)
+		keys = keys[:0]
+		for s := range j.timers {
+			if err := j.b.SetCurrentKeyInGroup(kg, timerKey); err != nil {
+				return err
+			}
+			err := j.timers[s].Ascend(nil, nil, func(tk, _ []byte) bool {
+				if len(tk) >= 8 && !seen[string(tk[8:])] {
+					seen[string(tk[8:])] = true
+					keys = append(keys, append([]byte(nil), tk[8:]...))
+				}
+				return true
+			})
+			if err != nil {
+				return err
+			}
+		}
+		for _, key := range keys {
+			if err := j.preloadKey(kg, key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// preloadKey reads both sides' stored rows of key (in key group kg).
+func (j *interval) preloadKey(kg int, key []byte) error {
+	c := j.cache
+	rest := key
+	for i := range c.keyRow {
+		var err error
+		if c.keyRow[i], rest, err = types.DecodeValue(rest); err != nil {
+			return fmt.Errorf("interval join: corrupt expiry index: %w", err)
+		}
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("interval join: corrupt expiry index: %d bytes after the key", len(rest))
+	}
+	id := c.intern(types.HashColumns(c.keyRow, c.cols))
+	clear(c.keyRow)
+	k := &c.states[id]
+	if err := j.b.SetCurrentKeyInGroup(kg, key); err != nil {
+		return err
+	}
+	for s := range j.rows {
+		rc := &c.sides[s]
+		var derr error
+		err := j.rows[s].Ascend(nil, nil, func(uk, v []byte) bool {
+			count, w := uvarint(v)
+			emitted, w2 := uvarint(v[max(w, 0):])
+			if len(uk) < 8 || w <= 0 || w2 <= 0 {
+				derr = fmt.Errorf("interval join: corrupt state: bad row")
+				return false
+			}
+			rid := rc.newRow(nil)
+			if _, err := decodeRowInto(rc.row(rid), uk[8:]); err != nil {
+				derr = fmt.Errorf("interval join: %w", err)
+				return false
+			}
+			t := readTime(uk)
+			k.rows[s] = append(k.rows[s], ivRow{t: t, ukOff: rc.addKey(uk), ukLen: int32(len(uk)), row: rid,
+				count: uint32(count), emitted: uint32(emitted), stored: true})
+			c.push(s, ivDue{deadline: t + j.rel[s] + 1, id: id, gen: k.gen, side: uint8(s)})
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
