@@ -26,7 +26,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinksql/flinksql/internal/gcpolicy"
+	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/session"
+	"github.com/flinksql/flinksql/units"
 )
 
 var (
@@ -153,6 +156,11 @@ func runChild(query string) error {
 		return err
 	}
 	defer sess.Close()
+	// The child paces its collector as the flinksql binary does.
+	if os.Getenv("GOGC") == "" {
+		headroom, _ := units.ParseMemorySize(sess.Get(options.GCHeapHeadroom.Key))
+		defer gcpolicy.Start(headroom).Stop()
+	}
 	return execute(context.Background(), sess, sql)
 }
 
