@@ -91,6 +91,19 @@ type ScanSource interface {
 	NewReader(subtask, parallelism int) (exec.SourceReader, error)
 }
 
+// SkippingSource is a ScanSource that can leave out rows the filter right
+// above its scan drops anyway, before it produces them. The planner offers
+// each conjunct of that filter that keeps only rows whose read-row column
+// holds one of a set of constants (column = constant, column IN (...), an
+// OR of such equalities); the filter stays in the plan, so the source may
+// use a hint or not, and one that uses it skips only rows whose column holds
+// none of the values. As with a filter pushed into a source in Flink, the
+// source's watermark then follows the rows it produces.
+type SkippingSource interface {
+	// SkipUnlessIn offers the hint and reports whether the source uses it.
+	SkipUnlessIn(column int, values []types.Value) bool
+}
+
 // Sink is a table written by the engine.
 type Sink interface {
 	// AcceptedChangelogMode is what the sink consumes, given what the query

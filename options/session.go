@@ -143,6 +143,8 @@ var (
 		"Address the REST API and the dashboard listen on; unset means the loopback address 127.0.0.1, so that only this machine reaches them. Read when flinksql starts (-D).", nil)
 	PromPort = String("metrics.reporter.prom.port", "",
 		"Port, or range of ports such as 9250-9260 (the first free one is taken), of the Prometheus endpoint /metrics, with Flink's metric names and labels; unset means no Prometheus endpoint. It listens on 'rest.address' (loopback when unset). Read when flinksql starts (-D).", checkPortRange)
+	GCHeapHeadroom = Memory("flinksql.gc.heap-headroom", "256 mb",
+		"flinksql's own (Go has no JVM heap to size): after each garbage collection the next one starts when the heap has grown by the larger of this headroom and the memory that survived (Go's default pacing), so that jobs with little state do not collect dozens of times a second; jobs whose state exceeds the headroom pace as Go does by default. The GOGC environment variable, when set, replaces this policy. Read when flinksql starts (-D).")
 	LogFile = String("log.file", "",
 		"File the structured log (log/slog, text) is appended to: job notices, completed checkpoints, warnings. In the interactive shell it defaults to $XDG_STATE_HOME/flinksql/flinksql.log (~/.local/state/flinksql/flinksql.log); with -f or -e the log goes to stderr, and also to this file when it is set. Read when flinksql starts (-D).", nil)
 )
@@ -164,7 +166,7 @@ func Session() *Registry {
 		&RestartStrategy.Spec, &FixedDelayAttempts.Spec, &FixedDelay.Spec, &ExpInitialBackoff.Spec, &ExpMaxBackoff.Spec,
 		&ExpMultiplier.Spec, &ExpAttemptsBeforeReset.Spec, &ExpResetThreshold.Spec, &ExpJitter.Spec,
 		&S3Endpoint.Spec, &S3PathStyle.Spec, &S3AccessKey.Spec, &S3SecretKey.Spec, &S3Region.Spec,
-		&RESTPort.Spec, &RESTAddress.Spec, &PromPort.Spec, &LogFile.Spec,
+		&RESTPort.Spec, &RESTAddress.Spec, &PromPort.Spec, &LogFile.Spec, &GCHeapHeadroom.Spec,
 	)
 }
 
@@ -192,7 +194,7 @@ func checkPortRange(v string) error {
 
 // StartupOptions are read once, when flinksql starts: setting them in a
 // running session would change nothing, so SET refuses them.
-var StartupOptions = []*Spec{&RESTPort.Spec, &RESTAddress.Spec, &PromPort.Spec, &LogFile.Spec}
+var StartupOptions = []*Spec{&RESTPort.Spec, &RESTAddress.Spec, &PromPort.Spec, &LogFile.Spec, &GCHeapHeadroom.Spec}
 
 // IsStartupOption reports whether key is one of StartupOptions.
 func IsStartupOption(key string) bool {

@@ -348,6 +348,7 @@ func (pc *planContext) planAggregate(s *parser.Select, from *relation) (*relatio
 			cond = c
 		}
 	}
+	hintSkip(input, cond)
 	var aggInput Node = newCalc(input, pre, cond, preSchema)
 
 	keyCols := make([]int, len(keyExprs))

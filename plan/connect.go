@@ -518,3 +518,76 @@ func checkSupported(n Node) error {
 	}
 	return nil
 }
+
+// hintSkip offers the conjuncts of a filter right above a scan to a source
+// that can skip rows (connectors.SkippingSource): those that keep only rows
+// whose physical column holds one of a set of constants. The filter stays
+// where it is; the hint only saves the source producing rows it drops.
+func hintSkip(in Node, filter expr.Expr) {
+	scan, ok := in.(*ScanNode)
+	if !ok || filter == nil {
+		return
+	}
+	src, ok := scan.Source.(connectors.SkippingSource)
+	if !ok {
+		return
+	}
+	for _, c := range boundConjuncts(filter) {
+		col, values, ok := columnInConstants(c)
+		if !ok {
+			continue
+		}
+		read := col
+		if scan.Prepare != nil {
+			ref, isRef := scan.Prepare[col].(*expr.ColumnRef)
+			if !isRef {
+				continue // a computed or converted column: not in the read row as such
+			}
+			read = ref.Index
+		}
+		src.SkipUnlessIn(read, values)
+	}
+}
+
+// columnInConstants recognises column = constant, column IN (constants) and
+// ORs of equalities on one column, with constants of the column's own type
+// (no implicit conversion between them) and no NULL among them.
+func columnInConstants(e expr.Expr) (col int, values []types.Value, ok bool) {
+	var args []expr.Expr
+	switch expr.CallName(e) {
+	case "=", "IN":
+		args = expr.CallArgs(e)
+		if expr.CallName(e) == "=" && len(args) == 2 {
+			if _, isLit := expr.LiteralValue(args[0]); isLit {
+				args = []expr.Expr{args[1], args[0]}
+			}
+		}
+	case "OR":
+		col = -1
+		for _, a := range expr.CallArgs(e) {
+			c, vs, ok := columnInConstants(a)
+			if !ok || (col >= 0 && c != col) {
+				return 0, nil, false
+			}
+			col, values = c, append(values, vs...)
+		}
+		return col, values, col >= 0
+	default:
+		return 0, nil, false
+	}
+	if len(args) < 2 {
+		return 0, nil, false
+	}
+	ref, isRef := args[0].(*expr.ColumnRef)
+	if !isRef {
+		return 0, nil, false
+	}
+	for _, a := range args[1:] {
+		v, isLit := expr.LiteralValue(a)
+		if !isLit || v.IsNull() || a.Type().Root != ref.T.Root {
+			return 0, nil, false
+		}
+		values = append(values, v)
+	}
+	return ref.Index, values, true
+}

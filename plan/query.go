@@ -478,6 +478,7 @@ func (pc *planContext) planSelect(s *parser.Select, env *cteEnv) (*relation, err
 		if err != nil {
 			return nil, err
 		}
+		hintSkip(node, cond)
 		node = newCalc(node, nil, cond, node.Schema())
 	}
 	b := &binder{scope: from.scope, clause: "SELECT", cancel: pc.cancel}

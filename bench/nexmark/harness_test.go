@@ -26,7 +26,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flinksql/flinksql/internal/gcpolicy"
+	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/session"
+	"github.com/flinksql/flinksql/units"
 )
 
 var (
@@ -36,6 +39,7 @@ var (
 	flagBackend     = flag.String("nexmark.backend", "hashmap", "state.backend.type: hashmap or rocksdb")
 	flagTPS         = flag.Int64("nexmark.tps", 10_000_000, "first-event.rate and next-event.rate (${TPS}; Nexmark's default workload uses 10 M)")
 	flagCheckpoint  = flag.String("nexmark.checkpoint-interval", "", "execution.checkpointing.interval (to a temporary directory); empty: no checkpoints")
+	flagSink        = flag.String("nexmark.sink", "blackhole", "sink of the queries: blackhole (as published) or filesystem (csv files in a temporary directory, committed on checkpoints)")
 	flagCPUProfile  = flag.String("nexmark.cpuprofile", "", "write each query's CPU profile to this file prefix (<prefix>-<query>.pprof)")
 )
 
@@ -59,7 +63,10 @@ type params struct {
 	// timestamps, for the correctness checks).
 	firstEventTime string
 	sideInput      string // ${SIDE_INPUT}: path of q13's side input file
-	flinkHome      string // ${FLINK_HOME}: the directory of data/side_input.txt
+	// sinkDir, when set, replaces the blackhole sink with a filesystem sink
+	// writing csv files there.
+	sinkDir   string
+	flinkHome string // ${FLINK_HOME}: the directory of data/side_input.txt
 }
 
 // script returns ddl_gen.sql, ddl_views.sql and the query's file with the
@@ -86,6 +93,9 @@ func script(query string, p params) (string, error) {
 	).Replace(b.String())
 	if p.firstEventTime != "" {
 		s = strings.Replace(s, "'connector' = 'nexmark',", "'connector' = 'nexmark',\n    'first-event.time' = '"+p.firstEventTime+"',", 1)
+	}
+	if p.sinkDir != "" {
+		s = strings.ReplaceAll(s, "'connector' = 'blackhole'", "'connector' = 'filesystem', 'path' = 'file://"+p.sinkDir+"', 'format' = 'csv'")
 	}
 	if m := regexp.MustCompile(`\$\{[A-Z_]+\}`).FindString(s); m != "" {
 		return "", fmt.Errorf("%s: placeholder %s is not filled in", query, m)
@@ -130,7 +140,15 @@ func runChild(query string) error {
 	if err != nil {
 		return err
 	}
-	sql, err := script(query, params{events: *flagEvents, tps: *flagTPS, sideInput: sideInput, flinkHome: home})
+	p := params{events: *flagEvents, tps: *flagTPS, sideInput: sideInput, flinkHome: home}
+	switch *flagSink {
+	case "blackhole":
+	case "filesystem":
+		p.sinkDir = filepath.Join(home, "out")
+	default:
+		return fmt.Errorf("-nexmark.sink %q: want blackhole or filesystem", *flagSink)
+	}
+	sql, err := script(query, p)
 	if err != nil {
 		return err
 	}
@@ -153,6 +171,11 @@ func runChild(query string) error {
 		return err
 	}
 	defer sess.Close()
+	// The child paces its collector as the flinksql binary does.
+	if os.Getenv("GOGC") == "" {
+		headroom, _ := units.ParseMemorySize(sess.Get(options.GCHeapHeadroom.Key))
+		defer gcpolicy.Start(headroom).Stop()
+	}
 	return execute(context.Background(), sess, sql)
 }
 
@@ -229,7 +252,7 @@ func BenchmarkNexmark(b *testing.B) {
 			}
 		})
 	}
-	fmt.Printf("\nnexmark: %d events, parallelism %d, %s, tps %d, checkpoints %q\n", *flagEvents, *flagParallelism, *flagBackend, *flagTPS, *flagCheckpoint)
+	fmt.Printf("\nnexmark: %d events, parallelism %d, %s, tps %d, checkpoints %q, sink %s\n", *flagEvents, *flagParallelism, *flagBackend, *flagTPS, *flagCheckpoint, *flagSink)
 	fmt.Printf("%-15s %12s %8s %8s %14s %12s %10s\n", "query", "events", "wall s", "CPU s", "events/cpu-s", "events/s", "peak RSS")
 	for _, m := range results {
 		if m.err != "" {
@@ -257,6 +280,7 @@ func runQuery(b *testing.B, q string) measurement {
 		"-nexmark.backend", *flagBackend,
 		"-nexmark.tps", strconv.FormatInt(*flagTPS, 10),
 		"-nexmark.checkpoint-interval", *flagCheckpoint,
+		"-nexmark.sink", *flagSink,
 		"-nexmark.cpuprofile", *flagCPUProfile)
 	cmd.Env = append(os.Environ(), childEnv+"="+q)
 	start := time.Now()

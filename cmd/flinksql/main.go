@@ -16,9 +16,11 @@ import (
 	_ "time/tzdata" // time zones work without the machine's zoneinfo
 
 	"github.com/flinksql/flinksql/broker"
+	"github.com/flinksql/flinksql/internal/gcpolicy"
 	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/session"
 	"github.com/flinksql/flinksql/shell"
+	"github.com/flinksql/flinksql/units"
 )
 
 func main() {
@@ -130,6 +132,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer sess.Close()
+	if os.Getenv("GOGC") == "" { // GOGC set: the user's choice stands
+		headroom, _ := units.ParseMemorySize(sess.Get(options.GCHeapHeadroom.Key)) // checked when set
+		defer gcpolicy.Start(headroom).Stop()
+	}
 	// Deferred after the session's Close, so it runs first: no request
 	// reaches a closing session.
 	defer startControl(sess.Jobs(), stderr)()

@@ -116,6 +116,32 @@ type Source struct {
 	limit     int64
 	keepAlive bool
 	paced     bool // emit events when due by their timestamps
+	// kinds is the set (bit k: kind k) of the event kinds the readers
+	// produce: all of them unless a filter on event_type narrowed it
+	// (SkipUnlessIn). Skipped events still take their place in the
+	// sequence, so the others are the same events at any setting.
+	kinds uint8
+}
+
+// allKinds is the set of every event kind.
+const allKinds = 1<<KindPerson | 1<<KindAuction | 1<<KindBid
+
+// SkipUnlessIn implements connectors.SkippingSource: with a filter that
+// keeps only some values of event_type (column 0), the readers do not
+// generate the other kinds of events, which for a query on bids alone saves
+// the people and auctions, and for one on people or auctions the bids.
+func (s *Source) SkipUnlessIn(column int, values []types.Value) bool {
+	if column != 0 {
+		return false
+	}
+	var set uint8
+	for _, v := range values {
+		if v.K == types.KindInt && v.N >= KindPerson && v.N <= KindBid {
+			set |= 1 << v.N
+		}
+	}
+	s.kinds &= set
+	return true
 }
 
 // CreateSource implements connectors.SourceFactory.
@@ -131,7 +157,7 @@ func (f *Factory) CreateSource(tc *connectors.TableContext) (connectors.ScanSour
 		return nil, err
 	}
 	opts := connectors.Options(tc.Options)
-	s := &Source{name: tc.Name}
+	s := &Source{name: tc.Name, kinds: allKinds}
 	shape, err := opts.Enum(OptRateShape, []string{shapeSquare, shapeSine}, shapeSquare)
 	if err != nil {
 		return nil, err

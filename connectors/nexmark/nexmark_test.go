@@ -510,3 +510,72 @@ func TestHotSellers(t *testing.T) {
 		t.Errorf("hot seller share %.3f with %s 1, want about 0", f, OptAuctionHotRatioSeller)
 	}
 }
+
+// TestSkipUnlessIn: a filter on event_type narrows what the readers
+// generate to those kinds, and they are the same events, in the same order,
+// as in the whole sequence. Over the event ids 2…5001 (default proportions
+// 1:3:46, a person where id mod 50 = 0, auctions at 1…3) there are 100
+// people, 300 auctions and 4600 bids.
+func TestSkipUnlessIn(t *testing.T) {
+	const total = 5000
+	all := readAll(t, mustReader(t, newSource(t, OptEventsNum, fmt.Sprint(total)), 0, 1), 1<<20)
+	ofKinds := func(kinds ...int64) []string {
+		var out []string
+		for i, row := range all {
+			kind := int64(KindBid) // event index i has id i+2
+			switch id := int64(i) + 2; {
+			case id%50 == 0:
+				kind = KindPerson
+			case id%50 <= 3:
+				kind = KindAuction
+			}
+			if slices.Contains(kinds, kind) {
+				out = append(out, row)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		kinds []int64
+		want  int
+	}{
+		{[]int64{KindBid}, 4600},
+		{[]int64{KindPerson}, 100},
+		{[]int64{KindAuction, KindPerson}, 400},
+		{[]int64{7}, 0}, // no such kind: the filter drops every event
+	} {
+		var values []types.Value
+		for _, k := range c.kinds {
+			values = append(values, types.Int(k))
+		}
+		s := newSource(t, OptEventsNum, fmt.Sprint(total))
+		if !s.SkipUnlessIn(0, values) {
+			t.Fatalf("the hint on event_type was not taken")
+		}
+		got := readAll(t, mustReader(t, s, 0, 1), 1<<20)
+		if len(got) != c.want {
+			t.Errorf("kinds %v: %d events, want %d", c.kinds, len(got), c.want)
+		}
+		if want := ofKinds(c.kinds...); !slices.Equal(got, want) {
+			t.Errorf("kinds %v: not the events of those kinds of the whole sequence in order", c.kinds)
+		}
+		var split []string // three subtasks, the first restored mid-way
+		r := mustReader(t, s, 0, 3)
+		split = append(split, readAll(t, r, 10)...)
+		pos, _ := r.SnapshotPosition()
+		r = mustReader(t, s, 0, 3)
+		if err := r.RestorePosition(pos); err != nil {
+			t.Fatal(err)
+		}
+		split = append(split, readAll(t, r, 1<<20)...)
+		for k := 1; k < 3; k++ {
+			split = append(split, readAll(t, mustReader(t, s, k, 3), 1<<20)...)
+		}
+		if !sameMultiset(split, got) {
+			t.Errorf("kinds %v at parallelism 3 with a restore: %d events, not the %d of parallelism 1", c.kinds, len(split), len(got))
+		}
+	}
+	if newSource(t).SkipUnlessIn(3, []types.Value{types.Int(1)}) {
+		t.Error("a hint on the bid column was taken")
+	}
+}

@@ -99,17 +99,44 @@ func (r *reader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, err
 			return exec.ReadResult{Split: -1}, nil
 		}
 	}
-	for range n {
-		r.gen.fill(b.Append(types.Insert), sp.next)
-		sp.next += sp.stride
+	produced := n
+	if r.src.kinds == allKinds {
+		for range n {
+			r.gen.fill(b.Append(types.Insert), sp.next)
+			sp.next += sp.stride
+		}
+	} else {
+		produced = r.fillKinds(b, sp, n)
 	}
 	res := exec.ReadResult{Split: k}
 	if sp.next >= limit {
 		sp.reported = true
 		res.SplitDone = true
 		res.End = r.allDone() && !r.src.keepAlive
+	} else if produced == 0 {
+		res.Split = -1 // every event looked at was skipped
 	}
 	return res, nil
+}
+
+// fillKinds appends the next events of the split of the kinds the source
+// produces, up to n of them when not paced; paced, n is the number of due
+// events to go through. It looks at no more than n·(events of a proportion
+// cycle) events, so that a Read returns even when no kind is produced.
+func (r *reader) fillKinds(b *types.Batch, sp *split, n int64) (produced int64) {
+	look := n
+	if !r.src.paced {
+		look = n * r.cfg.totalProportion
+	}
+	limit, kinds := r.src.limit, r.src.kinds
+	for ; look > 0 && produced < n && sp.next < limit; look-- {
+		if kinds&(1<<r.cfg.kind(sp.next+2)) != 0 {
+			r.gen.fill(b.Append(types.Insert), sp.next)
+			produced++
+		}
+		sp.next += sp.stride
+	}
+	return produced
 }
 
 // due waits until the split's next event is due and returns how many of its
