@@ -51,7 +51,9 @@ import (
 //     finishes its chain, flushes, tells the coordinator, and keeps serving
 //     triggers (snapshot, barrier) without sending end-of-input.
 //  2. When every head has ended, the coordinator triggers the final
-//     checkpoint f. Heads send barrier f and then end-of-input.
+//     checkpoint f, once the checkpoints still pending then completed or
+//     were aborted (so that f does not subsume one and count it as
+//     failed). Heads send barrier f and then end-of-input.
 //  3. A downstream task whose barrier f aligned has consumed all of its
 //     input: it finishes its chain (Finish output travels ahead of the
 //     barrier), snapshots, forwards barrier f and sends end-of-input.
@@ -182,6 +184,11 @@ type coordinator struct {
 	failures    int // consecutive
 	headsEnded  int
 	finalID     CheckpointID // first final checkpoint, 0 until triggered
+	// finalDue: every head ended while other checkpoints were pending;
+	// the final checkpoint is triggered when none is, and finalWaiters
+	// (triggers asked for meanwhile) get its result.
+	finalDue     bool
+	finalWaiters []chan<- triggerResult
 	done        bool         // the final checkpoint completed
 	fault       FaultFunc    // Config.Fault
 }
@@ -252,7 +259,7 @@ func (c *coordinator) run() {
 // nextPeriodic returns when the next periodic checkpoint is due, if one may
 // be triggered at all.
 func (c *coordinator) nextPeriodic() (time.Time, bool) {
-	if c.cfg.Interval <= 0 || c.finalID != 0 || c.failures > c.cfg.TolerableFailures {
+	if c.cfg.Interval <= 0 || c.finalID != 0 || c.finalDue || c.failures > c.cfg.TolerableFailures {
 		return time.Time{}, false
 	}
 	if len(c.pending) >= c.cfg.MaxConcurrent || (c.cfg.MinPause > 0 && len(c.pending) > 0) {
@@ -282,10 +289,14 @@ func (c *coordinator) handle(m coordMsg) {
 	case msgHeadEnded:
 		c.headsEnded++
 		if c.headsEnded == len(c.heads) && c.finalID == 0 {
-			p := c.trigger(time.Now(), true, false)
-			c.finalID = p.id
+			c.finalDue = true
+			c.triggerDueFinal()
 		}
 	case msgTrigger:
+		if c.finalDue {
+			c.finalWaiters = append(c.finalWaiters, m.reply)
+			return
+		}
 		if c.finalID != 0 {
 			// The job is finishing: the caller gets the final checkpoint.
 			for _, p := range c.pending {
@@ -379,7 +390,21 @@ func (c *coordinator) complete(p *pendingCheckpoint) {
 	c.reply(p, triggerResult{id: p.id})
 	if last {
 		c.done = true
+		return
 	}
+	c.triggerDueFinal()
+}
+
+// triggerDueFinal triggers the final checkpoint once it is due and no
+// other checkpoint is pending.
+func (c *coordinator) triggerDueFinal() {
+	if !c.finalDue || len(c.pending) > 0 {
+		return
+	}
+	c.finalDue = false
+	p := c.trigger(time.Now(), true, false)
+	c.finalID = p.id
+	p.waiters, c.finalWaiters = append(p.waiters, c.finalWaiters...), nil
 }
 
 // abort gives up checkpoint p and counts a failure.
@@ -405,6 +430,7 @@ func (c *coordinator) abort(p *pendingCheckpoint, reason string) {
 		return
 	}
 	c.reply(p, triggerResult{id: p.id, err: fmt.Errorf("checkpoint %d aborted: %s", p.id, reason)})
+	c.triggerDueFinal()
 }
 
 // aborted reports a checkpoint given up to the statistics.
@@ -444,6 +470,10 @@ func (c *coordinator) shutdown() {
 		c.aborted(id, "The job ended before the checkpoint completed.")
 		c.reply(p, triggerResult{id: id, err: fmt.Errorf("checkpoint %d aborted: the job ended", id)})
 	}
+	for _, w := range c.finalWaiters {
+		w <- triggerResult{err: errors.New("checkpoint not taken: the job ended")}
+	}
+	c.finalWaiters = nil
 }
 
 // TriggerCheckpoint triggers a checkpoint now, regardless of the interval

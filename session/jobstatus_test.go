@@ -98,7 +98,7 @@ INSERT INTO out_t SELECT k, COUNT(*) FROM gen GROUP BY k;`)
 	// of the number completed.
 	var completed int
 	if _, err := fmt.Sscanf(property(d, "checkpoints"), "%d completed, 0 failed, 0 in progress", &completed); err != nil || completed < 1 {
-		t.Fatalf("DESCRIBE JOB checkpoints: %q (%v)", property(d, "checkpoints"), err)
+		t.Fatalf("DESCRIBE JOB checkpoints: %q (%v); %v", property(d, "checkpoints"), err, d.Rows)
 	}
 	if r := jobs.Rows[1]; r[0] != done.ID || r[2] != "FINISHED" || r[4] != "0" || !strings.HasPrefix(r[5], fmt.Sprintf("%d at ", completed)) {
 		t.Errorf("SHOW JOBS row of the finished job: %v, want FINISHED, 0 restarts, checkpoint %d", r, completed)
