@@ -189,8 +189,8 @@ type coordinator struct {
 	// (triggers asked for meanwhile) get its result.
 	finalDue     bool
 	finalWaiters []chan<- triggerResult
-	done        bool         // the final checkpoint completed
-	fault       FaultFunc    // Config.Fault
+	done         bool      // the final checkpoint completed
+	fault        FaultFunc // Config.Fault
 }
 
 func newCoordinator(j *Job, ctx context.Context, cfg CheckpointConfig, tasks []*task) *coordinator {
