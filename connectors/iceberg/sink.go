@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/flinksql/flinksql/connectors"
@@ -449,15 +449,13 @@ func (w *writer) buffer(b *types.Batch) {
 	}
 }
 
-// appendKeyValue appends an unambiguous encoding of v.
+// appendKeyValue appends an unambiguous encoding of v: fixed-width kind,
+// aux and number, then the length-prefixed string.
 func appendKeyValue(dst []byte, v types.Value) []byte {
 	dst = append(dst, byte(v.K))
-	dst = strconv.AppendInt(dst, int64(v.Aux), 10)
-	dst = append(dst, ':')
-	dst = strconv.AppendInt(dst, v.N, 10)
-	dst = append(dst, ':')
-	dst = strconv.AppendInt(dst, int64(len(v.S)), 10)
-	dst = append(dst, ':')
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(v.Aux))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(v.N))
+	dst = binary.AppendUvarint(dst, uint64(len(v.S)))
 	dst = append(dst, v.S...)
 	if v.X != nil {
 		dst = fmt.Append(dst, v.X)
