@@ -169,13 +169,14 @@ func checkIcebergSnapshots(t *testing.T, tbl *table.Table) {
 
 // TestIcebergUpsertKillAndResume is the crash drill of upsert mode: an
 // updating query (a GROUP BY over a keyed stream) writes a format-version 2
-// table with a PRIMARY KEY through two writers and one committer, and the
+// table with a PRIMARY KEY (p, k), PARTITIONED BY (p), through two writers
+// and one committer, and the
 // process is killed at each fault point of the two-phase commit and twice
 // at random, each run resuming from the latest completed checkpoint. The
 // table, read with iceberg-go's own scan (which applies the equality
 // deletes), must equal the query's final result worked out here from the
-// input: for id 0..rows-1 and k = id % groups, each k has rows/groups ids
-// whose sum is the arithmetic series k, k+groups, ….
+// input: for id 0..rows-1 and k = id % groups, p = k % 4, each k has
+// rows/groups ids whose sum is the arithmetic series k, k+groups, ….
 func TestIcebergUpsertKillAndResume(t *testing.T) {
 	const rows, groups = 6000, 20
 	dir := t.TempDir()
@@ -189,11 +190,12 @@ SET 'pipeline.name' = 'iceberg-upsert-kill-and-resume';
 SET 'parallelism.default' = '2';
 CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '3000',
   'number-of-rows' = '%d', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%d');
-CREATE TABLE totals (k BIGINT, cnt BIGINT, total BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'iceberg',
+CREATE TABLE totals (p BIGINT, k BIGINT, cnt BIGINT, total BIGINT, PRIMARY KEY (p, k) NOT ENFORCED)
+  PARTITIONED BY (p) WITH ('connector' = 'iceberg',
   'catalog-name' = 'hc', 'catalog-type' = 'hadoop', 'warehouse' = 'file://%s', 'catalog-database' = 'db',
   'catalog-table' = 'totals', 'format-version' = '2');
-INSERT INTO totals SELECT id %% %d, COUNT(*), SUM(id) FROM gen GROUP BY id %% %d;
-`, filepath.Join(dir, "checkpoints"), rows, rows-1, wh, groups, groups)
+INSERT INTO totals SELECT k %% 4, k, COUNT(*), SUM(id) FROM (SELECT id, id %% %d AS k FROM gen) GROUP BY k %% 4, k;
+`, filepath.Join(dir, "checkpoints"), rows, rows-1, wh, groups)
 	if err := os.WriteFile(script, []byte(sql), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -238,8 +240,11 @@ INSERT INTO totals SELECT id %% %d, COUNT(*), SUM(id) FROM gen GROUP BY id %% %d
 	defer tr.Release()
 	for tr.Next() {
 		rec := tr.RecordBatch()
-		ks, cnts, totals := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
+		ps, ks, cnts, totals := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64), rec.Column(3).(*array.Int64)
 		for i := 0; i < ks.Len(); i++ {
+			if ps.Value(i) != ks.Value(i)%4 {
+				t.Errorf("key %d in partition %d", ks.Value(i), ps.Value(i))
+			}
 			if prev, dup := got[ks.Value(i)]; dup {
 				t.Errorf("key %d read twice: %v and [%d %d]", ks.Value(i), prev, cnts.Value(i), totals.Value(i))
 			}
@@ -250,6 +255,20 @@ INSERT INTO totals SELECT id %% %d, COUNT(*), SUM(id) FROM gen GROUP BY id %% %d
 		t.Fatalf("table holds\n%v\nwant\n%v", got, want)
 	}
 	checkIcebergSnapshots(t, tbl)
+	// The equality deletes are partitioned like the rows they delete.
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := tbl.Spec()
+	fid := spec.Field(0).FieldID
+	for _, task := range tasks {
+		for _, d := range task.EqualityDeleteFiles {
+			if got, want := d.Partition()[fid], task.File.Partition()[fid]; got != want {
+				t.Errorf("data file of partition %v has a delete file of partition %v", want, got)
+			}
+		}
+	}
 	// Each snapshot is one checkpoint's row delta: every key it touched
 	// gets one equality delete (removing the key's earlier row) and, as
 	// COUNT never falls back to zero here, one new row.
