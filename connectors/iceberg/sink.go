@@ -450,17 +450,24 @@ func (w *writer) buffer(b *types.Batch) {
 }
 
 // appendKeyValue appends an unambiguous encoding of v: fixed-width kind,
-// aux and number, then the length-prefixed string.
+// aux and number, the length-prefixed string, then a flag and, for a
+// non-scalar value, its length-prefixed text.
 func appendKeyValue(dst []byte, v types.Value) []byte {
 	dst = append(dst, byte(v.K))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(v.Aux))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(v.N))
 	dst = binary.AppendUvarint(dst, uint64(len(v.S)))
 	dst = append(dst, v.S...)
-	if v.X != nil {
-		dst = fmt.Append(dst, v.X)
+	if v.X == nil {
+		return append(dst, 0)
 	}
-	return append(dst, 0)
+	// A non-scalar value's text, length-prefixed (the prefix is patched
+	// once the text is written).
+	dst = append(dst, 1, 0, 0, 0, 0)
+	at := len(dst)
+	dst = fmt.Append(dst, v.X)
+	binary.LittleEndian.PutUint32(dst[at-4:at], uint32(len(dst)-at))
+	return dst
 }
 
 // flushUpsert writes the buffered changes: the live rows into the data
