@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -164,4 +165,119 @@ func checkIcebergSnapshots(t *testing.T, tbl *table.Table) {
 		n++
 	}
 	t.Logf("%d snapshots, %d data files, %d job ids", len(chain), n, len(last))
+}
+
+// TestIcebergUpsertKillAndResume is the crash drill of upsert mode: an
+// updating query (a GROUP BY over a keyed stream) writes a format-version 2
+// table with a PRIMARY KEY (p, k), PARTITIONED BY (p), through two writers
+// and one committer, and the
+// process is killed at each fault point of the two-phase commit and twice
+// at random, each run resuming from the latest completed checkpoint. The
+// table, read with iceberg-go's own scan (which applies the equality
+// deletes), must equal the query's final result worked out here from the
+// input: for id 0..rows-1 and k = id % groups, p = k % 4, each k has
+// rows/groups ids whose sum is the arithmetic series k, k+groups, ….
+func TestIcebergUpsertKillAndResume(t *testing.T) {
+	const rows, groups = 6000, 20
+	dir := t.TempDir()
+	bin := buildBinary(t, dir)
+	wh := filepath.Join(dir, "warehouse")
+	script := filepath.Join(dir, "job.sql")
+	sql := fmt.Sprintf(`
+SET 'execution.checkpointing.interval' = '100 ms';
+SET 'state.checkpoints.dir' = '%s';
+SET 'pipeline.name' = 'iceberg-upsert-kill-and-resume';
+SET 'parallelism.default' = '2';
+CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '3000',
+  'number-of-rows' = '%d', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%d');
+CREATE TABLE totals (p BIGINT, k BIGINT, cnt BIGINT, total BIGINT, PRIMARY KEY (p, k) NOT ENFORCED)
+  PARTITIONED BY (p) WITH ('connector' = 'iceberg',
+  'catalog-name' = 'hc', 'catalog-type' = 'hadoop', 'warehouse' = 'file://%s', 'catalog-database' = 'db',
+  'catalog-table' = 'totals', 'format-version' = '2');
+INSERT INTO totals SELECT k %% 4, k, COUNT(*), SUM(id) FROM (SELECT id, id %% %d AS k FROM gen) GROUP BY k %% 4, k;
+`, filepath.Join(dir, "checkpoints"), rows, rows-1, wh, groups)
+	if err := os.WriteFile(script, []byte(sql), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var plan []drillRun
+	for _, p := range []string{"before-precommit", "after-precommit", "after-complete", "during-commit"} {
+		plan = append(plan, drillRun{fault: p})
+	}
+	plan = append(plan, drillRun{random: true}, drillRun{random: true}, drillRun{})
+	tmp := filepath.Join(dir, "tmp")
+	mkdir(t, tmp)
+	st := runDrill(t, bin, script, tmp, plan, 19, nil, func() string { return "" })
+	if st.loss != "" {
+		t.Fatalf("the job reported lost output: %s", st.loss)
+	}
+	if st.faultKills != 4 || st.randomKills != 2 {
+		t.Fatalf("%d fault kills and %d random kills, want 4 and 2", st.faultKills, st.randomKills)
+	}
+
+	want := map[int64][2]int64{}
+	const per = rows / groups
+	for k := int64(0); k < groups; k++ {
+		// k + (k+groups) + … + (k+(per-1)·groups)
+		want[k] = [2]int64{per, per*k + groups*per*(per-1)/2}
+	}
+	cat, err := hadoop.NewCatalog("check", "file://"+wh, iceberg.Properties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"db", "totals"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	got := map[int64][2]int64{}
+	tr := array.NewTableReader(at, 0)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		ps, ks, cnts, totals := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64), rec.Column(3).(*array.Int64)
+		for i := 0; i < ks.Len(); i++ {
+			if ps.Value(i) != ks.Value(i)%4 {
+				t.Errorf("key %d in partition %d", ks.Value(i), ps.Value(i))
+			}
+			if prev, dup := got[ks.Value(i)]; dup {
+				t.Errorf("key %d read twice: %v and [%d %d]", ks.Value(i), prev, cnts.Value(i), totals.Value(i))
+			}
+			got[ks.Value(i)] = [2]int64{cnts.Value(i), totals.Value(i)}
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("table holds\n%v\nwant\n%v", got, want)
+	}
+	checkIcebergSnapshots(t, tbl)
+	// The equality deletes are partitioned like the rows they delete.
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := tbl.Spec()
+	fid := spec.Field(0).FieldID
+	for _, task := range tasks {
+		for _, d := range task.EqualityDeleteFiles {
+			if got, want := d.Partition()[fid], task.File.Partition()[fid]; got != want {
+				t.Errorf("data file of partition %v has a delete file of partition %v", want, got)
+			}
+		}
+	}
+	// Each snapshot is one checkpoint's row delta: every key it touched
+	// gets one equality delete (removing the key's earlier row) and, as
+	// COUNT never falls back to zero here, one new row.
+	for _, s := range tbl.Metadata().Snapshots() {
+		p := s.Summary.Properties
+		added, _ := strconv.Atoi(p["added-records"])
+		dels, _ := strconv.Atoi(p["added-equality-deletes"])
+		if added != dels || dels == 0 {
+			t.Errorf("snapshot %d adds %d rows and %d equality deletes, want as many deletes as rows, > 0 (summary %v)", s.SequenceNumber, added, dels, p)
+		}
+	}
 }

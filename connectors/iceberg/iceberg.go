@@ -22,6 +22,7 @@ package iceberg
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -233,8 +234,8 @@ func newConfig(f *Factory, tc *connectors.TableContext) (*config, error) {
 }
 
 // canDelete checks that the table can take equality deletes (what needs
-// them names itself in what): a PRIMARY KEY, format version 2, no
-// partitions.
+// them names itself in what): a PRIMARY KEY, format version 2, and every
+// PARTITIONED BY column part of the key.
 func (c *config) canDelete(what string) error {
 	switch {
 	case len(c.primaryKey) == 0:
@@ -242,7 +243,42 @@ func (c *config) canDelete(what string) error {
 	case c.formatVersion < 2:
 		return fmt.Errorf("iceberg table %s: '%s' needs '%s' = '2' (equality deletes), but it is %d", c.name, what, OptFormatVersion, c.formatVersion)
 	case len(c.partitionKeys) > 0:
-		return fmt.Errorf("iceberg table %s: '%s' on a PARTITIONED BY table is not supported yet", c.name, what)
+		sc, err := icebergSchema(c.schema, c.primaryKey)
+		if err != nil {
+			return fmt.Errorf("iceberg table %s: %w", c.name, err)
+		}
+		spec, err := identitySpec(sc, c.schema, c.partitionKeys)
+		if err != nil {
+			return fmt.Errorf("iceberg table %s: %w", c.name, err)
+		}
+		if err := c.partitionsInKey(&spec, sc); err != nil {
+			return fmt.Errorf("iceberg table %s: %w", c.name, err)
+		}
+	}
+	return nil
+}
+
+// partitionsInKey checks what Flink's Iceberg sink checks in upsert mode:
+// every partition field's source column is an equality field (a primary
+// key column). A key then never changes partition, so its equality delete
+// and its new row land in the one partition its earlier rows are in; a
+// key that could move would need its delete in the old partition, which
+// the writer cannot know. The text is Flink's.
+func (c *config) partitionsInKey(spec *iceberg.PartitionSpec, sc *iceberg.Schema) error {
+	eq := make([]int, len(c.primaryKey))
+	names := make([]string, len(c.primaryKey))
+	for i, k := range c.primaryKey {
+		names[i] = c.schema[k].Name
+		f, ok := sc.FindFieldByName(names[i])
+		if !ok {
+			return fmt.Errorf("primary key column '%s' is not in the table", names[i])
+		}
+		eq[i] = f.ID
+	}
+	for _, f := range spec.Fields() {
+		if !slices.Contains(eq, f.SourceID()) {
+			return fmt.Errorf("In UPSERT mode, partition field '%s' should be included in equality fields: '[%s]'", f.String(), strings.Join(names, ", ")) //nolint:staticcheck // Flink's text
+		}
 	}
 	return nil
 }
@@ -363,13 +399,14 @@ func identitySpec(sc *iceberg.Schema, cols types.Schema, keys []int) (iceberg.Pa
 		return *iceberg.UnpartitionedSpec, nil
 	}
 	opts := make([]iceberg.PartitionOption, 0, len(keys))
-	for _, k := range keys {
+	for i, k := range keys {
 		col := cols[k]
 		switch col.Type.Root {
 		case types.RootDecimal, types.RootBinary:
 			return iceberg.PartitionSpec{}, fmt.Errorf("PARTITIONED BY column '%s' of type %s is not supported by the iceberg sink (identity partitions of BOOLEAN, integer, FLOAT, DOUBLE, CHAR, VARCHAR, VARBINARY, DATE, TIME, TIMESTAMP and TIMESTAMP_LTZ columns are)", col.Name, col.Type)
 		}
-		opts = append(opts, iceberg.AddPartitionFieldByName(col.Name, col.Name, iceberg.IdentityTransform{}, sc, nil))
+		id := iceberg.PartitionDataIDStart + i // the id a created table gives it (and messages name)
+		opts = append(opts, iceberg.AddPartitionFieldByName(col.Name, col.Name, iceberg.IdentityTransform{}, sc, &id))
 	}
 	spec, err := iceberg.NewPartitionSpecOpts(opts...)
 	if err != nil {

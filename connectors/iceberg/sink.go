@@ -1,20 +1,22 @@
 package iceberg
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"iter"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/flinksql/flinksql/connectors"
@@ -81,7 +83,7 @@ func (s *Sink) WritableMetadata() map[string]types.Type { return nil }
 func (s *Sink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
 	w := &writer{tableRef: tableRef{cfg: s.cfg}}
 	if s.updating || s.cfg.upsert {
-		w.upsert = &upsertBuffer{index: map[string]int{}}
+		w.upsert = newUpsertBuffer(len(s.cfg.schema))
 	}
 	return w, nil
 }
@@ -246,6 +248,7 @@ type writer struct {
 	// the rows of the keys that were not deleted.
 	upsert *upsertBuffer
 	keyBuf []byte
+	keyRB  *array.RecordBuilder // the equality deletes' key columns
 }
 
 // upsertBuffer is a checkpoint's changes materialized by primary key.
@@ -253,10 +256,65 @@ type writer struct {
 // earlier snapshots, lower sequence numbers) and at most one data row
 // (of this snapshot, which the deletes do not reach), so no position
 // deletes are needed. Its size is the number of keys a checkpoint touches.
+//
+// Entries live in flat slices that are reused from one checkpoint to the
+// next, and the index is keyed by a hash of the key's encoding (chained on
+// collision), so buffering a row allocates nothing once the slices have
+// grown to a checkpoint's key count.
 type upsertBuffer struct {
-	index map[string]int // key → position in rows
-	rows  []types.Row    // the key's last row; nil when its last change deleted it
-	keys  []types.Row    // the key columns
+	width  int
+	seed   maphash.Seed
+	index  map[uint64]int32 // hash of a key's encoding → its newest entry
+	next   []int32          // entry → the previous entry of the same hash, -1 for none
+	enc    []byte           // the entries' key encodings, one after another
+	encEnd []int            // entry i's encoding ends at encEnd[i]
+	values []types.Value    // entry i's last row is values[i*width:(i+1)*width]
+	live   []bool           // false when the key's last change deleted it
+}
+
+func newUpsertBuffer(width int) *upsertBuffer {
+	return &upsertBuffer{width: width, seed: maphash.MakeSeed(), index: map[uint64]int32{}}
+}
+
+func (u *upsertBuffer) len() int { return len(u.live) }
+
+// row is entry i's last row.
+func (u *upsertBuffer) row(i int) types.Row {
+	return u.values[i*u.width : (i+1)*u.width : (i+1)*u.width]
+}
+
+// put records row, whose key encodes as key, as the key's last change.
+func (u *upsertBuffer) put(key []byte, row types.Row, live bool) {
+	h := maphash.Bytes(u.seed, key)
+	head, ok := u.index[h]
+	if ok {
+		for i := head; i >= 0; i = u.next[i] {
+			start := 0
+			if i > 0 {
+				start = u.encEnd[i-1]
+			}
+			if bytes.Equal(u.enc[start:u.encEnd[i]], key) {
+				copy(u.row(int(i)), row)
+				u.live[i] = live
+				return
+			}
+		}
+	} else {
+		head = -1
+	}
+	u.index[h] = int32(len(u.live))
+	u.next = append(u.next, head)
+	u.enc = append(u.enc, key...)
+	u.encEnd = append(u.encEnd, len(u.enc))
+	u.values = append(u.values, row...)
+	u.live = append(u.live, live)
+}
+
+// reset empties the buffer, keeping its memory.
+func (u *upsertBuffer) reset() {
+	clear(u.index)
+	clear(u.values) // drop the references to the rows' strings
+	u.next, u.enc, u.encEnd, u.values, u.live = u.next[:0], u.enc[:0], u.encEnd[:0], u.values[:0], u.live[:0]
 }
 
 var (
@@ -321,6 +379,13 @@ func (w *writer) bind(tbl *table.Table) error {
 			}
 		}
 	}
+	if w.upsert != nil {
+		// The table may exist with partitions the DDL does not name.
+		spec := tbl.Spec()
+		if err := w.cfg.partitionsInKey(&spec, tbl.Schema()); err != nil {
+			return err
+		}
+	}
 	w.schema = sc
 	w.rb = array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	return nil
@@ -340,18 +405,31 @@ func (w *writer) Write(ctx context.Context, b *types.Batch) error {
 		if b.Kinds[i] != types.Insert {
 			return fmt.Errorf("iceberg table %s: got a %s row; the sink appends insert-only input", w.cfg.name, b.Kinds[i].String())
 		}
-		for f, src := range w.source {
-			fb := w.rb.Field(f)
-			if src < 0 || row[src].IsNull() {
-				fb.AppendNull()
-				continue
-			}
-			if err := w.appends[f](fb, row[src]); err != nil {
-				w.rb.NewRecordBatch().Release() // drop the partial batch
-				return fmt.Errorf("iceberg table %s: column '%s': %w", w.cfg.name, w.schema.Field(f).Name, err)
-			}
+		if err := w.appendRow(row); err != nil {
+			return err
 		}
 	}
+	return w.addRecord(ctx)
+}
+
+// appendRow adds row to the record being built.
+func (w *writer) appendRow(row types.Row) error {
+	for f, src := range w.source {
+		fb := w.rb.Field(f)
+		if src < 0 || row[src].IsNull() {
+			fb.AppendNull()
+			continue
+		}
+		if err := w.appends[f](fb, row[src]); err != nil {
+			w.rb.NewRecordBatch().Release() // drop the partial batch
+			return fmt.Errorf("iceberg table %s: column '%s': %w", w.cfg.name, w.schema.Field(f).Name, err)
+		}
+	}
+	return nil
+}
+
+// addRecord hands the record built so far to the open segment.
+func (w *writer) addRecord(ctx context.Context) error {
 	rec := w.rb.NewRecordBatch()
 	if w.seg == nil {
 		w.seg = w.startSegment()
@@ -361,97 +439,95 @@ func (w *writer) Write(ctx context.Context, b *types.Batch) error {
 
 // buffer applies b's changes to the upsert buffer.
 func (w *writer) buffer(b *types.Batch) {
-	u := w.upsert
 	for i, row := range b.Rows {
 		w.keyBuf = w.keyBuf[:0]
 		for _, k := range w.cfg.primaryKey {
 			w.keyBuf = appendKeyValue(w.keyBuf, row[k])
 		}
-		var live types.Row
-		if k := b.Kinds[i]; k == types.Insert || k == types.UpdateAfter {
-			live = row.Clone()
-		}
-		if at, ok := u.index[string(w.keyBuf)]; ok {
-			u.rows[at] = live
-			continue
-		}
-		key := make(types.Row, len(w.cfg.primaryKey))
-		for j, k := range w.cfg.primaryKey {
-			key[j] = row[k]
-		}
-		u.index[string(w.keyBuf)] = len(u.rows)
-		u.rows = append(u.rows, live)
-		u.keys = append(u.keys, key.Clone())
+		k := b.Kinds[i]
+		w.upsert.put(w.keyBuf, row, k == types.Insert || k == types.UpdateAfter)
 	}
 }
 
-// appendKeyValue appends an unambiguous encoding of v.
+// appendKeyValue appends an unambiguous encoding of v: fixed-width kind,
+// aux and number, the length-prefixed string, then a flag and, for a
+// non-scalar value, its length-prefixed text.
 func appendKeyValue(dst []byte, v types.Value) []byte {
 	dst = append(dst, byte(v.K))
-	dst = strconv.AppendInt(dst, int64(v.Aux), 10)
-	dst = append(dst, ':')
-	dst = strconv.AppendInt(dst, v.N, 10)
-	dst = append(dst, ':')
-	dst = strconv.AppendInt(dst, int64(len(v.S)), 10)
-	dst = append(dst, ':')
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(v.Aux))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(v.N))
+	dst = binary.AppendUvarint(dst, uint64(len(v.S)))
 	dst = append(dst, v.S...)
-	if v.X != nil {
-		dst = fmt.Append(dst, v.X)
+	if v.X == nil {
+		return append(dst, 0)
 	}
-	return append(dst, 0)
+	// A non-scalar value's text, length-prefixed (the prefix is patched
+	// once the text is written).
+	dst = append(dst, 1, 0, 0, 0, 0)
+	at := len(dst)
+	dst = fmt.Append(dst, v.X)
+	binary.LittleEndian.PutUint32(dst[at-4:at], uint32(len(dst)-at))
+	return dst
 }
 
 // flushUpsert writes the buffered changes: the live rows into the data
-// segment, the keys as equality delete files.
+// segment, the keys as equality delete files (partitioned like the rows:
+// the partition columns are part of the key, see partitionsInKey).
 func (w *writer) flushUpsert(ctx context.Context) ([]iceberg.DataFile, error) {
 	u := w.upsert
-	if len(u.keys) == 0 {
+	if u.len() == 0 {
 		return nil, nil
 	}
-	defer func() {
-		clear(u.index)
-		u.rows, u.keys = u.rows[:0], u.keys[:0]
-	}()
-	live := types.NewBatch(len(w.cfg.schema), len(u.rows))
-	for _, r := range u.rows {
-		if r != nil {
-			live.AppendRow(types.Insert, r)
+	defer u.reset()
+	rows := 0
+	for i := range u.len() {
+		if !u.live[i] {
+			continue
 		}
-	}
-	up := w.upsert
-	w.upsert = nil // write the live rows as appends
-	err := w.Write(ctx, live)
-	w.upsert = up
-	if err != nil {
-		return nil, err
-	}
-	// The equality delete file holds the key columns.
-	ids := make([]int, len(w.cfg.primaryKey))
-	fields := make([]arrow.Field, len(w.cfg.primaryKey))
-	cols := make([]int, len(w.cfg.primaryKey))
-	for j, k := range w.cfg.primaryKey {
-		f, ok := w.tbl.Schema().FindFieldByName(w.cfg.schema[k].Name)
-		if !ok {
-			return nil, fmt.Errorf("primary key column '%s' is not in the table", w.cfg.schema[k].Name)
+		if err := w.appendRow(u.row(i)); err != nil {
+			return nil, err
 		}
-		ids[j] = f.ID
-		for i, src := range w.source {
-			if src == k {
-				fields[j], cols[j] = w.schema.Field(i), i
+		if rows++; rows == types.DefaultBatchSize {
+			if err := w.addRecord(ctx); err != nil {
+				return nil, err
 			}
+			rows = 0
 		}
 	}
-	sc := arrow.NewSchema(fields, nil)
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer rb.Release()
-	for _, key := range u.keys {
-		for j, v := range key {
-			if err := w.appends[cols[j]](rb.Field(j), v); err != nil {
+	if rows > 0 {
+		if err := w.addRecord(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// The equality delete file holds the key columns, in the table's
+	// field order (the order of iceberg-go's delete schema).
+	var ids, cols []int
+	var fields []arrow.Field
+	for i, src := range w.source {
+		if src >= 0 && slices.Contains(w.cfg.primaryKey, src) {
+			ids = append(ids, w.tbl.Schema().Field(i).ID)
+			fields = append(fields, w.schema.Field(i))
+			cols = append(cols, i)
+		}
+	}
+	if len(ids) != len(w.cfg.primaryKey) {
+		return nil, fmt.Errorf("the table lacks a primary key column (it has %d of %d)", len(ids), len(w.cfg.primaryKey))
+	}
+	if w.keyRB == nil {
+		w.keyRB = array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
+	}
+	rb := w.keyRB
+	for i := range u.len() {
+		row := u.row(i)
+		for j, c := range cols {
+			if err := w.appends[c](rb.Field(j), row[w.source[c]]); err != nil {
+				rb.NewRecordBatch().Release()
 				return nil, fmt.Errorf("key column '%s': %w", fields[j].Name, err)
 			}
 		}
 	}
 	rec := rb.NewRecordBatch()
+	defer rec.Release()
 	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
 	dels, err := w.tbl.NewTransaction().WriteEqualityDeletes(ctx, ids, records)
 	if err != nil {
@@ -540,6 +616,10 @@ func (w *writer) Close() error {
 	if w.rb != nil {
 		w.rb.Release()
 		w.rb = nil
+	}
+	if w.keyRB != nil {
+		w.keyRB.Release()
+		w.keyRB = nil
 	}
 	return w.close()
 }

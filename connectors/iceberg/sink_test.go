@@ -862,3 +862,153 @@ func TestSinkUpsertEqualityDeletes(t *testing.T) {
 		t.Fatalf("upsert on v1: %v", err)
 	}
 }
+
+// Upsert into a PARTITIONED BY table: the partition column is part of the
+// primary key (as Flink's Iceberg sink requires), so a key's rows and its
+// equality deletes are in one partition, and each checkpoint writes one
+// delete file per partition it touched. The primary key is declared in an
+// order other than the table's (id, region against region, id), which the
+// delete files must not mind. Expected rows and file counts worked out by
+// hand below.
+func TestSinkUpsertPartitioned(t *testing.T) {
+	wh := t.TempDir()
+	tc := testContext(wh, nil)
+	tc.Physical = types.Schema{
+		{Name: "region", Type: types.StringType.WithNullable(false)},
+		{Name: "id", Type: types.BigIntType.WithNullable(false)},
+		{Name: "name", Type: types.StringType},
+	}
+	tc.PrimaryKey = []int{1, 0}
+	tc.PartitionKeys = []int{0}
+	snk, err := NewFactory().CreateSink(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snk.AcceptedChangelogMode(types.Retract); got != types.Retract {
+		t.Fatalf("accepted %v for an updating query", got)
+	}
+	w := openPipe(t, snk)
+	change := func(kind types.RowKind, region string, id int64, name string) {
+		b := types.NewBatch(3, 1)
+		b.AppendRow(kind, types.Row{types.String(region), types.Int(id), types.String(name)})
+		if err := w.Write(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(id exec.CheckpointID) {
+		if err := w.Commit(prepare(t, w, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change(types.Insert, "eu", 1, "a")
+	change(types.Insert, "us", 1, "b")
+	change(types.Insert, "eu", 2, "c")
+	commit(1) // {eu1:a, us1:b, eu2:c}
+	change(types.UpdateBefore, "eu", 1, "a")
+	change(types.UpdateAfter, "eu", 1, "x")
+	change(types.Delete, "us", 1, "b")
+	change(types.Insert, "us", 3, "d")
+	commit(2) // {eu1:x, eu2:c, us3:d}
+	change(types.Delete, "eu", 2, "c")
+	change(types.Insert, "us", 1, "e")
+	commit(3) // {eu1:x, us1:e, us3:d}
+
+	cat, err := hadoop.NewCatalog("check", "file://"+wh, iceberg.Properties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"default_database", "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	var rows []string
+	tr := array.NewTableReader(at, 0)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			rows = append(rows, fmt.Sprintf("%s,%d,%s", rec.Column(0).(*array.String).Value(i), rec.Column(1).(*array.Int64).Value(i), rec.Column(2).(*array.String).Value(i)))
+		}
+	}
+	slices.Sort(rows)
+	if want := []string{"eu,1,x", "us,1,e", "us,3,d"}; !slices.Equal(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	var summary []string
+	for _, s := range tbl.Metadata().Snapshots() {
+		p := s.Summary.Properties
+		summary = append(summary, fmt.Sprintf("%s data=%s delfiles=%s eqdel=%s", p[propMaxCommittedCkp], p["added-data-files"], p["added-equality-delete-files"], p["added-equality-deletes"]))
+	}
+	// 1: rows in eu (2) and us (1), deletes of eu {1,2} and us {1};
+	// 2: rows eu1:x and us3:d, deletes of eu {1} and us {1,3};
+	// 3: the row us1:e, deletes of eu {2} and us {1}.
+	want := []string{"1 data=2 delfiles=2 eqdel=3", "2 data=2 delfiles=2 eqdel=3", "3 data=1 delfiles=2 eqdel=2"}
+	if !slices.Equal(summary, want) {
+		t.Fatalf("snapshots %v, want %v", summary, want)
+	}
+	// Every delete file is in the partition of the keys it holds.
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := tbl.Spec()
+	fid := spec.Field(0).FieldID
+	for _, task := range tasks {
+		for _, d := range task.EqualityDeleteFiles {
+			if got, want := d.Partition()[fid], task.File.Partition()[fid]; got != want {
+				t.Errorf("data file of partition %v has a delete file of partition %v", want, got)
+			}
+		}
+	}
+}
+
+// Upsert needs every partition column in the primary key, with Flink's
+// message; the check applies to the DDL's PARTITIONED BY and to the
+// partitions of an existing table the DDL does not name.
+func TestSinkUpsertPartitionNotInKey(t *testing.T) {
+	wh := t.TempDir()
+	schema := types.Schema{
+		{Name: "region", Type: types.StringType.WithNullable(false)},
+		{Name: "id", Type: types.BigIntType.WithNullable(false)},
+	}
+	const msg = "In UPSERT mode, partition field '1000: region: identity(1)' should be included in equality fields: '[id]'"
+	tc := testContext(wh, map[string]string{OptUpsertEnabled: "true"})
+	tc.Physical, tc.PrimaryKey, tc.PartitionKeys = schema, []int{1}, []int{0}
+	if _, err := NewFactory().CreateSink(tc); err == nil || !strings.Contains(err.Error(), msg) {
+		t.Fatalf("upsert with the partition column outside the key: %v", err)
+	}
+	tc = testContext(wh, nil)
+	tc.Physical, tc.PrimaryKey, tc.PartitionKeys = schema, []int{1}, []int{0}
+	snk, err := NewFactory().CreateSink(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snk.AcceptedChangelogMode(types.Retract); got != types.InsertOnly {
+		t.Fatalf("accepted %v for an updating query", got)
+	}
+	if hint := snk.(interface{ UpdatingInputHint() string }).UpdatingInputHint(); !strings.Contains(hint, msg) {
+		t.Fatalf("hint %q", hint)
+	}
+
+	// The table is created partitioned by an append-mode sink; a DDL
+	// without PARTITIONED BY then writes it in upsert mode.
+	w := openPipe(t, snk)
+	w.Close()
+	tc = testContext(wh, map[string]string{OptUpsertEnabled: "true"})
+	tc.Physical, tc.PrimaryKey = schema, []int{1}
+	snk, err = NewFactory().CreateSink(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newSinkPipe(t, snk)
+	if err := p.Open(context.Background()); err == nil || !strings.Contains(err.Error(), msg) {
+		t.Fatalf("upsert into an existing table partitioned outside the key: %v", err)
+	}
+}
