@@ -426,7 +426,7 @@ func (o *batchOp) bound(b Bound, i, n int, at func(int) types.Row, start bool) (
 			nn0++
 		}
 	} else {
-		for nn1 > 0 && at(nn1-1)[k.Col].IsNull() {
+		for nn1 > 0 && at(nn1 - 1)[k.Col].IsNull() {
 			nn1--
 		}
 	}
