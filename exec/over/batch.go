@@ -226,17 +226,27 @@ func (o *batchOp) decodePartition(v []byte) error {
 		}
 		elem := rest[w : w+int(n)]
 		rest = rest[w+int(n):]
-		row, _, err := types.DecodeRow(elem)
-		if err != nil {
-			return fmt.Errorf("batch over aggregate: stored row: %w", err)
+		// The row (AppendRow's encoding: a count, then the values) goes
+		// straight into the slab: no row is allocated.
+		cols, w := binary.Uvarint(elem)
+		if w <= 0 {
+			return errors.New("batch over aggregate: stored row: bad column count")
 		}
 		if o.width == 0 {
-			o.width = len(row)
+			o.width = int(cols)
 		}
-		if len(row) != o.width {
+		if int(cols) != o.width {
 			return errors.New("batch over aggregate: stored rows of different widths")
 		}
-		o.slab = append(o.slab, row...)
+		elem = elem[w:]
+		for range cols {
+			var v types.Value
+			var err error
+			if v, elem, err = types.DecodeValue(elem); err != nil {
+				return fmt.Errorf("batch over aggregate: stored row: %w", err)
+			}
+			o.slab = append(o.slab, v)
+		}
 	}
 	for i := 0; i < len(o.slab); i += o.width {
 		o.part = append(o.part, types.Row(o.slab[i:i+o.width:i+o.width]))
