@@ -1,6 +1,7 @@
 package over
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -70,21 +72,34 @@ type BatchSpec struct {
 	Slots []int
 }
 
-// Keyed state of the batch operator: the partition's rows (a list of
-// encoded rows per PARTITION BY key) and the held-back watermark (under the
-// first key group's empty key).
+// Keyed state of the batch operator: the partition's rows per PARTITION
+// BY key, and the held-back watermark and the next arrival number (under
+// the first key group's empty key). On rocksdb the rows are a map from
+// arrival number to encoded row, one entry per row, so that buffering
+// costs the same per row however large a partition grows (appending to one
+// list value would rewrite it on disk); on hashmap, whose values are in
+// memory and appended to in place, they are one list per key, which is
+// several times cheaper there (BENCHMARKS.md). Either way Entries visits a
+// key's rows consecutively and in arrival order, so ties keep it.
 const (
 	batchRowsState = "over.batch.rows"
 	batchWMState   = "over.batch.wm"
+	batchSeqState  = "over.batch.seq"
 )
 
 type batchOp struct {
-	spec   BatchSpec
-	b      *kv.Backend
-	rows   *kv.ListState[[]byte]
-	heldWM *kv.ValueState[int64]
-	wm     int64
-	width  int
+	spec     BatchSpec
+	b        *kv.Backend
+	rows     *kv.MapState[int64, []byte] // rocksdb
+	list     *kv.ListState[[]byte]       // hashmap
+	useList  bool
+	heldWM   *kv.ValueState[int64]
+	seqState *kv.ValueState[int64]
+	wm       int64
+	seq      int64 // the next row's arrival number
+	width    int
+	curKey   []byte // Finish: the partition being collected
+	curGroup int
 
 	keyBuf []byte
 	rowBuf []byte
@@ -130,7 +145,16 @@ func NewBatch(spec BatchSpec) (exec.Operator, error) {
 func (o *batchOp) OpenKeyedState(b *kv.Backend) error {
 	o.b = b
 	var err error
-	if o.rows, err = kv.NewListState(b, batchRowsState, kv.Bytes{}, kv.Options{}); err != nil {
+	o.useList = b.Kind() != image.RocksDB
+	if o.useList {
+		o.list, err = kv.NewListState(b, batchRowsState, kv.Bytes{}, kv.Options{})
+	} else {
+		o.rows, err = kv.NewMapState(b, batchRowsState, kv.Int64{}, kv.Bytes{}, kv.Options{})
+	}
+	if err != nil {
+		return fmt.Errorf("batch over aggregate: %w", err)
+	}
+	if o.seqState, err = kv.NewValueState(b, batchSeqState, kv.Int64{}, kv.Options{}); err != nil {
 		return fmt.Errorf("batch over aggregate: %w", err)
 	}
 	if o.heldWM, err = kv.NewValueState(b, batchWMState, kv.Int64{}, kv.Options{}); err != nil {
@@ -146,16 +170,22 @@ func (o *batchOp) OpenKeyedState(b *kv.Backend) error {
 	if ok {
 		o.wm = wm
 	}
+	if o.seq, _, err = o.seqState.Get(nil); err != nil {
+		return fmt.Errorf("batch over aggregate: reading the restored arrival number: %w", err)
+	}
 	return nil
 }
 
 // PrepareSnapshot implements exec.KeyedOperator.
 func (o *batchOp) PrepareSnapshot(exec.CheckpointID) error {
-	if o.wm == exec.MinWatermark {
-		return nil
-	}
 	if err := o.b.SetCurrentKeyInGroup(o.b.KeyGroups().First, nil); err != nil {
 		return fmt.Errorf("batch over aggregate: %w", err)
+	}
+	if err := o.seqState.Put(nil, o.seq); err != nil {
+		return fmt.Errorf("batch over aggregate: writing the arrival number: %w", err)
+	}
+	if o.wm == exec.MinWatermark {
+		return nil
 	}
 	if err := o.heldWM.Put(nil, o.wm); err != nil {
 		return fmt.Errorf("batch over aggregate: writing the watermark: %w", err)
@@ -179,9 +209,16 @@ func (o *batchOp) ProcessBatch(_ int, b *types.Batch, _ exec.Output) error {
 			return fmt.Errorf("batch over aggregate: %w", err)
 		}
 		o.rowBuf = types.AppendRow(o.rowBuf[:0], r)
-		if err := o.rows.Add(nil, o.rowBuf); err != nil {
+		var err error
+		if o.useList {
+			err = o.list.Add(nil, o.rowBuf)
+		} else {
+			err = o.rows.Put(nil, o.seq, o.rowBuf)
+		}
+		if err != nil {
 			return fmt.Errorf("batch over aggregate: %w", err)
 		}
+		o.seq++
 	}
 	return nil
 }
@@ -192,17 +229,39 @@ func (o *batchOp) ProcessWatermark(wm int64, _ exec.Output) error {
 }
 
 // Finish sorts and evaluates one partition at a time, as Entries visits
-// the stored keys: only one partition's rows are decoded in memory.
+// the stored keys (a key's rows are consecutive entries, in arrival
+// order): only one partition's rows are decoded in memory.
 func (o *batchOp) Finish(out exec.Output) error {
+	clear(o.slab)
+	o.part, o.slab, o.curKey, o.curGroup = o.part[:0], o.slab[:0], o.curKey[:0], -1
 	err := o.b.Entries(o.b.KeyGroups(), func(e kv.Entry) error {
 		if e.State != batchRowsState {
 			return nil
 		}
-		if err := o.decodePartition(e.Value); err != nil {
-			return err
+		if e.KeyGroup != o.curGroup || !bytes.Equal(e.Key, o.curKey) {
+			if err := o.flushPartition(out); err != nil {
+				return err
+			}
+			o.curKey, o.curGroup = append(o.curKey[:0], e.Key...), e.KeyGroup
 		}
-		return o.evaluate(out)
+		if !o.useList {
+			return o.decodeRow(e.Value)
+		}
+		for rest := e.Value; len(rest) > 0; {
+			n, w := binary.Uvarint(rest)
+			if w <= 0 || n > uint64(len(rest)-w) {
+				return errors.New("batch over aggregate: stored rows: bad element length")
+			}
+			if err := o.decodeRow(rest[w : w+int(n)]); err != nil {
+				return err
+			}
+			rest = rest[w+int(n):]
+		}
+		return nil
 	})
+	if err == nil {
+		err = o.flushPartition(out)
+	}
 	if err != nil {
 		return err
 	}
@@ -215,41 +274,41 @@ func (o *batchOp) Finish(out exec.Output) error {
 	return nil
 }
 
-// decodePartition decodes a stored list of encoded rows into o.part.
-func (o *batchOp) decodePartition(v []byte) error {
-	clear(o.slab)
-	o.part, o.slab = o.part[:0], o.slab[:0]
-	for rest := v; len(rest) > 0; {
-		n, w := binary.Uvarint(rest)
-		if w <= 0 || n > uint64(len(rest)-w) {
-			return errors.New("batch over aggregate: stored rows: bad element length")
-		}
-		elem := rest[w : w+int(n)]
-		rest = rest[w+int(n):]
-		// The row (AppendRow's encoding: a count, then the values) goes
-		// straight into the slab: no row is allocated.
-		cols, w := binary.Uvarint(elem)
-		if w <= 0 {
-			return errors.New("batch over aggregate: stored row: bad column count")
-		}
-		if o.width == 0 {
-			o.width = int(cols)
-		}
-		if int(cols) != o.width {
-			return errors.New("batch over aggregate: stored rows of different widths")
-		}
-		elem = elem[w:]
-		for range cols {
-			var v types.Value
-			var err error
-			if v, elem, err = types.DecodeValue(elem); err != nil {
-				return fmt.Errorf("batch over aggregate: stored row: %w", err)
-			}
-			o.slab = append(o.slab, v)
-		}
+// flushPartition evaluates the collected partition and empties it.
+func (o *batchOp) flushPartition(out exec.Output) error {
+	if len(o.slab) == 0 {
+		return nil
 	}
 	for i := 0; i < len(o.slab); i += o.width {
 		o.part = append(o.part, types.Row(o.slab[i:i+o.width:i+o.width]))
+	}
+	err := o.evaluate(out)
+	clear(o.slab)
+	o.part, o.slab = o.part[:0], o.slab[:0]
+	return err
+}
+
+// decodeRow appends a stored row (AppendRow's encoding: a count, then
+// the values) to the slab: no row is allocated.
+func (o *batchOp) decodeRow(elem []byte) error {
+	cols, w := binary.Uvarint(elem)
+	if w <= 0 {
+		return errors.New("batch over aggregate: stored row: bad column count")
+	}
+	if o.width == 0 {
+		o.width = int(cols)
+	}
+	if int(cols) != o.width {
+		return errors.New("batch over aggregate: stored rows of different widths")
+	}
+	elem = elem[w:]
+	for range cols {
+		var v types.Value
+		var err error
+		if v, elem, err = types.DecodeValue(elem); err != nil {
+			return fmt.Errorf("batch over aggregate: stored row: %w", err)
+		}
+		o.slab = append(o.slab, v)
 	}
 	return nil
 }
