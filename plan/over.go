@@ -632,10 +632,13 @@ func (n *OverAggNode) describeBatch(in types.Schema) string {
 			if k.Desc {
 				s = in[k.Col].Name + " DESC"
 			}
-			if k.NullsFirst {
-				s += "-nulls_first"
-			} else {
-				s += "-nulls_last"
+			// Only a NULL order other than the default (first for ASC,
+			// last for DESC) is printed.
+			switch {
+			case k.NullsFirst && k.Desc:
+				s += " NULLS FIRST"
+			case !k.NullsFirst && !k.Desc:
+				s += " NULLS LAST"
 			}
 			keys = append(keys, s)
 		}
