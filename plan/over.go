@@ -372,10 +372,7 @@ func tableError(msg string) error { return &UnsupportedError{Msg: msg} }
 // argument is the ORDER BY key, order) or LAG(x [, offset [, default]]).
 func (pc *planContext) bindOverFunction(f *parser.FuncCall, sc *scope, order expr.Expr, batch bool) (*aggRecord, error) {
 	name := strings.ToUpper(f.FuncName())
-	if msg := agg.StreamOverError(name); msg != "" && !(batch && name == "LEAD") {
-		if batch {
-			return nil, unsupportedAt(f, "%s() OVER (...) is not supported yet in batch mode", name)
-		}
+	if msg := agg.StreamOverError(name); msg != "" && !batch {
 		return nil, tableError(msg)
 	}
 	if f.Distinct || f.Filter != nil {
@@ -385,13 +382,27 @@ func (pc *planContext) bindOverFunction(f *parser.FuncCall, sc *scope, order exp
 	args := f.ArgExprs()
 	b := &binder{scope: sc, clause: name, cancel: pc.cancel}
 	switch name {
-	case "ROW_NUMBER", "RANK", "DENSE_RANK":
+	case "ROW_NUMBER", "RANK", "DENSE_RANK", "CUME_DIST", "PERCENT_RANK":
 		if len(args) != 0 {
 			return nil, errAt(f, "Invalid number of arguments to function '%s'. Was expecting 0 arguments", name)
 		}
-		if name != "ROW_NUMBER" {
+		if name == "RANK" || name == "DENSE_RANK" {
 			r.args = []expr.Expr{order}
 		}
+		if name == "CUME_DIST" || name == "PERCENT_RANK" {
+			r.result = types.DoubleType.WithNullable(false)
+			return r, nil
+		}
+	case "NTILE":
+		// Batch mode only (StreamOverError refuses it in streaming).
+		if len(args) != 1 {
+			return nil, errAt(f, "Invalid number of arguments to function 'NTILE'. Was expecting 1 arguments")
+		}
+		v, ok := pc.constantInt(args[0])
+		if !ok || v <= 0 {
+			return nil, errAt(args[0], "The argument of NTILE must be a positive integer literal")
+		}
+		r.consts = []types.Value{types.Int(v)}
 	case "LAG", "LEAD":
 		if len(args) == 0 || len(args) > 3 {
 			return nil, errAt(f, "Invalid number of arguments to function '%s'. Was expecting 1 to 3 arguments", name)
@@ -687,6 +698,9 @@ func batchOverOperator(x *OverAggNode, calls []agg.Call) func() (exec.Operator, 
 			continue
 		}
 		f := over.Func{Name: c.Name, ArgCol: -1, DefCol: -1, Offset: 1}
+		if c.Name == "NTILE" {
+			f.Offset = int(min(c.ConstArgs[0].Int(), 1<<30))
+		}
 		if c.Name == "LAG" || c.Name == "LEAD" {
 			f.ArgCol = c.ArgCols[0]
 			if len(c.ArgCols) > 1 {

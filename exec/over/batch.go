@@ -49,7 +49,8 @@ type Frame struct {
 }
 
 // Func is a ranking or offset function: ROW_NUMBER, RANK, DENSE_RANK,
-// LAG, LEAD (ArgCol the value, DefCol the default or -1, Offset rows).
+// CUME_DIST, PERCENT_RANK, NTILE (Offset buckets), LAG, LEAD (ArgCol the
+// value, DefCol the default or -1, Offset rows).
 // Their frame is the partition, not Frame.
 type Func struct {
 	Name   string
@@ -131,7 +132,11 @@ func NewBatch(spec BatchSpec) (exec.Operator, error) {
 	}
 	for _, f := range spec.Funcs {
 		switch f.Name {
-		case "ROW_NUMBER", "RANK", "DENSE_RANK", "LAG", "LEAD":
+		case "ROW_NUMBER", "RANK", "DENSE_RANK", "LAG", "LEAD", "CUME_DIST", "PERCENT_RANK":
+		case "NTILE":
+			if f.Offset <= 0 {
+				return nil, fmt.Errorf("batch over aggregate: NTILE of %d buckets", f.Offset)
+			}
 		default:
 			return nil, fmt.Errorf("batch over aggregate: unknown function %s", f.Name)
 		}
@@ -394,6 +399,18 @@ func (o *batchOp) evaluate(out exec.Output) error {
 				*v = types.Int(int64(o.peerS[i] + 1))
 			case "DENSE_RANK":
 				*v = types.Int(int64(denseRank))
+			case "PERCENT_RANK":
+				// (rank - 1) / (rows - 1); 0 for a one-row partition.
+				pr := 0.0
+				if n > 1 {
+					pr = float64(o.peerS[i]) / float64(n-1)
+				}
+				*v = types.Float(pr)
+			case "CUME_DIST":
+				// The rows up to the current one's last peer, of all.
+				*v = types.Float(float64(o.peerE[i]) / float64(n))
+			case "NTILE":
+				*v = types.Int(ntile(i, n, f.Offset))
 			case "LAG", "LEAD":
 				k := i - f.Offset
 				if f.Name == "LEAD" {
@@ -531,4 +548,18 @@ func satAdd(a, b int64) int64 {
 		return math.MinInt64
 	}
 	return s
+}
+
+// ntile is the bucket (1…k) of sorted row i of n: k buckets whose sizes
+// differ by at most one, the larger ones first.
+func ntile(i, n, k int) int64 {
+	if k >= n {
+		return int64(i + 1)
+	}
+	q, r := n/k, n%k
+	big := r * (q + 1) // the rows of the r buckets of q+1 rows
+	if i < big {
+		return int64(i/(q+1) + 1)
+	}
+	return int64(r + (i-big)/q + 1)
 }
