@@ -209,6 +209,9 @@ func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parse
 			same = overWindowKey(withoutFrame(w)) == overWindowKey(withoutFrame(win))
 		}
 		if !same {
+			if pc.batchMode() {
+				return nil, unsupportedAt(f, "OVER aggregates over different windows in one SELECT are not supported yet in batch mode; compute them over one window, or each in its own subquery")
+			}
 			return nil, tableError("Over Agg: Unsupported use of OVER windows. All aggregates must be computed on the same window. please re-check the over window statement.")
 		}
 		if win == nil || winIsFunc && !isFunc {
