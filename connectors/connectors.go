@@ -150,6 +150,13 @@ type CommittingSink interface {
 	NewCommitter() (exec.SinkWriter, error)
 }
 
+// Overwritable is a Sink that INSERT OVERWRITE can write (Flink's
+// SupportsOverwrite): after ApplyOverwrite the job's committed output
+// replaces the table's existing data instead of adding to it.
+type Overwritable interface {
+	ApplyOverwrite() error
+}
+
 // Registry maps connector identifiers to factories. It is built once per
 // process (see the builtin package) and read concurrently afterwards.
 type Registry struct {

@@ -272,10 +272,7 @@ func metadataKeys(m map[string]types.Type) string {
 
 // planInsert plans INSERT INTO t [(cols)] query.
 func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
-	if st.Overwrite {
-		if pc.batchMode() {
-			return nil, &UnsupportedError{Msg: "INSERT OVERWRITE is not supported yet in batch mode"}
-		}
+	if st.Overwrite && !pc.batchMode() {
 		return nil, &UnsupportedError{Msg: "INSERT OVERWRITE is not supported in streaming mode."}
 	}
 	if len(st.Partition) > 0 {
@@ -309,6 +306,15 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	sink, err := sf.CreateSink(tc)
 	if err != nil {
 		return nil, fmt.Errorf("Unable to create a sink for writing table '%s'.\n\n%w", t.ID, err)
+	}
+	if st.Overwrite {
+		ow, ok := sink.(connectors.Overwritable)
+		if !ok {
+			return nil, &UnsupportedError{Msg: fmt.Sprintf("INSERT OVERWRITE requires that the underlying DynamicTableSink of table '%s' implements the SupportsOverwrite interface.", t.ID)}
+		}
+		if err := ow.ApplyOverwrite(); err != nil {
+			return nil, err
+		}
 	}
 	// The persisted columns: physical, then non-virtual metadata.
 	var target types.Schema

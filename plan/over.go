@@ -22,11 +22,19 @@ type OverAggNode struct {
 	Rows          bool // ROWS frame; else RANGE
 	Preceding     int64
 	Aggs          []AggCall
+	// Batch: the sort-based batch OVER (exec/over.NewBatch), with any
+	// order keys and frame.
+	Batch     bool
+	OrderKeys []exec.SortKey
+	Frame     over.Frame
 }
 
 func (n *OverAggNode) Describe() string {
 	in := n.inputs[0].Schema()
 	var b strings.Builder
+	if n.Batch {
+		return n.describeBatch(in)
+	}
 	b.WriteString("OverAggregate(")
 	if len(n.PartitionCols) > 0 {
 		b.WriteString("partitionBy=[" + colNames(in, n.PartitionCols) + "], ")
@@ -184,6 +192,9 @@ func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parse
 		}
 	}
 	var win *parser.WindowSpec
+	// In batch mode the ranking and offset functions ignore the frame, so
+	// they share a window with aggregates of the same partition and order.
+	winIsFunc := false
 	for _, f := range calls {
 		w, err := resolveWindow(s, f.Over)
 		if err != nil {
@@ -192,10 +203,19 @@ func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parse
 		if w, err = overFrame(f, w); err != nil {
 			return nil, err
 		}
-		if win == nil {
-			win = w
-		} else if overWindowKey(w) != overWindowKey(win) {
+		isFunc := pc.batchMode() && agg.IsOverFunction(strings.ToUpper(f.FuncName()))
+		same := win == nil || overWindowKey(w) == overWindowKey(win)
+		if !same && (isFunc || winIsFunc) {
+			same = overWindowKey(withoutFrame(w)) == overWindowKey(withoutFrame(win))
+		}
+		if !same {
+			if pc.batchMode() {
+				return nil, unsupportedAt(f, "OVER aggregates over different windows in one SELECT are not supported yet in batch mode; compute them over one window, or each in its own subquery")
+			}
 			return nil, tableError("Over Agg: Unsupported use of OVER windows. All aggregates must be computed on the same window. please re-check the over window statement.")
+		}
+		if win == nil || winIsFunc && !isFunc {
+			win, winIsFunc = w, isFunc
 		}
 	}
 	node := from.node
@@ -206,6 +226,7 @@ func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parse
 		}
 		node = newCalc(node, nil, cond, node.Schema())
 	}
+	node = pc.final(node) // batch mode: the final rows of an updating input
 	if err := requireInsertOnly("OverAggregate", node); err != nil {
 		return nil, err
 	}
@@ -230,71 +251,12 @@ func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parse
 	}
 	b := &binder{scope: from.scope, clause: "OVER", cancel: pc.cancel}
 	n := &OverAggNode{}
-	// ORDER BY: one time attribute, ascending.
-	if len(win.OrderBy) != 1 {
-		if len(win.OrderBy) == 0 {
-			return nil, tableError("OVER windows' ordering in stream mode must be defined on a time attribute.")
-		}
-		return nil, tableError("The window can only be ordered by a single time column.")
-	}
-	ord, err := b.bind(win.OrderBy[0].Expr)
-	if err != nil {
-		return nil, err
-	}
-	ref, ok := ord.(*expr.ColumnRef)
-	if (!ok || !ord.Type().IsTimeAttr()) && pc.batchMode() {
-		// Flink's batch OVER sorts by any column; flinksql's OVER operator
-		// is the streaming one, which orders by a time attribute.
-		return nil, &UnsupportedError{Msg: "OVER windows ordered by a column that is not a time attribute are not supported yet in batch mode; order the window by a time attribute (a column with a WATERMARK)"}
-	}
-	if !ok || !ord.Type().IsTimeAttr() {
-		return nil, tableError("OVER windows' ordering in stream mode must be defined on a time attribute.")
-	}
-	if win.OrderBy[0].Desc {
-		return nil, tableError("The window can only be ordered in ASCENDING mode.")
-	}
-	n.OrderCol = ref.Index
-	n.EventTime = ord.Type().TimeAttr == types.RowtimeAttr
-	for _, e := range win.PartitionBy {
-		x, err := b.bind(e)
-		if err != nil {
+	if pc.batchMode() {
+		if err := pc.batchOverWindow(n, win, calls, b, add); err != nil {
 			return nil, err
 		}
-		n.PartitionCols = append(n.PartitionCols, add(x))
-	}
-	// The frame; without one, RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW.
-	n.Preceding = -1
-	if fr := win.Frame; fr != nil {
-		n.Rows = strings.EqualFold(fr.Unit, "ROWS")
-		unit := "RANGE"
-		if n.Rows {
-			unit = "ROWS"
-		}
-		if fr.End != nil && fr.End.Kind != "CURRENT ROW" || fr.Start.Kind == "FOLLOWING" || fr.Start.Kind == "UNBOUNDED FOLLOWING" {
-			return nil, tableError("OVER " + unit + " FOLLOWING windows are not supported yet.")
-		}
-		switch fr.Start.Kind {
-		case "UNBOUNDED PRECEDING":
-		case "CURRENT ROW":
-			n.Preceding = 0
-		case "PRECEDING":
-			if n.Rows {
-				v, ok := pc.constantInt(fr.Start.Offset)
-				if !ok || v < 0 {
-					return nil, errAt(fr.Start.Offset, "ROWS frame offset must be a non-negative integer literal, such as 2 PRECEDING")
-				}
-				n.Preceding = v
-			} else {
-				ms, err := pc.intervalMillis(fr.Start.Offset, "a RANGE frame")
-				if err != nil {
-					return nil, err
-				}
-				if ms < 0 {
-					return nil, errAt(fr.Start.Offset, "RANGE frame offset must not be negative")
-				}
-				n.Preceding = ms
-			}
-		}
+	} else if err := pc.streamOverWindow(n, win, b, add); err != nil {
+		return nil, err
 	}
 	// The aggregates, in the order written; equal calls share one column.
 	cols := map[*parser.FuncCall]int{}
@@ -310,7 +272,11 @@ func (pc *planContext) planOver(s *parser.Select, from *relation, calls []*parse
 		var r *aggRecord
 		var err error
 		if agg.IsOverFunction(strings.ToUpper(f.FuncName())) {
-			r, err = pc.bindOverFunction(&plain, from.scope, expr.Column(n.OrderCol, inSchema[n.OrderCol].Name, inSchema[n.OrderCol].Type))
+			var order expr.Expr = expr.Literal(types.NullValue, types.BigIntType)
+			if n.OrderCol >= 0 {
+				order = expr.Column(n.OrderCol, preSchema[n.OrderCol].Name, preSchema[n.OrderCol].Type)
+			}
+			r, err = pc.bindOverFunction(&plain, from.scope, order, pc.batchMode())
 		} else {
 			r, err = pc.bindAggregate(&plain, from.scope)
 		}
@@ -383,6 +349,9 @@ func (gb *graphBuilder) overOperator(x *OverAggNode) func() (exec.Operator, erro
 	for i, a := range x.Aggs {
 		calls[i] = a.Call
 	}
+	if x.Batch {
+		return batchOverOperator(x, calls)
+	}
 	spec := over.Spec{KeyCols: x.PartitionCols, TimeCol: -1, Rows: x.Rows, Preceding: x.Preceding}
 	if x.EventTime {
 		spec.TimeCol = x.OrderCol
@@ -404,9 +373,9 @@ func tableError(msg string) error { return &UnsupportedError{Msg: msg} }
 
 // bindOverFunction binds ROW_NUMBER(), RANK(), DENSE_RANK() (their
 // argument is the ORDER BY key, order) or LAG(x [, offset [, default]]).
-func (pc *planContext) bindOverFunction(f *parser.FuncCall, sc *scope, order expr.Expr) (*aggRecord, error) {
+func (pc *planContext) bindOverFunction(f *parser.FuncCall, sc *scope, order expr.Expr, batch bool) (*aggRecord, error) {
 	name := strings.ToUpper(f.FuncName())
-	if msg := agg.StreamOverError(name); msg != "" {
+	if msg := agg.StreamOverError(name); msg != "" && !batch {
 		return nil, tableError(msg)
 	}
 	if f.Distinct || f.Filter != nil {
@@ -416,16 +385,30 @@ func (pc *planContext) bindOverFunction(f *parser.FuncCall, sc *scope, order exp
 	args := f.ArgExprs()
 	b := &binder{scope: sc, clause: name, cancel: pc.cancel}
 	switch name {
-	case "ROW_NUMBER", "RANK", "DENSE_RANK":
+	case "ROW_NUMBER", "RANK", "DENSE_RANK", "CUME_DIST", "PERCENT_RANK":
 		if len(args) != 0 {
 			return nil, errAt(f, "Invalid number of arguments to function '%s'. Was expecting 0 arguments", name)
 		}
-		if name != "ROW_NUMBER" {
+		if name == "RANK" || name == "DENSE_RANK" {
 			r.args = []expr.Expr{order}
 		}
-	case "LAG":
+		if name == "CUME_DIST" || name == "PERCENT_RANK" {
+			r.result = types.DoubleType.WithNullable(false)
+			return r, nil
+		}
+	case "NTILE":
+		// Batch mode only (StreamOverError refuses it in streaming).
+		if len(args) != 1 {
+			return nil, errAt(f, "Invalid number of arguments to function 'NTILE'. Was expecting 1 arguments")
+		}
+		v, ok := pc.constantInt(args[0])
+		if !ok || v <= 0 {
+			return nil, errAt(args[0], "The argument of NTILE must be a positive integer literal")
+		}
+		r.consts = []types.Value{types.Int(v)}
+	case "LAG", "LEAD":
 		if len(args) == 0 || len(args) > 3 {
-			return nil, errAt(f, "Invalid number of arguments to function 'LAG'. Was expecting 1 to 3 arguments")
+			return nil, errAt(f, "Invalid number of arguments to function '%s'. Was expecting 1 to 3 arguments", name)
 		}
 		x, err := b.bind(args[0])
 		if err != nil {
@@ -443,7 +426,7 @@ func (pc *planContext) bindOverFunction(f *parser.FuncCall, sc *scope, order exp
 				v, cerr = expr.EvalConstant(off, pc.p.exprConfig())
 			}
 			if !expr.IsConstant(off) || cerr != nil || v.K != types.KindInt || v.Int() < 0 {
-				return nil, errAt(args[1], "The offset of LAG must be a non-negative integer literal")
+				return nil, errAt(args[1], "The offset of %s must be a non-negative integer literal", name)
 			}
 			r.consts = []types.Value{v}
 			argTypes = append(argTypes, off.Type())
@@ -468,4 +451,283 @@ func (pc *planContext) bindOverFunction(f *parser.FuncCall, sc *scope, order exp
 	}
 	r.result = types.BigIntType.WithNullable(false)
 	return r, nil
+}
+
+// streamOverWindow plans the ORDER BY, PARTITION BY and frame of a
+// streaming OVER window: one time attribute, ascending, frames up to the
+// current row.
+func (pc *planContext) streamOverWindow(n *OverAggNode, win *parser.WindowSpec, b *binder, add func(expr.Expr) int) error {
+	// ORDER BY: one time attribute, ascending.
+	if len(win.OrderBy) != 1 {
+		if len(win.OrderBy) == 0 {
+			return tableError("OVER windows' ordering in stream mode must be defined on a time attribute.")
+		}
+		return tableError("The window can only be ordered by a single time column.")
+	}
+	ord, err := b.bind(win.OrderBy[0].Expr)
+	if err != nil {
+		return err
+	}
+	ref, ok := ord.(*expr.ColumnRef)
+	if !ok || !ord.Type().IsTimeAttr() {
+		return tableError("OVER windows' ordering in stream mode must be defined on a time attribute.")
+	}
+	if win.OrderBy[0].Desc {
+		return tableError("The window can only be ordered in ASCENDING mode.")
+	}
+	n.OrderCol = ref.Index
+	n.EventTime = ord.Type().TimeAttr == types.RowtimeAttr
+	for _, e := range win.PartitionBy {
+		x, err := b.bind(e)
+		if err != nil {
+			return err
+		}
+		n.PartitionCols = append(n.PartitionCols, add(x))
+	}
+	// The frame; without one, RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW.
+	n.Preceding = -1
+	if fr := win.Frame; fr != nil {
+		n.Rows = strings.EqualFold(fr.Unit, "ROWS")
+		unit := "RANGE"
+		if n.Rows {
+			unit = "ROWS"
+		}
+		if fr.End != nil && fr.End.Kind != "CURRENT ROW" || fr.Start.Kind == "FOLLOWING" || fr.Start.Kind == "UNBOUNDED FOLLOWING" {
+			return tableError("OVER " + unit + " FOLLOWING windows are not supported yet.")
+		}
+		switch fr.Start.Kind {
+		case "UNBOUNDED PRECEDING":
+		case "CURRENT ROW":
+			n.Preceding = 0
+		case "PRECEDING":
+			if n.Rows {
+				v, ok := pc.constantInt(fr.Start.Offset)
+				if !ok || v < 0 {
+					return errAt(fr.Start.Offset, "ROWS frame offset must be a non-negative integer literal, such as 2 PRECEDING")
+				}
+				n.Preceding = v
+			} else {
+				ms, err := pc.intervalMillis(fr.Start.Offset, "a RANGE frame")
+				if err != nil {
+					return err
+				}
+				if ms < 0 {
+					return errAt(fr.Start.Offset, "RANGE frame offset must not be negative")
+				}
+				n.Preceding = ms
+			}
+		}
+	}
+	return nil
+}
+
+// batchOverWindow plans the window of a batch OVER (Flink's sort-based
+// OverAggregate): any ORDER BY keys, ASC or DESC, NULLS FIRST for ASC and
+// LAST for DESC unless written, and ROWS or RANGE frames reaching
+// PRECEDING and FOLLOWING rows.
+func (pc *planContext) batchOverWindow(n *OverAggNode, win *parser.WindowSpec, calls []*parser.FuncCall, b *binder, add func(expr.Expr) int) error {
+	n.Batch = true
+	n.OrderCol = -1
+	for _, f := range calls {
+		switch name := strings.ToUpper(f.FuncName()); name {
+		case "RANK", "DENSE_RANK":
+			if len(win.OrderBy) == 0 {
+				return errAt(f, "RANK or DENSE_RANK functions require ORDER BY clause in window specification")
+			}
+		}
+	}
+	for _, e := range win.PartitionBy {
+		x, err := b.bind(e)
+		if err != nil {
+			return err
+		}
+		n.PartitionCols = append(n.PartitionCols, add(x))
+	}
+	var orderTypes []types.Type
+	for _, o := range win.OrderBy {
+		x, err := b.bind(o.Expr)
+		if err != nil {
+			return err
+		}
+		nullsFirst := !o.Desc
+		switch o.Nulls {
+		case "FIRST":
+			nullsFirst = true
+		case "LAST":
+			nullsFirst = false
+		}
+		col := add(x)
+		if n.OrderCol < 0 {
+			n.OrderCol = col
+		}
+		n.OrderKeys = append(n.OrderKeys, exec.SortKey{Col: col, Desc: o.Desc, NullsFirst: nullsFirst})
+		orderTypes = append(orderTypes, x.Type())
+	}
+	fr := over.Frame{Start: over.Bound{Kind: over.UnboundedPreceding}, End: over.Bound{Kind: over.CurrentRow}}
+	w := win.Frame
+	if w == nil {
+		n.Frame = fr
+		return nil
+	}
+	fr.Rows = strings.EqualFold(w.Unit, "ROWS")
+	bound := func(fb *parser.FrameBound) (over.Bound, error) {
+		switch fb.Kind {
+		case "UNBOUNDED PRECEDING":
+			return over.Bound{Kind: over.UnboundedPreceding}, nil
+		case "UNBOUNDED FOLLOWING":
+			return over.Bound{Kind: over.UnboundedFollowing}, nil
+		case "CURRENT ROW":
+			return over.Bound{Kind: over.CurrentRow}, nil
+		}
+		kind := over.Preceding
+		if fb.Kind == "FOLLOWING" {
+			kind = over.Following
+		}
+		if fr.Rows {
+			v, ok := pc.constantInt(fb.Offset)
+			if !ok || v < 0 {
+				return over.Bound{}, errAt(fb.Offset, "ROWS frame offset must be a non-negative integer literal, such as 2 PRECEDING")
+			}
+			return over.Bound{Kind: kind, Offset: v}, nil
+		}
+		if len(n.OrderKeys) != 1 {
+			return over.Bound{}, errAt(fb.Offset, "RANGE clause with a PRECEDING or FOLLOWING offset requires exactly one ORDER BY column")
+		}
+		t := orderTypes[0]
+		switch {
+		case t.IsInteger():
+			v, ok := pc.constantInt(fb.Offset)
+			if !ok || v < 0 {
+				return over.Bound{}, errAt(fb.Offset, "RANGE frame offset over an integer ORDER BY column must be a non-negative integer literal")
+			}
+			return over.Bound{Kind: kind, Offset: v}, nil
+		case t.Root == types.RootTimestamp || t.Root == types.RootTimestampLTZ:
+			ms, err := pc.intervalMillis(fb.Offset, "a RANGE frame")
+			if err != nil {
+				return over.Bound{}, err
+			}
+			if ms < 0 {
+				return over.Bound{}, errAt(fb.Offset, "RANGE frame offset must not be negative")
+			}
+			return over.Bound{Kind: kind, Offset: ms}, nil
+		}
+		return over.Bound{}, unsupportedAt(fb.Offset, "a RANGE frame with an offset over an ORDER BY column of type %s is not supported yet in batch mode; order by an integer or timestamp column, or use a ROWS frame", t)
+	}
+	var err error
+	if fr.Start, err = bound(&w.Start); err != nil {
+		return err
+	}
+	if w.End != nil {
+		if fr.End, err = bound(w.End); err != nil {
+			return err
+		}
+	}
+	if fr.Start.Kind == over.UnboundedFollowing {
+		return errAt(win, "UNBOUNDED FOLLOWING cannot be specified for the lower frame boundary")
+	}
+	if fr.End.Kind == over.UnboundedPreceding {
+		return errAt(win, "UNBOUNDED PRECEDING cannot be specified for the upper frame boundary")
+	}
+	n.Frame = fr
+	return nil
+}
+
+// describeBatch prints a batch OverAggregate.
+func (n *OverAggNode) describeBatch(in types.Schema) string {
+	var b strings.Builder
+	b.WriteString("OverAggregate(")
+	if len(n.PartitionCols) > 0 {
+		b.WriteString("partitionBy=[" + colNames(in, n.PartitionCols) + "], ")
+	}
+	if len(n.OrderKeys) > 0 {
+		var keys []string
+		for _, k := range n.OrderKeys {
+			s := in[k.Col].Name + " ASC"
+			if k.Desc {
+				s = in[k.Col].Name + " DESC"
+			}
+			// Only a NULL order other than the default (first for ASC,
+			// last for DESC) is printed.
+			switch {
+			case k.NullsFirst && k.Desc:
+				s += " NULLS FIRST"
+			case !k.NullsFirst && !k.Desc:
+				s += " NULLS LAST"
+			}
+			keys = append(keys, s)
+		}
+		b.WriteString("orderBy=[" + strings.Join(keys, ", ") + "], ")
+	}
+	b.WriteString("window=[")
+	if n.Frame.Rows {
+		b.WriteString("ROWS")
+	} else {
+		b.WriteString("RANG")
+	}
+	b.WriteString(" BETWEEN " + boundText(n.Frame.Start) + " AND " + boundText(n.Frame.End) + "], select=[")
+	items := in.Names()
+	for _, a := range n.Aggs {
+		items = append(items, a.Text+" AS "+a.Name)
+	}
+	b.WriteString(strings.Join(items, ", ") + "])")
+	return b.String()
+}
+
+func boundText(b over.Bound) string {
+	switch b.Kind {
+	case over.UnboundedPreceding:
+		return "UNBOUNDED PRECEDING"
+	case over.UnboundedFollowing:
+		return "UNBOUNDED FOLLOWING"
+	case over.Preceding:
+		return strconv.FormatInt(b.Offset, 10) + " PRECEDING"
+	case over.Following:
+		return strconv.FormatInt(b.Offset, 10) + " FOLLOWING"
+	}
+	return "CURRENT ROW"
+}
+
+// batchOverOperator builds the batch OVER operator: the aggregate
+// functions go to an agg.Handle, the ranking and offset functions are
+// evaluated by the operator over the sorted partition.
+func batchOverOperator(x *OverAggNode, calls []agg.Call) func() (exec.Operator, error) {
+	var aggCalls []agg.Call
+	var funcs []over.Func
+	slots := make([]int, len(calls))
+	for i, c := range calls {
+		if !agg.IsOverFunction(c.Name) {
+			slots[i] = len(aggCalls)
+			aggCalls = append(aggCalls, c)
+			continue
+		}
+		f := over.Func{Name: c.Name, ArgCol: -1, DefCol: -1, Offset: 1}
+		if c.Name == "NTILE" {
+			f.Offset = int(min(c.ConstArgs[0].Int(), 1<<30))
+		}
+		if c.Name == "LAG" || c.Name == "LEAD" {
+			f.ArgCol = c.ArgCols[0]
+			if len(c.ArgCols) > 1 {
+				f.DefCol = c.ArgCols[1]
+			}
+			if len(c.ConstArgs) > 0 {
+				f.Offset = int(c.ConstArgs[0].Int())
+			}
+		}
+		slots[i] = -len(funcs) - 1
+		funcs = append(funcs, f)
+	}
+	retract := x.Frame.Start.Kind != over.UnboundedPreceding
+	return func() (exec.Operator, error) {
+		h, err := agg.NewHandle(aggCalls, agg.Options{NeedsRetraction: retract})
+		if err != nil {
+			return nil, err
+		}
+		return over.NewBatch(over.BatchSpec{KeyCols: x.PartitionCols, Order: x.OrderKeys, Frame: x.Frame, Aggs: h, Funcs: funcs, Slots: slots})
+	}
+}
+
+func withoutFrame(w *parser.WindowSpec) *parser.WindowSpec {
+	r := *w
+	r.Frame = nil
+	return &r
 }

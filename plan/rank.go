@@ -105,7 +105,14 @@ func (pc *planContext) planRowNumber(s *parser.Select, from *relation, pos int, 
 	if over.Frame != nil {
 		return nil, errAt(call, "ROW/RANGE not allowed with RANK, DENSE_RANK or ROW_NUMBER functions")
 	}
+	if over.Ref == "" && len(over.OrderBy) == 0 && fn != "ROW_NUMBER" {
+		return nil, errAt(call, "RANK or DENSE_RANK functions require ORDER BY clause in window specification")
+	}
 	if over.Ref != "" || len(over.OrderBy) == 0 {
+		if pc.batchMode() {
+			// A named window or no order: batch mode's OVER evaluates it.
+			return pc.planOver(s, from, []*parser.FuncCall{call})
+		}
 		return nil, errAt(call, "%s() needs OVER (PARTITION BY … ORDER BY …)", fn)
 	}
 	// Unfiltered by the enclosing query, the call is an OVER aggregation

@@ -43,8 +43,11 @@ type QueryResult struct {
 	Loc *time.Location
 	// ChangelogMode is what the query produces ([I] for append-only queries).
 	ChangelogMode types.ChangelogMode
-	next          func(ctx context.Context) ([]Change, error)
-	cancel        func()
+	// Batch: the query runs in batch mode ('batch', or 'automatic' over
+	// bounded sources): its changes are final rows, all inserts.
+	Batch  bool
+	next   func(ctx context.Context) ([]Change, error)
+	cancel func()
 }
 
 // Next blocks until more changes arrive and returns them. It returns io.EOF

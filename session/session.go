@@ -501,7 +501,7 @@ func (s *Session) executeQuery(ctx context.Context, q *parser.QueryStmt) (*Resul
 		return nil, err
 	}
 	loc, _ := options.ResolveZone(options.LocalTimeZone.Get(s.conf))
-	qr := &QueryResult{Schema: plan.Schema, Loc: loc, ChangelogMode: plan.Mode}
+	qr := &QueryResult{Schema: plan.Schema, Loc: loc, ChangelogMode: plan.Mode, Batch: plan.Batch}
 	qr.next = func(ctx context.Context) ([]Change, error) {
 		select {
 		case c := <-rows:

@@ -9,8 +9,9 @@
 //
 //   - 'tableau' (flinksql's default; Flink's SQL client defaults to 'table')
 //     prints every change as it arrives with its op column (+I, -U, +U, -D)
-//     and ends with "Received a total of N rows"; in batch runtime mode it
-//     prints the collected rows at the end instead, without op column.
+//     and ends with "Received a total of N rows"; when the query runs in
+//     batch mode ('batch', or 'automatic' over bounded sources) it prints
+//     the collected rows at the end instead, without op column.
 //   - 'changelog' lists every change with its op column. In an interactive
 //     terminal it is a scrolling listing in the streaming layout (always with
 //     the op column, also in batch runtime mode), where Flink opens a

@@ -66,6 +66,9 @@ type queryHandle struct {
 	schema types.Schema
 	loc    *time.Location
 	stream changeStream
+	// batch: the query ran in batch mode, also when the session's mode is
+	// 'automatic' and the planner chose batch for bounded sources.
+	batch bool
 }
 
 // runningJob is the running part of an INSERT (*session.Job).
@@ -103,7 +106,7 @@ func outcomeOf(res *session.Result) *outcome {
 	case res == nil:
 		return &outcome{}
 	case res.Query != nil:
-		return &outcome{query: &queryHandle{schema: res.Query.Schema, loc: res.Query.Loc, stream: res.Query}}
+		return &outcome{query: &queryHandle{schema: res.Query.Schema, loc: res.Query.Loc, stream: res.Query, batch: res.Query.Batch}}
 	case res.Job != nil:
 		return &outcome{job: &jobHandle{id: res.Job.ID, job: res.Job}}
 	case res.Table != nil:

@@ -225,7 +225,9 @@ func (r *runner) renderQuery(ctx context.Context, q *queryHandle) (stopped bool,
 	if err != nil {
 		return false, err
 	}
-	streaming := r.streaming()
+	// The layout follows how the statement ran: in 'automatic' mode a
+	// query over bounded sources runs as batch and gets the batch table.
+	streaming := r.streaming() && !q.batch
 	switch mode {
 	case modeTable:
 		return r.renderTable(ctx, q)

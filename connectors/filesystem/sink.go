@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flinksql/flinksql/connectors"
@@ -32,6 +33,68 @@ type Sink struct {
 	tag  string
 	now  func() time.Time    // the clock of the time-based rolling policy
 	mode types.ChangelogMode // what the format encodes
+
+	// overwrite (INSERT OVERWRITE): the table's visible files as they were
+	// when the job's first writer was made are deleted before a writer
+	// commits its own files, so the committed output replaces them.
+	overwrite bool
+	listOld   sync.Once
+	old       []string
+	oldErr    error
+}
+
+// ApplyOverwrite implements connectors.Overwritable (INSERT OVERWRITE, in
+// batch mode; the table is not partitioned, so all of it is replaced).
+func (s *Sink) ApplyOverwrite() error {
+	s.overwrite = true
+	return nil
+}
+
+// listOldFiles records, once, the visible files of the table: what
+// INSERT OVERWRITE replaces. Hidden files and directories (. or _) are
+// skipped, as the source skips them.
+func (s *Sink) listOldFiles() error {
+	s.listOld.Do(func() {
+		err := filepath.WalkDir(s.cfg.dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) && path == s.cfg.dir {
+					return filepath.SkipAll
+				}
+				return err
+			}
+			if path == s.cfg.dir {
+				return nil
+			}
+			if hidden(d.Name()) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() {
+				s.old = append(s.old, path)
+			}
+			return nil
+		})
+		if err != nil {
+			s.oldErr = fmt.Errorf("filesystem table %s: listing the files INSERT OVERWRITE replaces: %w", s.cfg.name, err)
+		}
+	})
+	return s.oldErr
+}
+
+// removeOldFiles deletes the files INSERT OVERWRITE replaces; every writer
+// does so before it commits (a file already gone was deleted by another).
+func (s *Sink) removeOldFiles() error {
+	if !s.overwrite {
+		return nil
+	}
+	for _, p := range s.old {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("filesystem table %s: INSERT OVERWRITE: removing %s: %w", s.cfg.name, p, err)
+		}
+	}
+	return nil
 }
 
 // sinkTag is the tag of a table's hidden files: 8 hex digits of the SHA-256
@@ -73,6 +136,11 @@ func (s *Sink) WritableMetadata() map[string]types.Type { return nil }
 
 // NewWriter implements connectors.Sink.
 func (s *Sink) NewWriter(subtask, parallelism int) (exec.SinkWriter, error) {
+	if s.overwrite {
+		if err := s.listOldFiles(); err != nil {
+			return nil, err
+		}
+	}
 	enc, err := connectors.CreateEncoder(s.cfg.tc, OptFormat, s.cfg.tc.Physical)
 	if err != nil {
 		return nil, err
@@ -350,6 +418,9 @@ func (w *Writer) Commit(committables []exec.Committable) error {
 		w.restored, w.checkpoint = true, true
 	}
 	files, err := decodeAll(committables)
+	if err == nil && len(files) > 0 {
+		err = w.sink.removeOldFiles()
+	}
 	if err == nil {
 		err = CommitFiles(files)
 	}
@@ -416,6 +487,9 @@ func (w *Writer) Finish(context.Context) error {
 	}
 	files := w.pending
 	w.pending = w.pending[:0]
+	if err := w.sink.removeOldFiles(); err != nil {
+		return err
+	}
 	if err := CommitFiles(files); err != nil {
 		return fmt.Errorf("filesystem table %s: %w", w.sink.cfg.name, err)
 	}
