@@ -438,7 +438,7 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	if err := checkFinal(in); err != nil {
 		return nil, err
 	}
-	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names(), PrimaryKey: pk}
+	s := &SinkNode{Name: t.ID.String(), Sink: sink, Fields: target.Names(), PrimaryKey: pk, Overwrite: st.Overwrite}
 	s.inputs, s.schema, s.mode = []Node{in}, target, in.Mode()
 	return s, nil
 }

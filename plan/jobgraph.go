@@ -328,6 +328,11 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 		if par <= 0 {
 			par = v.Parallelism
 		}
+		if x.Overwrite && par > 1 {
+			// With several writers a failure between their commits would
+			// leave the old files deleted and only part of the new ones.
+			return nil, &UnsupportedError{Msg: fmt.Sprintf("INSERT OVERWRITE into table '%s' is written by one writer, so that the table's files are replaced in one commit; it would run with %d. Set 'sink.parallelism' = '1' on the table (or 'parallelism.default' = '1').", x.Name, par)}
+		}
 		if ks, ok := x.Sink.(connectors.KeyedWriters); ok && ks.KeyedByPrimaryKey() && par > 1 && len(x.PrimaryKey) > 0 {
 			// Each key's changes must reach one writer, whatever the
 			// input is keyed by (Flink's Iceberg sink keys by its equality

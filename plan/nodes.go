@@ -268,6 +268,9 @@ type SinkNode struct {
 	Sink       connectors.Sink
 	Fields     []string
 	PrimaryKey []int // the table's primary key, positions in Fields
+	// Overwrite: INSERT OVERWRITE. Its writers commit one by one at their
+	// end of input (there is no job-wide commit), so it runs with one.
+	Overwrite bool
 }
 
 func (n *SinkNode) Describe() string {

@@ -35,8 +35,9 @@ type Sink struct {
 	mode types.ChangelogMode // what the format encodes
 
 	// overwrite (INSERT OVERWRITE): the table's visible files as they were
-	// when the job's first writer was made are deleted before a writer
-	// commits its own files, so the committed output replaces them.
+	// when the writer was made are deleted before it commits its own
+	// files, so the committed output replaces them. The planner runs one
+	// writer (SinkNode.Overwrite).
 	overwrite bool
 	listOld   sync.Once
 	old       []string
