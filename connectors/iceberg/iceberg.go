@@ -26,8 +26,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flinksql/flinksql/checkpoint"
 	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/options"
 	"github.com/flinksql/flinksql/types"
 
 	iceberg "github.com/apache/iceberg-go"
@@ -312,15 +312,15 @@ func s3Properties(fs map[string]string) (iceberg.Properties, error) {
 	props := iceberg.Properties{icebergio.S3Region: "us-east-1"}
 	for k, v := range fs {
 		switch k {
-		case checkpoint.OptS3Endpoint:
+		case options.S3Endpoint.Key:
 			props[icebergio.S3EndpointURL] = v
-		case checkpoint.OptS3AccessKey:
+		case options.S3AccessKey.Key:
 			props[icebergio.S3AccessKeyID] = v
-		case checkpoint.OptS3SecretKey:
+		case options.S3SecretKey.Key:
 			props[icebergio.S3SecretAccessKey] = v
-		case checkpoint.OptS3Region:
+		case options.S3Region.Key:
 			props[icebergio.S3Region] = v
-		case checkpoint.OptS3PathStyle:
+		case options.S3PathStyle.Key:
 			b, err := strconv.ParseBool(strings.TrimSpace(v))
 			if err != nil {
 				return nil, fmt.Errorf("invalid value '%s' for option '%s' (allowed: true, false)", v, k)
@@ -328,11 +328,11 @@ func s3Properties(fs map[string]string) (iceberg.Properties, error) {
 			props[icebergio.S3ForceVirtualAddressing] = strconv.FormatBool(!b)
 		default:
 			return nil, fmt.Errorf("option '%s' is not an S3 setting the iceberg sink uses (%s, %s, %s, %s, %s)", k,
-				checkpoint.OptS3Endpoint, checkpoint.OptS3PathStyle, checkpoint.OptS3AccessKey, checkpoint.OptS3SecretKey, checkpoint.OptS3Region)
+				options.S3Endpoint.Key, options.S3PathStyle.Key, options.S3AccessKey.Key, options.S3SecretKey.Key, options.S3Region.Key)
 		}
 	}
 	if (props[icebergio.S3AccessKeyID] == "") != (props[icebergio.S3SecretAccessKey] == "") {
-		return nil, fmt.Errorf("options '%s' and '%s' must be set together", checkpoint.OptS3AccessKey, checkpoint.OptS3SecretKey)
+		return nil, fmt.Errorf("options '%s' and '%s' must be set together", options.S3AccessKey.Key, options.S3SecretKey.Key)
 	}
 	return props, nil
 }
