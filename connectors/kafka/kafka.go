@@ -454,7 +454,13 @@ func (c *tableConfig) consumerOpts() ([]kgo.Opt, bool, error) {
 	opts := append(c.commonClientOpts(), kgo.KeepControlRecords(), kgo.MetadataMinAge(250*time.Millisecond),
 		// The Java consumer's fetch.max.wait.ms default (franz-go waits 5 s):
 		// partitions added to the reader join the next fetch sooner.
-		kgo.FetchMaxWait(500*time.Millisecond))
+		kgo.FetchMaxWait(500*time.Millisecond),
+		// franz-go v1.22.3 reads a fetch session's id in Close while a
+		// fetch in flight writes it (a data race the race detector
+		// reports); without fetch sessions neither happens. They save
+		// broker work for consumers of many partitions, which a reader
+		// of one subtask's share of a topic rarely is.
+		kgo.DisableFetchSessions())
 	readCommitted := true
 	opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if v, ok := c.props["isolation.level"]; ok {

@@ -385,7 +385,7 @@ func (l *PrefixLease) offsetAfter(ctx context.Context, t time.Time, end int64) (
 func (l *PrefixLease) consumer(from int64) (*kgo.Client, error) {
 	opts := append(append([]kgo.Opt(nil), l.cl.Opts()...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{LeaseTopic: {0: kgo.NewOffset().At(from)}}),
-		kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.DisableFetchSessions()) // see consumerOpts
 	return kgo.NewClient(opts...)
 }
 

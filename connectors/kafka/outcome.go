@@ -128,7 +128,8 @@ func txnOutcomeFromLog(ctx context.Context, cl *kgo.Client, cfg TxnConfig, c Txn
 	}
 	rd, err := kgo.NewClient(append(cfg.Sink.cfg.commonClientOpts(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.Topic: start}),
-		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())...)
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords(),
+		kgo.DisableFetchSessions())...) // see consumerOpts
 	if err != nil {
 		return commitOutcome{}, err
 	}
