@@ -246,6 +246,16 @@ d,4,2024-01-01 00:00:14
 		want:   []string{"+I(a, 2, 4)", "+I(b, 1, 2)", "+I(d, 1, 4)"},
 	},
 	{
+		name: "batch over, ordered by a non-time column",
+		query: `SELECT * FROM (SELECT bidder, price, SUM(price) OVER (PARTITION BY bidder ORDER BY price) AS s FROM bids)
+ORDER BY bidder, price`,
+		batch: true,
+		// RANGE UNBOUNDED PRECEDING to CURRENT ROW by price: a 1 → 1, a 3 → 4;
+		// b 2 → 2; d 4 → 4.
+		script: []pstep{read(0, 1), read(0, 1), read(0, 2), end()},
+		want:   []string{"+I(a, 1, 1)", "+I(a, 3, 4)", "+I(b, 2, 2)", "+I(d, 4, 4)"},
+	},
+	{
 		name:   "group aggregate",
 		query:  "SELECT bidder, COUNT(*), SUM(price) FROM bids GROUP BY bidder",
 		script: []pstep{read(0, 1), read(0, 1), read(0, 2), end()},
