@@ -21,8 +21,11 @@ var overFunctions = map[string]bool{
 // function, callable only with OVER.
 func IsOverFunction(name string) bool { return overFunctions[name] }
 
-// OverFunctionNames lists the over functions that run (for SHOW FUNCTIONS).
-func OverFunctionNames() []string { return []string{"DENSE_RANK", "LAG", "RANK", "ROW_NUMBER"} }
+// OverFunctionNames lists the over functions that run (for SHOW FUNCTIONS):
+// LEAD, NTILE, CUME_DIST and PERCENT_RANK in batch mode only, as in Flink.
+func OverFunctionNames() []string {
+	return []string{"CUME_DIST", "DENSE_RANK", "LAG", "LEAD", "NTILE", "PERCENT_RANK", "RANK", "ROW_NUMBER"}
+}
 
 // StreamOverError is Flink's message for an over function its streaming
 // OVER aggregation does not run, or "".
