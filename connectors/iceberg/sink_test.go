@@ -14,6 +14,7 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/types"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	iceberg "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/hadoop"
@@ -153,6 +154,20 @@ func prepare(t *testing.T, p *pipe, id exec.CheckpointID) []exec.Committable {
 // rows as "id,name" sorted.
 func readTable(t *testing.T, warehouse string) (*table.Table, []string) {
 	t.Helper()
+	return scanRows(t, warehouse, func(rec arrow.RecordBatch, i int) string {
+		name := "NULL"
+		if names := rec.Column(1).(*array.String); names.IsValid(i) {
+			name = names.Value(i)
+		}
+		return fmt.Sprintf("%d,%s", rec.Column(0).(*array.Int64).Value(i), name)
+	})
+}
+
+// scanRows loads table default_database.t of the hadoop warehouse, scans
+// it with iceberg-go's own reader and returns its rows, each formatted by
+// row, sorted.
+func scanRows(t *testing.T, warehouse string, row func(rec arrow.RecordBatch, i int) string) (*table.Table, []string) {
+	t.Helper()
 	cat, err := hadoop.NewCatalog("check", "file://"+warehouse, iceberg.Properties{})
 	if err != nil {
 		t.Fatal(err)
@@ -173,14 +188,8 @@ func readTable(t *testing.T, warehouse string) (*table.Table, []string) {
 	defer tr.Release()
 	for tr.Next() {
 		rec := tr.RecordBatch()
-		ids := rec.Column(0).(*array.Int64)
-		names := rec.Column(1).(*array.String)
 		for i := 0; i < int(rec.NumRows()); i++ {
-			name := "NULL"
-			if names.IsValid(i) {
-				name = names.Value(i)
-			}
-			rows = append(rows, fmt.Sprintf("%d,%s", ids.Value(i), name))
+			rows = append(rows, row(rec, i))
 		}
 	}
 	slices.Sort(rows)
@@ -913,31 +922,9 @@ func TestSinkUpsertPartitioned(t *testing.T) {
 	change(types.Insert, "us", 1, "e")
 	commit(3) // {eu1:x, us1:e, us3:d}
 
-	cat, err := hadoop.NewCatalog("check", "file://"+wh, iceberg.Properties{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cat.Close()
-	ctx := context.Background()
-	tbl, err := cat.LoadTable(ctx, table.Identifier{"default_database", "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := tbl.Scan().ToArrowTable(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer at.Release()
-	var rows []string
-	tr := array.NewTableReader(at, 0)
-	defer tr.Release()
-	for tr.Next() {
-		rec := tr.RecordBatch()
-		for i := 0; i < int(rec.NumRows()); i++ {
-			rows = append(rows, fmt.Sprintf("%s,%d,%s", rec.Column(0).(*array.String).Value(i), rec.Column(1).(*array.Int64).Value(i), rec.Column(2).(*array.String).Value(i)))
-		}
-	}
-	slices.Sort(rows)
+	tbl, rows := scanRows(t, wh, func(rec arrow.RecordBatch, i int) string {
+		return fmt.Sprintf("%s,%d,%s", rec.Column(0).(*array.String).Value(i), rec.Column(1).(*array.Int64).Value(i), rec.Column(2).(*array.String).Value(i))
+	})
 	if want := []string{"eu,1,x", "us,1,e", "us,3,d"}; !slices.Equal(rows, want) {
 		t.Fatalf("rows %v, want %v", rows, want)
 	}
@@ -954,7 +941,7 @@ func TestSinkUpsertPartitioned(t *testing.T) {
 		t.Fatalf("snapshots %v, want %v", summary, want)
 	}
 	// Every delete file is in the partition of the keys it holds.
-	tasks, err := tbl.Scan().PlanFiles(ctx)
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
