@@ -178,7 +178,7 @@ func checkIcebergSnapshots(t *testing.T, tbl *table.Table) {
 // input: for id 0..rows-1 and k = id % groups, p = k % 4, each k has
 // rows/groups ids whose sum is the arithmetic series k, k+groups, ….
 func TestIcebergUpsertKillAndResume(t *testing.T) {
-	const rows, groups = 6000, 20
+	const rows, groups = 15000, 20 // 5 s of input at 3 000 rows/s: enough left for the random kills after the fault runs
 	dir := t.TempDir()
 	bin := buildBinary(t, dir)
 	wh := filepath.Join(dir, "warehouse")
