@@ -14,12 +14,13 @@ while getopts "q:n:p:b:c:s:" o; do
     *) sed -n '2,7p' "$0"; exit 2 ;;
   esac
 done
-go test -c -o /tmp/nexmark-bench.test ./bench/nexmark
-trap 'rm -f /tmp/nexmark-bench.test' EXIT
+bin=$(mktemp /tmp/nexmark-bench.XXXXXX)
+trap 'rm -f "$bin"' EXIT
+go test -c -o "$bin" ./bench/nexmark
 uptime
 for b in $backends; do
   for p in $parallelisms; do
-    (cd bench/nexmark && /tmp/nexmark-bench.test -test.run '^$' -test.bench . -test.benchtime 1x \
+    (cd bench/nexmark && "$bin" -test.run '^$' -test.bench . -test.benchtime 1x \
       -nexmark.queries "$queries" -nexmark.events "$events" -nexmark.parallelism "$p" \
       -nexmark.backend "$b" -nexmark.checkpoint-interval "$interval" -nexmark.sink "$sink") | sed -n '/^nexmark:/,/^PASS/p' | grep -v '^PASS'
   done
