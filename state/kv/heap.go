@@ -33,7 +33,8 @@ const (
 )
 
 // heapEngine keeps entries in a Go map from stored key to slot. Map-state
-// entries are also indexed per bucket, sorted, for iteration.
+// entries are also indexed per bucket, sorted, for iteration (see
+// heapBucket).
 //
 // Copy-on-write: a snapshot copies the slot headers and bumps gen; a value
 // buffer allocated in an earlier generation may belong to an image still
@@ -49,11 +50,13 @@ type heapEngine struct {
 	// spare are emptied buckets kept for reuse: a key whose map entries
 	// come and go (an interval join's rows, a window's) would otherwise
 	// allocate a bucket and grow its slots anew each time.
-	spare  []*heapBucket
-	gen    uint32
-	live   int
-	bytes  int64
-	lastID int64
+	spare []*heapBucket
+	// mergeBuf is heapBucket.merge's scratch copy of the pending slots.
+	mergeBuf []uint32
+	gen      uint32
+	live     int
+	bytes    int64
+	lastID   int64
 
 	// last is the slot of the last key looked up, lastOK whether it is
 	// still that key's: an operator reads a key and then writes it, and
@@ -76,8 +79,16 @@ type heapEntry struct {
 	used  bool
 }
 
-// heapBucket lists the slots of one map-state bucket in key order.
-type heapBucket struct{ slots []uint32 }
+// heapBucket lists the slots of one map-state bucket: slots[:sorted] in
+// key order, then the slots added since the last read, unordered. A key
+// with many map entries (a window join's rows of one window, q5's) would
+// otherwise pay a shift of the sorted index on each insert, quadratic in
+// the bucket's size; the pending ones are merged in once, by the next
+// scan or delete of the bucket.
+type heapBucket struct {
+	slots  []uint32
+	sorted int
+}
 
 func openHeap(dir string) (*heapEngine, error) {
 	id, err := image.NewStoreID()
@@ -246,18 +257,52 @@ func (e *heapEngine) add(k, v []byte) {
 			}
 			e.buckets[ent.key[:bl]] = b
 		}
-		i := e.bucketSearch(b, ent.key)
-		b.slots = slices.Insert(b.slots, i, slot)
+		// Keys arriving in ascending order (times, sequence numbers) stay
+		// sorted as they are appended.
+		if n := len(b.slots); b.sorted == n && (n == 0 || e.ents[b.slots[n-1]].key < ent.key) {
+			b.sorted++
+		}
+		b.slots = append(b.slots, slot)
 	}
 	e.touch(slot)
 }
 
-// bucketSearch is the position of key in b's slots.
-func (e *heapEngine) bucketSearch(b *heapBucket, key string) int {
-	i, _ := slices.BinarySearchFunc(b.slots, key, func(s uint32, key string) int {
+// bucketSearch is the position of key in sorted, slots of a bucket in key
+// order.
+func (e *heapEngine) bucketSearch(sorted []uint32, key string) int {
+	i, _ := slices.BinarySearchFunc(sorted, key, func(s uint32, key string) int {
 		return strings.Compare(e.ents[s].key, key)
 	})
 	return i
+}
+
+// merge sorts b's pending slots into its sorted ones: it sorts the pending
+// ones, then places them from the last down, each after a binary search
+// in the sorted part left of the one placed before, moving every sorted
+// slot at most once.
+func (e *heapEngine) merge(b *heapBucket) {
+	if b.sorted == len(b.slots) {
+		return
+	}
+	cmp := func(x, y uint32) int { return strings.Compare(e.ents[x].key, e.ents[y].key) }
+	pending := append(e.mergeBuf[:0], b.slots[b.sorted:]...)
+	slices.SortFunc(pending, cmp)
+	hi, w := b.sorted, len(b.slots)
+	for j := len(pending) - 1; j >= 0; j-- {
+		// slots[:hi] are the sorted slots not yet moved, slots[w:] the
+		// merged tail; w-hi is j+1, the pending slots still to place.
+		pos := e.bucketSearch(b.slots[:hi], e.ents[pending[j]].key)
+		n := hi - pos
+		copy(b.slots[w-n:w], b.slots[pos:hi])
+		w -= n + 1
+		b.slots[w] = pending[j]
+		hi = pos
+	}
+	b.sorted = len(b.slots)
+	// Keep the scratch of ordinary buckets, not of a rare huge one.
+	if cap(pending) <= 1<<16 {
+		e.mergeBuf = pending[:0]
+	}
 }
 
 func (e *heapEngine) del(k []byte) error {
@@ -269,9 +314,11 @@ func (e *heapEngine) del(k []byte) error {
 	ent := &e.ents[slot]
 	if bl := bucketLen(k); bl > 0 {
 		if b := e.buckets[string(k[:bl])]; b != nil {
-			i := e.bucketSearch(b, ent.key)
+			e.merge(b)
+			i := e.bucketSearch(b.slots, ent.key)
 			if i < len(b.slots) && b.slots[i] == slot {
 				b.slots = slices.Delete(b.slots, i, i+1)
+				b.sorted--
 			}
 			if len(b.slots) == 0 {
 				delete(e.buckets, string(k[:bl]))
@@ -299,6 +346,7 @@ func (e *heapEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, v 
 	if b == nil {
 		return nil
 	}
+	e.merge(b)
 	visit := func(s uint32) bool {
 		ent := &e.ents[s]
 		return fn(unsafe.Slice(unsafe.StringData(ent.key), len(ent.key)), ent.val)
@@ -306,7 +354,7 @@ func (e *heapEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, v 
 	if !reverse {
 		i := 0
 		if from != nil {
-			i = e.bucketSearch(b, string(bucket)+string(from))
+			i = e.bucketSearch(b.slots, string(bucket)+string(from))
 		}
 		for ; i < len(b.slots); i++ {
 			if !visit(b.slots[i]) {
@@ -318,7 +366,7 @@ func (e *heapEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, v 
 	i := len(b.slots) - 1
 	if from != nil {
 		bound := string(bucket) + string(from)
-		j := e.bucketSearch(b, bound)
+		j := e.bucketSearch(b.slots, bound)
 		if j < len(b.slots) && e.ents[b.slots[j]].key == bound {
 			i = j
 		} else {
