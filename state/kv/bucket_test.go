@@ -243,3 +243,58 @@ func TestBucketSnapshotWhilePending(t *testing.T) {
 	}
 	checkBucket(t, rsm, m, 4500)
 }
+
+// TestBucketStringKeys: user keys of every length around the 8 bytes the
+// merge sorts by first, sharing long prefixes, with zero bytes (so that
+// "a" and "a\x00" have the same zero-padded head), the empty key, in a
+// shuffled order; inserted in two bursts with a scan in between (a merge
+// into a sorted part), then read back in byte order.
+func TestBucketStringKeys(t *testing.T) {
+	forVariants(t, func(t *testing.T, v variant) {
+		b := openVariant(t, v, &fakeClock{})
+		sm, err := NewSortedMapState(b, "s", String{}, Int64{}, Options{})
+		must(t, err)
+		setKey(t, b, "k")
+		var keys []string
+		for _, stem := range []string{"", "a", "ab", "abcdefg", "abcdefgh", "abcdefghi", "abcdefgh\x00", "\x00", "\x00\x00", "a\x00", "zzzzzzzzzzzz"} {
+			keys = append(keys, stem, stem+"\x00", stem+"x", stem+"\xff", stem+"abcdefgh1", stem+"abcdefgh0")
+		}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		want := slices.Clone(keys)
+		rng := rand.New(rand.NewPCG(5, 6))
+		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		read := func() []string {
+			var got []string
+			must(t, sm.Ascend(nil, nil, func(k string, _ int64) bool { got = append(got, k); return true }))
+			return got
+		}
+		half := len(keys) / 2
+		for i, k := range keys[:half] {
+			must(t, sm.Put(nil, k, int64(i)))
+		}
+		first := slices.Clone(keys[:half])
+		slices.Sort(first)
+		if got := read(); !slices.Equal(got, first) {
+			t.Fatalf("first burst read %q, want %q", got, first)
+		}
+		for i, k := range keys[half:] {
+			must(t, sm.Put(nil, k, int64(half+i)))
+		}
+		if got := read(); !slices.Equal(got, want) {
+			t.Fatalf("read %q, want %q", got, want)
+		}
+		from := "abcdefgh"
+		var got []string
+		must(t, sm.Descend(nil, &from, func(k string, _ int64) bool { got = append(got, k); return true }))
+		var wantDesc []string
+		for i := len(want) - 1; i >= 0; i-- {
+			if want[i] <= from {
+				wantDesc = append(wantDesc, want[i])
+			}
+		}
+		if !slices.Equal(got, wantDesc) {
+			t.Fatalf("Descend from %q read %q, want %q", from, got, wantDesc)
+		}
+	})
+}
