@@ -33,20 +33,43 @@ func newValueCache(b *kv.Backend, st *kv.ValueState[[]types.Value], keyCols []in
 
 func (c *valueCache) preload(name string) error { return c.Preload(name, &valuesCodec{}) }
 
-// flatValues holds width values per id in one array.
+// flatValues holds width values per id in pages of flatPage ids each, so
+// that a growing state allocates a page at a time instead of doubling (and
+// copying, and leaving to the collector) one array of every key's values;
+// a small state's single page grows by doubling up to a full one.
 type flatValues struct {
 	width int
-	vals  []types.Value
+	pages [][]types.Value
+	ids   int // ids the pages hold
 }
+
+const (
+	flatPageShift = 10
+	flatPage      = 1 << flatPageShift
+)
 
 func (f *flatValues) values(id int32) []types.Value {
 	w := f.width
-	return f.vals[int(id)*w : int(id+1)*w : int(id+1)*w]
+	o := int(id&(flatPage-1)) * w
+	return f.pages[id>>flatPageShift][o : o+w : o+w]
 }
 
 func (f *flatValues) Grow(n int) {
-	for len(f.vals) < n*f.width {
-		f.vals = append(f.vals, types.Value{})
+	for f.ids < n {
+		if len(f.pages) <= 1 && f.ids < flatPage {
+			c := min(max(2*f.ids, n, 8), flatPage)
+			p := make([]types.Value, c*f.width)
+			if len(f.pages) == 1 {
+				copy(p, f.pages[0])
+				f.pages[0] = p
+			} else {
+				f.pages = append(f.pages, p)
+			}
+			f.ids = c
+			continue
+		}
+		f.pages = append(f.pages, make([]types.Value, flatPage*f.width))
+		f.ids += flatPage
 	}
 }
 
