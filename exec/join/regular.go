@@ -126,6 +126,17 @@ type regular struct {
 	arena   []types.Value
 	ukeys   []byte
 
+	// pfHash and pfID are prefetch's key hashes and key ids (-1: not
+	// cached yet) of the rows of the current run; hint says that
+	// hintHash and hintID, the current row's, are set for cached.
+	pfHash   []uint64
+	pfID     []int32
+	hint     bool
+	hintHash uint64
+	hintID   int32
+	// sink keeps what prefetch loaded, so that the loads are not dropped.
+	sink uint64
+
 	// collect's state for collectOne
 	cInput    int
 	cOther    *sideView
@@ -246,12 +257,27 @@ func (j *regular) ProcessBatch(input int, b *types.Batch, out exec.Output) error
 	if w := j.sides[input].spec.Width; b.Len() > 0 && b.Width() != w {
 		return fmt.Errorf("join: %s input rows have %d columns, want %d", j.sides[input].name, b.Width(), w)
 	}
-	for i, row := range b.Rows {
-		if err := j.process(input, row, b.Kinds[i], out); err != nil {
-			return err
+	if j.cache == nil {
+		for i, row := range b.Rows {
+			if err := j.process(input, row, b.Kinds[i], out); err != nil {
+				return err
+			}
+		}
+		return j.flush(out)
+	}
+	for start := 0; start < len(b.Rows); start += prefetchRows {
+		end := min(start+prefetchRows, len(b.Rows))
+		j.prefetch(input, b.Rows[start:end])
+		for i := start; i < end; i++ {
+			j.hint, j.hintHash, j.hintID = true, j.pfHash[i-start], j.pfID[i-start]
+			if err := j.process(input, b.Rows[i], b.Kinds[i], out); err != nil {
+				j.hint = false
+				return err
+			}
 		}
 	}
-	if j.cache != nil {
+	j.hint = false
+	{
 		for i, s := range j.sides {
 			if s.cache.needsCompaction() {
 				j.compactKeys(i)
