@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -18,9 +17,10 @@ import (
 // marked dirty and written back at PrepareSnapshot, after which the
 // backend holds exactly what the uncached operator would have written.
 //
-// Join keys are interned as dense ids in an open-addressing table
-// (keyed.OpenTable, over the exchange's hash), and each id's state is a
-// value in a flat slice: a row costs one hash probe and no allocation.
+// Join keys are interned as dense ids in an open-addressing table (see
+// keytable.go, over the exchange's hash), and each id's state, which holds
+// the key's hash and first column, is a value in a flat slice: a row
+// costs one hash probe and no allocation.
 // The per-key row lists hold no pointers (row ids into chunked slabs,
 // unique-key bytes as offsets into one byte slab), so that growing them
 // moves plain memory and the collector does not scan them.
@@ -46,9 +46,13 @@ type rowCache struct {
 }
 
 // keyState is the cached state of one join key: both sides' rows, so
-// that one lookup finds a row's matches and its own side's rows.
+// that one lookup finds a row's matches and its own side's rows, and the
+// key's hash and first column, which the lookup compares (see
+// keytable.go). Its 128 bytes are two whole cache lines.
 type keyState struct {
 	sides [2]keyRows
+	hash  uint64
+	key0  types.Value
 	dirty bool
 }
 
@@ -180,9 +184,15 @@ type delRef struct {
 // joinCache is the regular join's cache: the interned join keys and
 // their states.
 type joinCache struct {
-	keys   *keyed.OpenTable
-	states []keyState // by key id
-	dirty  []int32    // ids changed since the last write-back
+	// slots is the key table (see keytable.go); restVals holds the key
+	// columns after the first, width-1 per id; free the released ids.
+	slots    []uint64
+	width    int
+	restVals []types.Value
+	free     []int32
+	live     int
+	states   []keyState // by key id
+	dirty    []int32    // ids changed since the last write-back
 	// dels are the map keys removed since the last write-back, end to
 	// end, in the order of their removal (see deleted).
 	dels    []byte
@@ -190,15 +200,10 @@ type joinCache struct {
 	// complete says every key with state is cached (a fresh start), so
 	// that a miss is a new key without a backend read.
 	complete bool
-	keyRow   types.Row // scratch: the current row's key values
 }
 
 func newJoinCache(keyWidth int, complete bool) *joinCache {
-	cols := make([]int, keyWidth)
-	for i := range cols {
-		cols[i] = i
-	}
-	return &joinCache{keys: keyed.NewOpenTable(cols), complete: complete, keyRow: make(types.Row, keyWidth)}
+	return &joinCache{slots: make([]uint64, minKeySlots), width: keyWidth, complete: complete}
 }
 
 // cached returns the cached state of the join key of row (of side input),
@@ -219,19 +224,11 @@ func (j *regular) cached(input int, row types.Row) (*keyState, error) {
 	} else {
 		hash = types.HashColumns(row, keys)
 	}
-	for i, col := range keys {
-		jc.keyRow[i] = row[col]
-	}
-	if id := jc.keys.Find(jc.keyRow, hash); id >= 0 {
-		clear(jc.keyRow)
+	if id := jc.find(row, keys, hash); id >= 0 {
 		j.curID = id
 		return &jc.states[id], nil
 	}
-	id := jc.keys.Add(jc.keyRow, hash)
-	clear(jc.keyRow)
-	for int(id) >= len(jc.states) {
-		jc.states = append(jc.states, keyState{})
-	}
+	id := jc.add(row, keys, hash)
 	j.curID = id
 	ks := &jc.states[id]
 	if jc.complete {
@@ -277,8 +274,8 @@ const prefetchRows = 256
 
 // prefetch is a read-only pass over rows (of side input) before they are
 // processed: it looks up their join keys and loads what processing them
-// will read (the key's table slot, id and values, its state, both sides'
-// row lists and the first rows of the other side), one kind of load per
+// will read (the key's table slot, its state, both sides' row lists and
+// the first rows of the other side), one kind of load per
 // loop over the rows. The loads of one loop do not depend on one
 // another, so the processor overlaps their cache misses, where a row at a
 // time would wait for each (over 100 000 random keys nearly every one of
@@ -297,16 +294,11 @@ func (j *regular) prefetch(input int, rows []types.Row) {
 	for i, row := range rows {
 		h := types.HashColumns(row, keys)
 		hs[i] = h
-		sink += jc.keys.Touch(h)
+		sink += jc.touch(h)
 	}
-	kr := jc.keyRow
 	for i, row := range rows {
-		for k, col := range keys {
-			kr[k] = row[col]
-		}
-		ids[i] = jc.keys.Find(kr, hs[i])
+		ids[i] = jc.find(row, keys, hs[i])
 	}
-	clear(kr)
 	for _, id := range ids {
 		if id >= 0 {
 			ks := &jc.states[id]
@@ -348,8 +340,7 @@ func (j *regular) dropKey(id int32) {
 			s.cache.release(&e.rows[k])
 		}
 	}
-	*ks = keyState{}
-	j.cache.keys.Release(id)
+	j.cache.release(id)
 }
 
 // compactKeys rewrites side i's map keys without the released ones.
@@ -450,8 +441,10 @@ func (s *sideView) retractCached(row types.Row) {
 
 // setCachedKey makes cached key id the backend's current key.
 func (j *regular) setCachedKey(id int32) error {
-	j.keyBuf = appendCachedKey(j.keyBuf[:0], j.cache.keys.Key(id))
-	if err := j.b.SetCurrentKey(j.cache.keys.Hash(id), j.keyBuf); err != nil {
+	j.keyVals = j.cache.key(j.keyVals[:0], id)
+	j.keyBuf = appendCachedKey(j.keyBuf[:0], j.keyVals)
+	clear(j.keyVals)
+	if err := j.b.SetCurrentKey(j.cache.states[id].hash, j.keyBuf); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/flinksql/flinksql/exec"
 )
@@ -70,5 +71,13 @@ func TestRegularCacheWritesUncachedState(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A key's state is two whole cache lines (the lookup and the row lists
+// each touch one), as keyState's comment says.
+func TestKeyStateSize(t *testing.T) {
+	if n := unsafe.Sizeof(keyState{}); n != 128 {
+		t.Errorf("keyState is %d bytes, want 128", n)
 	}
 }

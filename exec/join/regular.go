@@ -111,6 +111,8 @@ type regular struct {
 	out    *types.Batch
 	joined types.Row // scratch: [left..., right...] for the residual
 	keyBuf []byte
+	// keyVals: scratch for a cached key's values
+	keyVals []types.Value
 
 	// cache, when not nil, holds both sides' rows decoded per join key
 	// (see joinCache); curID is the id of the current row's key in it.
