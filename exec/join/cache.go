@@ -2,6 +2,7 @@ package join
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -66,22 +67,29 @@ type keyRows struct {
 }
 
 // inlineKey is the longest map key a cachedRow holds inline.
-const inlineKey = 16
+const inlineKey = 15
 
-// cachedRow is a cached row: its id in the side's slabs and its map key
-// as a range of the side's ukeys. It holds no pointer.
+// cachedRow is a cached row: its id in the side's slabs and its map key,
+// inline or as a range of the side's ukeys. It holds no pointer, and its
+// 32 bytes make a key's row list half the size (and half the allocation
+// as it grows) of a layout with a separate offset field.
 type cachedRow struct {
 	// pre holds a map key of at most inlineKey bytes (a row of a few
 	// numbers), which then needs no slab bytes, and the binary search
-	// comparing it no memory access beyond the row list.
+	// comparing it no memory access beyond the row list; a longer key's
+	// offset in ukeys is in its first 8 bytes (see ukOff).
 	pre   [inlineKey]byte
-	ukOff int
+	dirty bool
 	ukLen int32
 	row   int32
 	count int32
 	assoc int32
-	dirty bool
 }
+
+// ukOff is the offset in ukeys of a map key longer than inlineKey.
+func (r *cachedRow) ukOff() int { return int(binary.LittleEndian.Uint64(r.pre[:8])) }
+
+func (r *cachedRow) setUKOff(off int) { binary.LittleEndian.PutUint64(r.pre[:8], uint64(off)) }
 
 func newRowCache(width int) *rowCache {
 	return &rowCache{width: width}
@@ -126,8 +134,9 @@ func (c *rowCache) ukey(r *cachedRow) []byte {
 	if r.ukLen <= inlineKey {
 		return r.pre[:r.ukLen:r.ukLen]
 	}
-	end := r.ukOff + int(r.ukLen)
-	return c.ukeys[r.ukOff:end:end]
+	off := r.ukOff()
+	end := off + int(r.ukLen)
+	return c.ukeys[off:end:end]
 }
 
 // setKey stores map key k for r: inline when short, else in the slab.
@@ -137,7 +146,7 @@ func (c *rowCache) setKey(r *cachedRow, k []byte) {
 		copy(r.pre[:], k)
 		return
 	}
-	r.ukOff = c.addKey(k)
+	r.setUKOff(c.addKey(k))
 }
 
 // addKey stores map key k and returns its offset.
@@ -353,8 +362,8 @@ func (j *regular) compactKeys(i int) {
 		for k := range e.rows {
 			r := &e.rows[k]
 			if r.ukLen > inlineKey {
-				end := r.ukOff + int(r.ukLen)
-				r.ukOff = c.addKey(old[r.ukOff:end])
+				off := r.ukOff()
+				r.setUKOff(c.addKey(old[off : off+int(r.ukLen)]))
 			}
 		}
 	}
