@@ -35,11 +35,26 @@ import (
 const chunkRows = 1024
 
 // rowCache is one side's storage of cached rows and their map keys.
+//
+// A row none of whose values refers to memory (numbers, timestamps,
+// booleans, NULLs, empty strings: no S, no X) is kept flat, as 16-byte
+// flatValues in slabs without pointers, which the collector neither scans
+// nor tracks writes to; such a row has a negative id and is rebuilt into
+// Values when it is read. Without this most of a growing join's CPU time
+// went to the collector scanning the cached rows' Values again and again.
 type rowCache struct {
 	width  int
 	chunks [][]types.Value // rows, chunkRows per chunk
 	free   []int32         // ids of released rows, for reuse
 	next   int32           // rows handed out so far
+	// flat rows, chunkRows per chunk; their ids are ^(index). Only a
+	// cache made with flat set keeps rows flat (the regular join's: the
+	// interval join's reads its rows in place).
+	flatOK   bool
+	flat     [][]flatValue
+	flatFree []int32
+	flatNext int32
+	tmp      types.Row // scratch of width values
 	// ukeys holds the map keys of the cached rows end to end; waste counts
 	// the bytes of released ones, reclaimed by compactKeys.
 	ukeys []byte
@@ -91,19 +106,59 @@ func (r *cachedRow) ukOff() int { return int(binary.LittleEndian.Uint64(r.pre[:8
 
 func (r *cachedRow) setUKOff(off int) { binary.LittleEndian.PutUint64(r.pre[:8], uint64(off)) }
 
-func newRowCache(width int) *rowCache {
-	return &rowCache{width: width}
+// flatValue is a Value without S and X.
+type flatValue struct {
+	n   int64
+	aux int32
+	k   types.Kind
 }
 
-// row returns the values of row id.
+// isFlat says whether r can be kept flat.
+func isFlat(r types.Row) bool {
+	for i := range r {
+		if r[i].S != "" || r[i].X != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func newRowCache(width int, flat bool) *rowCache {
+	return &rowCache{width: width, flatOK: flat, tmp: make(types.Row, width)}
+}
+
+// row returns the values of row id, which is not flat.
 func (c *rowCache) row(id int32) types.Row {
 	ch := c.chunks[id/chunkRows]
 	o := int(id%chunkRows) * c.width
 	return types.Row(ch[o : o+c.width : o+c.width])
 }
 
+// flatRow returns the flat values of row id (< 0).
+func (c *rowCache) flatRow(id int32) []flatValue {
+	i := ^id
+	ch := c.flat[i/chunkRows]
+	o := int(i%chunkRows) * c.width
+	return ch[o : o+c.width : o+c.width]
+}
+
+// get returns the values of row id: its own for a row kept as Values,
+// else rebuilt into dst (of the row's width).
+func (c *rowCache) get(id int32, dst types.Row) types.Row {
+	if id >= 0 {
+		return c.row(id)
+	}
+	for i, f := range c.flatRow(id) {
+		dst[i] = types.Value{K: f.k, Aux: f.aux, N: f.n}
+	}
+	return dst
+}
+
 // newRow stores a copy of r and returns its id.
 func (c *rowCache) newRow(r types.Row) int32 {
+	if c.flatOK && isFlat(r) {
+		return c.newFlat(r)
+	}
 	var id int32
 	if n := len(c.free); n > 0 {
 		id = c.free[n-1]
@@ -119,11 +174,56 @@ func (c *rowCache) newRow(r types.Row) int32 {
 	return id
 }
 
-// release frees row id (and drops its values' references) and its map
-// key's bytes.
+func (c *rowCache) newFlat(r types.Row) int32 {
+	var i int32
+	if n := len(c.flatFree); n > 0 {
+		i = c.flatFree[n-1]
+		c.flatFree = c.flatFree[:n-1]
+	} else {
+		i = c.flatNext
+		c.flatNext++
+		if int(i/chunkRows) == len(c.flat) {
+			c.flat = append(c.flat, make([]flatValue, chunkRows*c.width))
+		}
+	}
+	f := c.flatRow(^i)
+	for k := range f {
+		f[k] = flatValue{n: r[k].N, aux: r[k].Aux, k: r[k].K}
+	}
+	return ^i
+}
+
+// replace stores r in place of row id and returns the row's id, which
+// changes when r is kept the other way.
+func (c *rowCache) replace(id int32, r types.Row) int32 {
+	if flat := c.flatOK && isFlat(r); flat == (id < 0) {
+		if !flat {
+			copy(c.row(id), r)
+			return id
+		}
+		f := c.flatRow(id)
+		for k := range f {
+			f[k] = flatValue{n: r[k].N, aux: r[k].Aux, k: r[k].K}
+		}
+		return id
+	}
+	c.releaseRow(id)
+	return c.newRow(r)
+}
+
+// releaseRow frees row id (and drops its values' references).
+func (c *rowCache) releaseRow(id int32) {
+	if id < 0 {
+		c.flatFree = append(c.flatFree, ^id)
+		return
+	}
+	clear(c.row(id))
+	c.free = append(c.free, id)
+}
+
+// release frees row r and its map key's bytes.
 func (c *rowCache) release(r *cachedRow) {
-	clear(c.row(r.row))
-	c.free = append(c.free, r.row)
+	c.releaseRow(r.row)
 	if r.ukLen > inlineKey {
 		c.waste += int(r.ukLen)
 	}
@@ -253,12 +353,13 @@ func (j *regular) cached(input int, row types.Row) (*keyState, error) {
 		c := s.cache
 		var derr error
 		err := s.scan(func(rec, ukey []byte, count, assoc int) bool {
-			id := c.newRow(nil)
-			if _, err := decodeRowInto(c.row(id), rec); err != nil {
-				c.release(&cachedRow{row: id})
+			_, err := decodeRowInto(c.tmp, rec)
+			if err != nil {
 				derr = fmt.Errorf("join: %s state: %w", s.name, err)
 				return false
 			}
+			id := c.newRow(c.tmp)
+			clear(c.tmp)
 			cr := cachedRow{row: id, count: int32(count), assoc: int32(assoc)}
 			if ukey != nil {
 				c.setKey(&cr, ukey)
@@ -331,8 +432,13 @@ func (j *regular) prefetch(input int, rows []types.Row) {
 		if id >= 0 {
 			o := jc.states[id].sides[other].rows
 			for k := range min(len(o), 2) {
-				r := c.row(o[k].row)
-				sink += uint64(r[0].N) + uint64(r[len(r)-1].N)
+				if id := o[k].row; id >= 0 {
+					r := c.row(id)
+					sink += uint64(r[0].N) + uint64(r[len(r)-1].N)
+				} else {
+					r := c.flatRow(id)
+					sink += uint64(r[0].n) + uint64(r[len(r)-1].n)
+				}
 			}
 		}
 	}
@@ -386,7 +492,7 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 		if len(e.rows) == 0 {
 			e.rows = append(e.rows, cachedRow{row: c.newRow(row)})
 		} else {
-			copy(c.row(e.rows[0].row), row)
+			e.rows[0].row = c.replace(e.rows[0].row, row)
 		}
 		e.rows[0].count, e.rows[0].assoc, e.rows[0].dirty = 1, int32(assoc), true
 		e.cleared = false
@@ -406,7 +512,7 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 		e.rows = slices.Insert(e.rows, i, cr)
 	case s.spec.Spec == HasUniqueKey:
 		r := &e.rows[i]
-		copy(c.row(r.row), row)
+		r.row = c.replace(r.row, row)
 		r.count, r.assoc, r.dirty = 1, int32(assoc), true
 	default:
 		r := &e.rows[i]
@@ -511,7 +617,9 @@ func (s *sideView) writeKey(e *keyRows) error {
 			return nil
 		}
 		e.rows[0].dirty = false
-		return s.value.Put(nil, s.record(c.row(e.rows[0].row), int(e.rows[0].assoc)))
+		err := s.value.Put(nil, s.record(c.get(e.rows[0].row, c.tmp), int(e.rows[0].assoc)))
+		clear(c.tmp)
+		return err
 	}
 	for i := range e.rows {
 		r := &e.rows[i]
@@ -521,7 +629,7 @@ func (s *sideView) writeKey(e *keyRows) error {
 		r.dirty = false
 		var v []byte
 		if s.spec.Spec == HasUniqueKey {
-			v = s.record(c.row(r.row), int(r.assoc))
+			v = s.record(c.get(r.row, c.tmp), int(r.assoc))
 		} else {
 			v = s.counts(int(r.count), int(r.assoc))
 		}

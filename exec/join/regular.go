@@ -179,7 +179,7 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 		s.cache, s.cur, s.curKey, s.dirty, s.curID, s.filter = nil, nil, nil, nil, &j.curID, nil
 		s.jc = j.cache
 		if j.cache != nil {
-			s.cache = newRowCache(s.spec.Width)
+			s.cache = newRowCache(s.spec.Width, true)
 			s.dirty = &j.cache.dirty
 		}
 		s.curHash = &j.curHash
@@ -468,12 +468,24 @@ func (j *regular) collect(input int, row types.Row, other *sideView) error {
 }
 
 // collectCached is collect from the other side's cached rows, which the
-// matches refer to directly.
+// matches refer to directly, but for flat ones, rebuilt in the arena.
 func (j *regular) collectCached(input int, other *sideView) error {
 	lw := j.spec.Left.Width
+	w := other.spec.Width
+	inArena := false
 	for i := range other.cur.rows {
 		cr := &other.cur.rows[i]
-		row := other.cache.row(cr.row)
+		var row types.Row
+		if cr.row >= 0 {
+			row = other.cache.row(cr.row)
+		} else {
+			start := len(j.arena)
+			for range w {
+				j.arena = append(j.arena, types.Value{})
+			}
+			row = other.cache.get(cr.row, j.arena[start:start+w:start+w])
+			inArena = true
+		}
 		if j.spec.Residual != nil {
 			if input == 0 {
 				copy(j.joined[lw:], row)
@@ -485,10 +497,24 @@ func (j *regular) collectCached(input int, other *sideView) error {
 				return fmt.Errorf("join: %w", err)
 			}
 			if !ok {
+				if cr.row < 0 {
+					j.arena = j.arena[:len(j.arena)-w]
+				}
 				continue
 			}
 		}
 		j.matches = append(j.matches, match{row: row, count: int(cr.count), assoc: int(cr.assoc), idx: i})
+	}
+	if inArena {
+		// The arena may have moved while it grew: slice its rows now.
+		off := 0
+		for i := range j.matches {
+			m := &j.matches[i]
+			if other.cur.rows[m.idx].row < 0 {
+				m.row = types.Row(j.arena[off : off+w : off+w])
+				off += w
+			}
+		}
 	}
 	return nil
 }

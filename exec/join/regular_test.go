@@ -301,3 +301,40 @@ func TestRegularJoinLongBatches(t *testing.T) {
 	optest.Expect(t, "joined rows", run(t, build, 0, script...), want...)
 	checkCachedMatchesUncached(t, build, [][]step{script})
 }
+
+// The cached join keeps a row without strings or objects (numbers,
+// NULLs) flat and others as Values; a row replaced by one kept the other
+// way moves between the two. The right side holds one row per key
+// (k, name) whose name goes NULL → x → NULL → y; each right row joins the
+// left rows of its key, and each left row the right row of the moment.
+func TestRegularJoinFlatRows(t *testing.T) {
+	build := func() (exec.Operator, error) {
+		return NewRegular(RegularSpec{
+			Type:  Inner,
+			Left:  Side{Width: 2, Keys: []int{0}},
+			Right: Side{Width: 2, Keys: []int{0}, Spec: JoinKeyContainsUniqueKey, UniqueKey: []int{0}},
+		})
+	}
+	script := []step{
+		right(ins(1, nil)),
+		left(ins(1, 5)),
+		right(ins(1, "x")),
+		right(ins(1, nil)),
+		left(ins(1, 6)),
+		right(ins(1, "y")),
+		left(del(1, 5)),
+		right(ub(1, "y")),
+		left(ins(1, 7)),
+	}
+	want := []string{
+		"+I(1, 5, 1, NULL)",
+		"+I(1, 5, 1, x)",
+		"+I(1, 5, 1, NULL)",
+		"+I(1, 6, 1, NULL)",
+		"+I(1, 5, 1, y)", "+I(1, 6, 1, y)",
+		"-D(1, 5, 1, y)",
+		"-U(1, 6, 1, y)",
+	}
+	checkRestores(t, build, 0, script, 0, want...)
+	checkCachedMatchesUncached(t, build, [][]step{script[:3], script[3:6], script[6:]})
+}
