@@ -2,10 +2,10 @@ package join
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
-	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -18,9 +18,10 @@ import (
 // marked dirty and written back at PrepareSnapshot, after which the
 // backend holds exactly what the uncached operator would have written.
 //
-// Join keys are interned as dense ids in an open-addressing table
-// (keyed.OpenTable, over the exchange's hash), and each id's state is a
-// value in a flat slice: a row costs one hash probe and no allocation.
+// Join keys are interned as dense ids in an open-addressing table (see
+// keytable.go, over the exchange's hash), and each id's state, which holds
+// the key's hash and first column, is a value in a flat slice: a row
+// costs one hash probe and no allocation.
 // The per-key row lists hold no pointers (row ids into chunked slabs,
 // unique-key bytes as offsets into one byte slab), so that growing them
 // moves plain memory and the collector does not scan them.
@@ -34,11 +35,26 @@ import (
 const chunkRows = 1024
 
 // rowCache is one side's storage of cached rows and their map keys.
+//
+// A row none of whose values refers to memory (numbers, timestamps,
+// booleans, NULLs, empty strings: no S, no X) is kept flat, as 16-byte
+// flatValues in slabs without pointers, which the collector neither scans
+// nor tracks writes to; such a row has a negative id and is rebuilt into
+// Values when it is read. Without this most of a growing join's CPU time
+// went to the collector scanning the cached rows' Values again and again.
 type rowCache struct {
 	width  int
 	chunks [][]types.Value // rows, chunkRows per chunk
 	free   []int32         // ids of released rows, for reuse
 	next   int32           // rows handed out so far
+	// flat rows, chunkRows per chunk; their ids are ^(index). Only a
+	// cache made with flat set keeps rows flat (the regular join's: the
+	// interval join's reads its rows in place).
+	flatOK   bool
+	flat     [][]flatValue
+	flatFree []int32
+	flatNext int32
+	tmp      types.Row // scratch of width values
 	// ukeys holds the map keys of the cached rows end to end; waste counts
 	// the bytes of released ones, reclaimed by compactKeys.
 	ukeys []byte
@@ -46,9 +62,13 @@ type rowCache struct {
 }
 
 // keyState is the cached state of one join key: both sides' rows, so
-// that one lookup finds a row's matches and its own side's rows.
+// that one lookup finds a row's matches and its own side's rows, and the
+// key's hash and first column, which the lookup compares (see
+// keytable.go). Its 128 bytes are two whole cache lines.
 type keyState struct {
 	sides [2]keyRows
+	hash  uint64
+	key0  types.Value
 	dirty bool
 }
 
@@ -62,36 +82,83 @@ type keyRows struct {
 }
 
 // inlineKey is the longest map key a cachedRow holds inline.
-const inlineKey = 16
+const inlineKey = 15
 
-// cachedRow is a cached row: its id in the side's slabs and its map key
-// as a range of the side's ukeys. It holds no pointer.
+// cachedRow is a cached row: its id in the side's slabs and its map key,
+// inline or as a range of the side's ukeys. It holds no pointer, and its
+// 32 bytes make a key's row list half the size (and half the allocation
+// as it grows) of a layout with a separate offset field.
 type cachedRow struct {
 	// pre holds a map key of at most inlineKey bytes (a row of a few
 	// numbers), which then needs no slab bytes, and the binary search
-	// comparing it no memory access beyond the row list.
+	// comparing it no memory access beyond the row list; a longer key's
+	// offset in ukeys is in its first 8 bytes (see ukOff).
 	pre   [inlineKey]byte
-	ukOff int
+	dirty bool
 	ukLen int32
 	row   int32
 	count int32
 	assoc int32
-	dirty bool
 }
 
-func newRowCache(width int) *rowCache {
-	return &rowCache{width: width}
+// ukOff is the offset in ukeys of a map key longer than inlineKey.
+func (r *cachedRow) ukOff() int { return int(binary.LittleEndian.Uint64(r.pre[:8])) }
+
+func (r *cachedRow) setUKOff(off int) { binary.LittleEndian.PutUint64(r.pre[:8], uint64(off)) }
+
+// flatValue is a Value without S and X.
+type flatValue struct {
+	n   int64
+	aux int32
+	k   types.Kind
 }
 
-// row returns the values of row id.
+// isFlat says whether r can be kept flat.
+func isFlat(r types.Row) bool {
+	for i := range r {
+		if r[i].S != "" || r[i].X != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func newRowCache(width int, flat bool) *rowCache {
+	return &rowCache{width: width, flatOK: flat, tmp: make(types.Row, width)}
+}
+
+// row returns the values of row id, which is not flat.
 func (c *rowCache) row(id int32) types.Row {
 	ch := c.chunks[id/chunkRows]
 	o := int(id%chunkRows) * c.width
 	return types.Row(ch[o : o+c.width : o+c.width])
 }
 
+// flatRow returns the flat values of row id (< 0).
+func (c *rowCache) flatRow(id int32) []flatValue {
+	i := ^id
+	ch := c.flat[i/chunkRows]
+	o := int(i%chunkRows) * c.width
+	return ch[o : o+c.width : o+c.width]
+}
+
+// get returns the values of row id: its own for a row kept as Values,
+// else rebuilt into dst (of the row's width).
+func (c *rowCache) get(id int32, dst types.Row) types.Row {
+	if id >= 0 {
+		return c.row(id)
+	}
+	for i, f := range c.flatRow(id) {
+		dst[i] = types.Value{K: f.k, Aux: f.aux, N: f.n}
+	}
+	return dst
+}
+
 // newRow stores a copy of r and returns its id.
 func (c *rowCache) newRow(r types.Row) int32 {
+	if c.flatOK && isFlat(r) {
+		return c.newFlat(r)
+	}
 	var id int32
 	if n := len(c.free); n > 0 {
 		id = c.free[n-1]
@@ -107,11 +174,56 @@ func (c *rowCache) newRow(r types.Row) int32 {
 	return id
 }
 
-// release frees row id (and drops its values' references) and its map
-// key's bytes.
+func (c *rowCache) newFlat(r types.Row) int32 {
+	var i int32
+	if n := len(c.flatFree); n > 0 {
+		i = c.flatFree[n-1]
+		c.flatFree = c.flatFree[:n-1]
+	} else {
+		i = c.flatNext
+		c.flatNext++
+		if int(i/chunkRows) == len(c.flat) {
+			c.flat = append(c.flat, make([]flatValue, chunkRows*c.width))
+		}
+	}
+	f := c.flatRow(^i)
+	for k := range f {
+		f[k] = flatValue{n: r[k].N, aux: r[k].Aux, k: r[k].K}
+	}
+	return ^i
+}
+
+// replace stores r in place of row id and returns the row's id, which
+// changes when r is kept the other way.
+func (c *rowCache) replace(id int32, r types.Row) int32 {
+	if flat := c.flatOK && isFlat(r); flat == (id < 0) {
+		if !flat {
+			copy(c.row(id), r)
+			return id
+		}
+		f := c.flatRow(id)
+		for k := range f {
+			f[k] = flatValue{n: r[k].N, aux: r[k].Aux, k: r[k].K}
+		}
+		return id
+	}
+	c.releaseRow(id)
+	return c.newRow(r)
+}
+
+// releaseRow frees row id (and drops its values' references).
+func (c *rowCache) releaseRow(id int32) {
+	if id < 0 {
+		c.flatFree = append(c.flatFree, ^id)
+		return
+	}
+	clear(c.row(id))
+	c.free = append(c.free, id)
+}
+
+// release frees row r and its map key's bytes.
 func (c *rowCache) release(r *cachedRow) {
-	clear(c.row(r.row))
-	c.free = append(c.free, r.row)
+	c.releaseRow(r.row)
 	if r.ukLen > inlineKey {
 		c.waste += int(r.ukLen)
 	}
@@ -122,8 +234,9 @@ func (c *rowCache) ukey(r *cachedRow) []byte {
 	if r.ukLen <= inlineKey {
 		return r.pre[:r.ukLen:r.ukLen]
 	}
-	end := r.ukOff + int(r.ukLen)
-	return c.ukeys[r.ukOff:end:end]
+	off := r.ukOff()
+	end := off + int(r.ukLen)
+	return c.ukeys[off:end:end]
 }
 
 // setKey stores map key k for r: inline when short, else in the slab.
@@ -133,7 +246,7 @@ func (c *rowCache) setKey(r *cachedRow, k []byte) {
 		copy(r.pre[:], k)
 		return
 	}
-	r.ukOff = c.addKey(k)
+	r.setUKOff(c.addKey(k))
 }
 
 // addKey stores map key k and returns its offset.
@@ -180,9 +293,15 @@ type delRef struct {
 // joinCache is the regular join's cache: the interned join keys and
 // their states.
 type joinCache struct {
-	keys   *keyed.OpenTable
-	states []keyState // by key id
-	dirty  []int32    // ids changed since the last write-back
+	// slots is the key table (see keytable.go); restVals holds the key
+	// columns after the first, width-1 per id; free the released ids.
+	slots    []uint64
+	width    int
+	restVals []types.Value
+	free     []int32
+	live     int
+	states   []keyState // by key id
+	dirty    []int32    // ids changed since the last write-back
 	// dels are the map keys removed since the last write-back, end to
 	// end, in the order of their removal (see deleted).
 	dels    []byte
@@ -190,15 +309,10 @@ type joinCache struct {
 	// complete says every key with state is cached (a fresh start), so
 	// that a miss is a new key without a backend read.
 	complete bool
-	keyRow   types.Row // scratch: the current row's key values
 }
 
 func newJoinCache(keyWidth int, complete bool) *joinCache {
-	cols := make([]int, keyWidth)
-	for i := range cols {
-		cols[i] = i
-	}
-	return &joinCache{keys: keyed.NewOpenTable(cols), complete: complete, keyRow: make(types.Row, keyWidth)}
+	return &joinCache{slots: make([]uint64, minKeySlots), width: keyWidth, complete: complete}
 }
 
 // cached returns the cached state of the join key of row (of side input),
@@ -206,19 +320,24 @@ func newJoinCache(keyWidth int, complete bool) *joinCache {
 func (j *regular) cached(input int, row types.Row) (*keyState, error) {
 	jc := j.cache
 	keys := j.sides[input].spec.Keys
-	for i, col := range keys {
-		jc.keyRow[i] = row[col]
+	var hash uint64
+	if j.hint {
+		// prefetch found the key's id (if it was cached then: ids are
+		// released only at a write-back, so it still holds).
+		j.hint = false
+		hash = j.hintHash
+		if id := j.hintID; id >= 0 {
+			j.curID = id
+			return &jc.states[id], nil
+		}
+	} else {
+		hash = types.HashColumns(row, keys)
 	}
-	hash := types.HashColumns(row, keys)
-	if id := jc.keys.Find(jc.keyRow, hash); id >= 0 {
+	if id := jc.find(row, keys, hash); id >= 0 {
 		j.curID = id
 		return &jc.states[id], nil
 	}
-	id := jc.keys.Add(jc.keyRow, hash)
-	clear(jc.keyRow)
-	for int(id) >= len(jc.states) {
-		jc.states = append(jc.states, keyState{})
-	}
+	id := jc.add(row, keys, hash)
 	j.curID = id
 	ks := &jc.states[id]
 	if jc.complete {
@@ -234,12 +353,13 @@ func (j *regular) cached(input int, row types.Row) (*keyState, error) {
 		c := s.cache
 		var derr error
 		err := s.scan(func(rec, ukey []byte, count, assoc int) bool {
-			id := c.newRow(nil)
-			if _, err := decodeRowInto(c.row(id), rec); err != nil {
-				c.release(&cachedRow{row: id})
+			_, err := decodeRowInto(c.tmp, rec)
+			if err != nil {
 				derr = fmt.Errorf("join: %s state: %w", s.name, err)
 				return false
 			}
+			id := c.newRow(c.tmp)
+			clear(c.tmp)
 			cr := cachedRow{row: id, count: int32(count), assoc: int32(assoc)}
 			if ukey != nil {
 				c.setKey(&cr, ukey)
@@ -258,6 +378,73 @@ func (j *regular) cached(input int, row types.Row) (*keyState, error) {
 	return ks, nil
 }
 
+// prefetchRows is how many rows prefetch looks ahead: the memory they
+// touch (about ten cache lines each) stays within a core's L2 cache.
+const prefetchRows = 256
+
+// prefetch is a read-only pass over rows (of side input) before they are
+// processed: it looks up their join keys and loads what processing them
+// will read (the key's table slot, its state, both sides' row lists and
+// the first rows of the other side), one kind of load per
+// loop over the rows. The loads of one loop do not depend on one
+// another, so the processor overlaps their cache misses, where a row at a
+// time would wait for each (over 100 000 random keys nearly every one of
+// them misses). It records each row's key hash and id for cached; a key
+// not yet cached gets -1 and is looked up again when its row comes (an
+// earlier row of the run may add it).
+func (j *regular) prefetch(input int, rows []types.Row) {
+	jc := j.cache
+	keys := j.sides[input].spec.Keys
+	n := len(rows)
+	if cap(j.pfHash) < n {
+		j.pfHash, j.pfID = make([]uint64, n), make([]int32, n)
+	}
+	hs, ids := j.pfHash[:n], j.pfID[:n]
+	sink := j.sink
+	for i, row := range rows {
+		h := types.HashColumns(row, keys)
+		hs[i] = h
+		sink += jc.touch(h)
+	}
+	for i, row := range rows {
+		ids[i] = jc.find(row, keys, hs[i])
+	}
+	for _, id := range ids {
+		if id >= 0 {
+			ks := &jc.states[id]
+			sink += uint64(len(ks.sides[0].rows) + len(ks.sides[1].rows))
+		}
+	}
+	other := 1 - input
+	for _, id := range ids {
+		if id >= 0 {
+			ks := &jc.states[id]
+			if o := ks.sides[other].rows; len(o) > 0 {
+				sink += uint64(o[0].row) + uint64(o[len(o)-1].row)
+			}
+			if m := ks.sides[input].rows; len(m) > 0 {
+				sink += uint64(m[0].ukLen) + uint64(m[len(m)-1].ukLen)
+			}
+		}
+	}
+	c := j.sides[other].cache
+	for _, id := range ids {
+		if id >= 0 {
+			o := jc.states[id].sides[other].rows
+			for k := range min(len(o), 2) {
+				if id := o[k].row; id >= 0 {
+					r := c.row(id)
+					sink += uint64(r[0].N) + uint64(r[len(r)-1].N)
+				} else {
+					r := c.flatRow(id)
+					sink += uint64(r[0].n) + uint64(r[len(r)-1].n)
+				}
+			}
+		}
+	}
+	j.sink = sink
+}
+
 // dropKey forgets key id and its cached rows (a failed load, or a key
 // left without rows after a write-back).
 func (j *regular) dropKey(id int32) {
@@ -268,8 +455,7 @@ func (j *regular) dropKey(id int32) {
 			s.cache.release(&e.rows[k])
 		}
 	}
-	*ks = keyState{}
-	j.cache.keys.Release(id)
+	j.cache.release(id)
 }
 
 // compactKeys rewrites side i's map keys without the released ones.
@@ -282,8 +468,8 @@ func (j *regular) compactKeys(i int) {
 		for k := range e.rows {
 			r := &e.rows[k]
 			if r.ukLen > inlineKey {
-				end := r.ukOff + int(r.ukLen)
-				r.ukOff = c.addKey(old[r.ukOff:end])
+				off := r.ukOff()
+				r.setUKOff(c.addKey(old[off : off+int(r.ukLen)]))
 			}
 		}
 	}
@@ -306,7 +492,7 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 		if len(e.rows) == 0 {
 			e.rows = append(e.rows, cachedRow{row: c.newRow(row)})
 		} else {
-			copy(c.row(e.rows[0].row), row)
+			e.rows[0].row = c.replace(e.rows[0].row, row)
 		}
 		e.rows[0].count, e.rows[0].assoc, e.rows[0].dirty = 1, int32(assoc), true
 		e.cleared = false
@@ -326,7 +512,7 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 		e.rows = slices.Insert(e.rows, i, cr)
 	case s.spec.Spec == HasUniqueKey:
 		r := &e.rows[i]
-		copy(c.row(r.row), row)
+		r.row = c.replace(r.row, row)
 		r.count, r.assoc, r.dirty = 1, int32(assoc), true
 	default:
 		r := &e.rows[i]
@@ -370,8 +556,10 @@ func (s *sideView) retractCached(row types.Row) {
 
 // setCachedKey makes cached key id the backend's current key.
 func (j *regular) setCachedKey(id int32) error {
-	j.keyBuf = appendCachedKey(j.keyBuf[:0], j.cache.keys.Key(id))
-	if err := j.b.SetCurrentKey(j.cache.keys.Hash(id), j.keyBuf); err != nil {
+	j.keyVals = j.cache.key(j.keyVals[:0], id)
+	j.keyBuf = appendCachedKey(j.keyBuf[:0], j.keyVals)
+	clear(j.keyVals)
+	if err := j.b.SetCurrentKey(j.cache.states[id].hash, j.keyBuf); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	return nil
@@ -429,7 +617,9 @@ func (s *sideView) writeKey(e *keyRows) error {
 			return nil
 		}
 		e.rows[0].dirty = false
-		return s.value.Put(nil, s.record(c.row(e.rows[0].row), int(e.rows[0].assoc)))
+		err := s.value.Put(nil, s.record(c.get(e.rows[0].row, c.tmp), int(e.rows[0].assoc)))
+		clear(c.tmp)
+		return err
 	}
 	for i := range e.rows {
 		r := &e.rows[i]
@@ -439,7 +629,7 @@ func (s *sideView) writeKey(e *keyRows) error {
 		r.dirty = false
 		var v []byte
 		if s.spec.Spec == HasUniqueKey {
-			v = s.record(c.row(r.row), int(r.assoc))
+			v = s.record(c.get(r.row, c.tmp), int(r.assoc))
 		} else {
 			v = s.counts(int(r.count), int(r.assoc))
 		}

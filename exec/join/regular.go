@@ -111,6 +111,8 @@ type regular struct {
 	out    *types.Batch
 	joined types.Row // scratch: [left..., right...] for the residual
 	keyBuf []byte
+	// keyVals: scratch for a cached key's values
+	keyVals []types.Value
 
 	// cache, when not nil, holds both sides' rows decoded per join key
 	// (see joinCache); curID is the id of the current row's key in it.
@@ -125,6 +127,17 @@ type regular struct {
 	matches []match
 	arena   []types.Value
 	ukeys   []byte
+
+	// pfHash and pfID are prefetch's key hashes and key ids (-1: not
+	// cached yet) of the rows of the current run; hint says that
+	// hintHash and hintID, the current row's, are set for cached.
+	pfHash   []uint64
+	pfID     []int32
+	hint     bool
+	hintHash uint64
+	hintID   int32
+	// sink keeps what prefetch loaded, so that the loads are not dropped.
+	sink uint64
 
 	// collect's state for collectOne
 	cInput    int
@@ -166,7 +179,7 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 		s.cache, s.cur, s.curKey, s.dirty, s.curID, s.filter = nil, nil, nil, nil, &j.curID, nil
 		s.jc = j.cache
 		if j.cache != nil {
-			s.cache = newRowCache(s.spec.Width)
+			s.cache = newRowCache(s.spec.Width, true)
 			s.dirty = &j.cache.dirty
 		}
 		s.curHash = &j.curHash
@@ -246,12 +259,27 @@ func (j *regular) ProcessBatch(input int, b *types.Batch, out exec.Output) error
 	if w := j.sides[input].spec.Width; b.Len() > 0 && b.Width() != w {
 		return fmt.Errorf("join: %s input rows have %d columns, want %d", j.sides[input].name, b.Width(), w)
 	}
-	for i, row := range b.Rows {
-		if err := j.process(input, row, b.Kinds[i], out); err != nil {
-			return err
+	if j.cache == nil {
+		for i, row := range b.Rows {
+			if err := j.process(input, row, b.Kinds[i], out); err != nil {
+				return err
+			}
+		}
+		return j.flush(out)
+	}
+	for start := 0; start < len(b.Rows); start += prefetchRows {
+		end := min(start+prefetchRows, len(b.Rows))
+		j.prefetch(input, b.Rows[start:end])
+		for i := start; i < end; i++ {
+			j.hint, j.hintHash, j.hintID = true, j.pfHash[i-start], j.pfID[i-start]
+			if err := j.process(input, b.Rows[i], b.Kinds[i], out); err != nil {
+				j.hint = false
+				return err
+			}
 		}
 	}
-	if j.cache != nil {
+	j.hint = false
+	{
 		for i, s := range j.sides {
 			if s.cache.needsCompaction() {
 				j.compactKeys(i)
@@ -440,12 +468,24 @@ func (j *regular) collect(input int, row types.Row, other *sideView) error {
 }
 
 // collectCached is collect from the other side's cached rows, which the
-// matches refer to directly.
+// matches refer to directly, but for flat ones, rebuilt in the arena.
 func (j *regular) collectCached(input int, other *sideView) error {
 	lw := j.spec.Left.Width
+	w := other.spec.Width
+	inArena := false
 	for i := range other.cur.rows {
 		cr := &other.cur.rows[i]
-		row := other.cache.row(cr.row)
+		var row types.Row
+		if cr.row >= 0 {
+			row = other.cache.row(cr.row)
+		} else {
+			start := len(j.arena)
+			for range w {
+				j.arena = append(j.arena, types.Value{})
+			}
+			row = other.cache.get(cr.row, j.arena[start:start+w:start+w])
+			inArena = true
+		}
 		if j.spec.Residual != nil {
 			if input == 0 {
 				copy(j.joined[lw:], row)
@@ -457,10 +497,24 @@ func (j *regular) collectCached(input int, other *sideView) error {
 				return fmt.Errorf("join: %w", err)
 			}
 			if !ok {
+				if cr.row < 0 {
+					j.arena = j.arena[:len(j.arena)-w]
+				}
 				continue
 			}
 		}
 		j.matches = append(j.matches, match{row: row, count: int(cr.count), assoc: int(cr.assoc), idx: i})
+	}
+	if inArena {
+		// The arena may have moved while it grew: slice its rows now.
+		off := 0
+		for i := range j.matches {
+			m := &j.matches[i]
+			if other.cur.rows[m.idx].row < 0 {
+				m.row = types.Row(j.arena[off : off+w : off+w])
+				off += w
+			}
+		}
 	}
 	return nil
 }

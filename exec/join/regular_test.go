@@ -1,6 +1,7 @@
 package join
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -263,4 +264,77 @@ func TestSemiJoinUpdatingRight(t *testing.T) {
 	}
 	checkRestores(t, regularBuild(Semi, nil, NoUniqueKey, NoUniqueKey), 0, script, 0,
 		"+U(a, 1)", "-U(a, 1)", "+I(a, 1)")
+}
+
+// Batches longer than the cached join's prefetch run, whose keys come
+// again within a run and across runs, new and known ones: every row
+// sees the state the rows before it in its batch left. The right side
+// (one row per key) gets keys 0…299 twice in one batch, the second row
+// replacing the first; each left row (key i%300, i) then joins the right
+// row (k, k+300) alone. The left rows of key 1000 (not on the right; two
+// of them in one run, when it is new) join nothing until the right row
+// of 1000 comes, which joins all three.
+func TestRegularJoinLongBatches(t *testing.T) {
+	build := func() (exec.Operator, error) {
+		return NewRegular(RegularSpec{
+			Type:  Inner,
+			Left:  Side{Width: 2, Keys: []int{0}},
+			Right: Side{Width: 2, Keys: []int{0}, Spec: JoinKeyContainsUniqueKey, UniqueKey: []int{0}},
+		})
+	}
+	const n = 2*prefetchRows + 88 // three runs
+	var rights, lefts []rowSpec
+	for i := range n {
+		rights = append(rights, ins(i%300, i))
+	}
+	var want []string
+	for i := range n {
+		if i == 5 || i == 6 || i == 400 {
+			lefts = append(lefts, ins(1000, i))
+		}
+		k := i % 300
+		lefts = append(lefts, ins(k, i))
+		want = append(want, fmt.Sprintf("+I(%d, %d, %d, %d)", k, i, k, k+300))
+	}
+	want = append(want, "+I(1000, 5, 1000, 7)", "+I(1000, 6, 1000, 7)", "+I(1000, 400, 1000, 7)")
+	script := []step{right(rights...), left(lefts...), right(ins(1000, 7))}
+	optest.Expect(t, "joined rows", run(t, build, 0, script...), want...)
+	checkCachedMatchesUncached(t, build, [][]step{script})
+}
+
+// The cached join keeps a row without strings or objects (numbers,
+// NULLs) flat and others as Values; a row replaced by one kept the other
+// way moves between the two. The right side holds one row per key
+// (k, name) whose name goes NULL → x → NULL → y; each right row joins the
+// left rows of its key, and each left row the right row of the moment.
+func TestRegularJoinFlatRows(t *testing.T) {
+	build := func() (exec.Operator, error) {
+		return NewRegular(RegularSpec{
+			Type:  Inner,
+			Left:  Side{Width: 2, Keys: []int{0}},
+			Right: Side{Width: 2, Keys: []int{0}, Spec: JoinKeyContainsUniqueKey, UniqueKey: []int{0}},
+		})
+	}
+	script := []step{
+		right(ins(1, nil)),
+		left(ins(1, 5)),
+		right(ins(1, "x")),
+		right(ins(1, nil)),
+		left(ins(1, 6)),
+		right(ins(1, "y")),
+		left(del(1, 5)),
+		right(ub(1, "y")),
+		left(ins(1, 7)),
+	}
+	want := []string{
+		"+I(1, 5, 1, NULL)",
+		"+I(1, 5, 1, x)",
+		"+I(1, 5, 1, NULL)",
+		"+I(1, 6, 1, NULL)",
+		"+I(1, 5, 1, y)", "+I(1, 6, 1, y)",
+		"-D(1, 5, 1, y)",
+		"-U(1, 6, 1, y)",
+	}
+	checkRestores(t, build, 0, script, 0, want...)
+	checkCachedMatchesUncached(t, build, [][]step{script[:3], script[3:6], script[6:]})
 }

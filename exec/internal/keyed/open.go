@@ -50,6 +50,15 @@ func (t *OpenTable) Find(row types.Row, h uint64) int32 {
 	}
 }
 
+// Touch loads the slot where h's probe sequence starts and returns it
+// (for the caller to fold into a value it keeps, so the load is not
+// dropped). A caller with a batch of keys touches all their slots before
+// it looks any of them up, so that their cache misses overlap instead of
+// following one another.
+func (t *OpenTable) Touch(h uint64) uint64 {
+	return t.slots[h&uint64(len(t.slots)-1)]
+}
+
 // Add interns the key of row, which must not be present, and returns its id.
 func (t *OpenTable) Add(row types.Row, h uint64) int32 {
 	if (t.live+1)*4 > len(t.slots)*3 {
