@@ -88,6 +88,7 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 	case *ValuesNode:
 		return gb.values(x)
 	case *CalcNode:
+		x = mergeCalcs(x)
 		v, err := gb.build(x.inputs[0])
 		if err != nil {
 			return nil, err

@@ -160,8 +160,15 @@ func ToFloat(v Value) float64 {
 
 func compareDecimal(a, b Value) int {
 	sa, sb := int(a.Aux), int(b.Aux)
-	if !a.IsBigDecimal() && !b.IsBigDecimal() && sa == sb {
-		return cmpInt(a.N, b.N)
+	if !a.IsBigDecimal() && !b.IsBigDecimal() {
+		switch {
+		case sa == sb:
+			return cmpInt(a.N, b.N)
+		case sa < sb:
+			return compareRescaled(a.N, sb-sa, b.N)
+		default:
+			return -compareRescaled(b.N, sa-sb, a.N)
+		}
 	}
 	x, y := a.DecimalBig(), b.DecimalBig()
 	if sa < sb {
@@ -171,6 +178,35 @@ func compareDecimal(a, b Value) int {
 	}
 	return x.Cmp(y)
 }
+
+// compareRescaled compares x·10^d with y without leaving int64: the
+// comparison of DECIMALs of different scales (0.908 * price > 1000000) runs
+// per row, and big.Int arithmetic there allocates.
+func compareRescaled(x int64, d int, y int64) int {
+	if x == 0 {
+		return cmpInt(0, y)
+	}
+	if d >= len(pow10Int64) {
+		// |x·10^d| ≥ 10^19 > |y|.
+		return cmpInt(x, 0)
+	}
+	p := pow10Int64[d]
+	if x > math.MaxInt64/p || x < math.MinInt64/p {
+		// x·10^d is beyond int64 and so beyond y, on x's side of zero.
+		return cmpInt(x, 0)
+	}
+	return cmpInt(x*p, y)
+}
+
+// pow10Int64[i] is 10^i, for every power that fits in an int64.
+var pow10Int64 = func() [19]int64 {
+	var t [19]int64
+	t[0] = 1
+	for i := 1; i < len(t); i++ {
+		t[i] = t[i-1] * 10
+	}
+	return t
+}()
 
 func pow10Big(n int) *big.Int {
 	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil)

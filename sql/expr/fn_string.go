@@ -358,6 +358,26 @@ type regexSource struct {
 	// known): a string without it cannot match, which strings.Contains
 	// tells far faster than the regexp engine.
 	required string
+	// win narrows the search of fixed (regexwindow.go); nil when it cannot.
+	win *regexWindow
+}
+
+// find is re.FindStringSubmatchIndex(s), through the window of a constant
+// pattern when it has one.
+func (rs *regexSource) find(re *regexp.Regexp, s string) []int {
+	if rs.constant && rs.win != nil {
+		return rs.win.find(re, s)
+	}
+	return re.FindStringSubmatchIndex(s)
+}
+
+// match is re.MatchString(s), through the window of a constant pattern
+// when it has one.
+func (rs *regexSource) match(re *regexp.Regexp, s string) bool {
+	if rs.constant && rs.win != nil {
+		return rs.win.match(re, s)
+	}
+	return re.MatchString(s)
 }
 
 // cannotMatch reports whether s certainly has no match of the constant
@@ -403,7 +423,9 @@ func newRegexSource(arg Expr, convert func(string) (string, error)) *regexSource
 		rs.fixedErr = err
 		if err == nil {
 			if tree, perr := syntax.Parse(src, syntax.Perl); perr == nil {
-				rs.required = requiredLiteral(tree.Simplify())
+				tree = tree.Simplify()
+				rs.required = requiredLiteral(tree)
+				rs.win = newRegexWindow(tree, rs.fixed)
 			}
 		}
 	}
@@ -500,7 +522,7 @@ func buildRegexpExtract(name string, args []Expr) (Expr, error) {
 		if len(v) == 3 {
 			idx = v[2].N
 		}
-		m := re.FindStringSubmatchIndex(v[0].S)
+		m := rs.find(re, v[0].S)
 		if m == nil || idx < 0 || int(idx) > re.NumSubexp() || m[2*idx] < 0 {
 			return types.Value{}, nil
 		}
@@ -523,7 +545,7 @@ func buildRegexp(name string, args []Expr) (Expr, error) {
 		if rs.cannotMatch(v[0].S) {
 			return types.Bool(false), nil
 		}
-		return types.Bool(re.MatchString(v[0].S)), nil
+		return types.Bool(rs.match(re, v[0].S)), nil
 	}))
 	c.t.NotNull = false
 	return c, nil
