@@ -282,7 +282,10 @@ func TestRegularJoinLongBatches(t *testing.T) {
 			Right: Side{Width: 2, Keys: []int{0}, Spec: JoinKeyContainsUniqueKey, UniqueKey: []int{0}},
 		})
 	}
-	const n = 2*prefetchRows + 88 // three runs
+	const n = 600
+	if n <= 2*prefetchRows {
+		t.Fatalf("%d rows are not more than two prefetch runs of %d", n, prefetchRows)
+	}
 	var rights, lefts []rowSpec
 	for i := range n {
 		rights = append(rights, ins(i%300, i))
