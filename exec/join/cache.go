@@ -520,6 +520,11 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 	case !ok:
 		cr := cachedRow{row: c.newRow(row), count: 1, assoc: int32(assoc), dirty: true}
 		c.setKey(&cr, ukey)
+		if len(e.rows) == 1 && cap(e.rows) == 1 {
+			// Leaving the inline row: room for four at once (one
+			// allocation where growing would make two, of 2 and 4).
+			e.rows = append(make([]cachedRow, 0, 4), e.rows...)
+		}
 		e.rows = slices.Insert(e.rows, i, cr)
 	case s.spec.Spec == HasUniqueKey:
 		r := &e.rows[i]
