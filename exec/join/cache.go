@@ -40,8 +40,8 @@ const chunkRows = 1024
 // booleans, NULLs, empty strings: no S, no X) is kept flat, as 16-byte
 // flatValues in slabs without pointers, which the collector neither scans
 // nor tracks writes to; such a row has a negative id and is rebuilt into
-// Values when it is read. Without this most of a growing join's CPU time
-// went to the collector scanning the cached rows' Values again and again.
+// Values when it is read: such rows take a third of the memory (16 bytes
+// a value instead of 48) and the collector has nothing to scan in them.
 type rowCache struct {
 	width  int
 	chunks [][]types.Value // rows, chunkRows per chunk
@@ -64,7 +64,8 @@ type rowCache struct {
 // keyState is the cached state of one join key: both sides' rows, so
 // that one lookup finds a row's matches and its own side's rows, and the
 // key's hash and first column, which the lookup compares (see
-// keytable.go). Its 128 bytes are two whole cache lines.
+// keytable.go). Its 192 bytes are three whole cache lines: one per side
+// and one for the lookup.
 type keyState struct {
 	sides [2]keyRows
 	hash  uint64
@@ -79,6 +80,11 @@ type keyRows struct {
 	// one, with no map key, for the value layout.
 	rows    []cachedRow
 	cleared bool // value layout: the value was removed
+	// inl is where rows starts (see joinCache.add): a key's first row
+	// needs no allocation and no memory beyond its state; a second one
+	// moves the list to the heap. keyStates never move (they live in
+	// chunks), so rows may point here.
+	inl [1]cachedRow
 }
 
 // inlineKey is the longest map key a cachedRow holds inline.
@@ -300,8 +306,11 @@ type joinCache struct {
 	restVals []types.Value
 	free     []int32
 	live     int
-	states   []keyState // by key id
-	dirty    []int32    // ids changed since the last write-back
+	// states by key id, keyChunk per chunk (see state); next is the
+	// number of ids handed out.
+	states [][]keyState
+	next   int32
+	dirty  []int32 // ids changed since the last write-back
 	// dels are the map keys removed since the last write-back, end to
 	// end, in the order of their removal (see deleted).
 	dels    []byte
@@ -328,18 +337,18 @@ func (j *regular) cached(input int, row types.Row) (*keyState, error) {
 		hash = j.hintHash
 		if id := j.hintID; id >= 0 {
 			j.curID = id
-			return &jc.states[id], nil
+			return jc.state(id), nil
 		}
 	} else {
 		hash = types.HashColumns(row, keys)
 	}
 	if id := jc.find(row, keys, hash); id >= 0 {
 		j.curID = id
-		return &jc.states[id], nil
+		return jc.state(id), nil
 	}
 	id := jc.add(row, keys, hash)
 	j.curID = id
-	ks := &jc.states[id]
+	ks := jc.state(id)
 	if jc.complete {
 		return ks, nil
 	}
@@ -413,14 +422,14 @@ func (j *regular) prefetch(input int, rows []types.Row) {
 	}
 	for _, id := range ids {
 		if id >= 0 {
-			ks := &jc.states[id]
+			ks := jc.state(id)
 			sink += uint64(len(ks.sides[0].rows) + len(ks.sides[1].rows))
 		}
 	}
 	other := 1 - input
 	for _, id := range ids {
 		if id >= 0 {
-			ks := &jc.states[id]
+			ks := jc.state(id)
 			if o := ks.sides[other].rows; len(o) > 0 {
 				sink += uint64(o[0].row) + uint64(o[len(o)-1].row)
 			}
@@ -432,7 +441,7 @@ func (j *regular) prefetch(input int, rows []types.Row) {
 	c := j.sides[other].cache
 	for _, id := range ids {
 		if id >= 0 {
-			o := jc.states[id].sides[other].rows
+			o := jc.state(id).sides[other].rows
 			for k := range min(len(o), 2) {
 				if id := o[k].row; id >= 0 {
 					r := c.row(id)
@@ -450,7 +459,7 @@ func (j *regular) prefetch(input int, rows []types.Row) {
 // dropKey forgets key id and its cached rows (a failed load, or a key
 // left without rows after a write-back).
 func (j *regular) dropKey(id int32) {
-	ks := &j.cache.states[id]
+	ks := j.cache.state(id)
 	for i, s := range j.sides {
 		e := &ks.sides[i]
 		for k := range e.rows {
@@ -465,8 +474,8 @@ func (j *regular) compactKeys(i int) {
 	c := j.sides[i].cache
 	old := c.ukeys
 	c.ukeys = make([]byte, 0, len(old)-c.waste)
-	for id := range j.cache.states {
-		e := &j.cache.states[id].sides[i]
+	for id := range j.cache.next {
+		e := &j.cache.state(id).sides[i]
 		for k := range e.rows {
 			r := &e.rows[k]
 			if r.ukLen > inlineKey {
@@ -511,6 +520,11 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 	case !ok:
 		cr := cachedRow{row: c.newRow(row), count: 1, assoc: int32(assoc), dirty: true}
 		c.setKey(&cr, ukey)
+		if len(e.rows) == 1 && cap(e.rows) == 1 {
+			// Leaving the inline row: room for four at once (one
+			// allocation where growing would make two, of 2 and 4).
+			e.rows = append(make([]cachedRow, 0, 4), e.rows...)
+		}
 		e.rows = slices.Insert(e.rows, i, cr)
 	case s.spec.Spec == HasUniqueKey:
 		r := &e.rows[i]
@@ -561,7 +575,7 @@ func (j *regular) setCachedKey(id int32) error {
 	j.keyVals = j.cache.key(j.keyVals[:0], id)
 	j.keyBuf = appendCachedKey(j.keyBuf[:0], j.keyVals)
 	clear(j.keyVals)
-	if err := j.b.SetCurrentKey(j.cache.states[id].hash, j.keyBuf); err != nil {
+	if err := j.b.SetCurrentKey(j.cache.state(id).hash, j.keyBuf); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	return nil
@@ -587,7 +601,7 @@ func (j *regular) writeBack() error {
 	}
 	jc.dels, jc.delRefs = jc.dels[:0], jc.delRefs[:0]
 	for _, id := range jc.dirty {
-		ks := &jc.states[id]
+		ks := jc.state(id)
 		if err := j.setCachedKey(id); err != nil {
 			return err
 		}

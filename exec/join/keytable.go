@@ -14,6 +14,14 @@ import "github.com/flinksql/flinksql/types"
 
 const minKeySlots = 16
 
+// keyChunk is how many key states one chunk holds.
+const keyChunk = 1024
+
+// state returns the state of key id.
+func (jc *joinCache) state(id int32) *keyState {
+	return &jc.states[id/keyChunk][id%keyChunk]
+}
+
 func keySlot(id int32, h uint64) uint64 { return h&^0xFFFFFFFF | uint64(uint32(id+1)) }
 
 func keySlotID(s uint64) int32 { return int32(uint32(s)) - 1 }
@@ -35,15 +43,22 @@ func (jc *joinCache) find(row types.Row, cols []int, h uint64) int32 {
 		}
 		if s&^0xFFFFFFFF == tag {
 			id := keySlotID(s)
-			if ks := &jc.states[id]; ks.hash == h && types.Equal(ks.key0, row[cols[0]]) && jc.restEqual(id, row, cols) {
+			if ks := jc.state(id); ks.hash == h && jc.equal(ks, id, row, cols) {
 				return id
 			}
 		}
 	}
 }
 
-// restEqual compares the key columns after the first.
-func (jc *joinCache) restEqual(id int32, row types.Row, cols []int) bool {
+// equal compares the key of id (state ks) with the columns cols of row.
+// A join without equality columns has one key, of no columns.
+func (jc *joinCache) equal(ks *keyState, id int32, row types.Row, cols []int) bool {
+	if len(cols) == 0 {
+		return true
+	}
+	if !types.Equal(ks.key0, row[cols[0]]) {
+		return false
+	}
 	if len(cols) == 1 {
 		return true
 	}
@@ -57,6 +72,9 @@ func (jc *joinCache) restEqual(id int32, row types.Row, cols []int) bool {
 
 // rest returns the key columns of id after the first.
 func (jc *joinCache) rest(id int32) []types.Value {
+	if jc.width <= 1 {
+		return nil
+	}
 	w := jc.width - 1
 	o := int(id) * w
 	return jc.restVals[o : o+w : o+w]
@@ -73,16 +91,28 @@ func (jc *joinCache) add(row types.Row, cols []int, h uint64) int32 {
 		id = jc.free[n-1]
 		jc.free = jc.free[:n-1]
 	} else {
-		id = int32(len(jc.states))
-		jc.states = append(jc.states, keyState{})
+		id = jc.next
+		jc.next++
+		if int(id/keyChunk) == len(jc.states) {
+			jc.states = append(jc.states, make([]keyState, keyChunk))
+		}
 		for range jc.width - 1 {
 			jc.restVals = append(jc.restVals, types.Value{})
 		}
 	}
-	ks := &jc.states[id]
-	ks.hash, ks.key0 = h, row[cols[0]]
-	for i, c := range cols[1:] {
-		jc.rest(id)[i] = row[c]
+	ks := jc.state(id)
+	ks.hash = h
+	if len(cols) > 0 {
+		ks.key0 = row[cols[0]]
+	}
+	for i := range ks.sides {
+		e := &ks.sides[i]
+		e.rows = e.inl[:0:1]
+	}
+	if len(cols) > 1 {
+		for i, c := range cols[1:] {
+			jc.rest(id)[i] = row[c]
+		}
 	}
 	jc.place(id)
 	jc.live++
@@ -92,7 +122,7 @@ func (jc *joinCache) add(row types.Row, cols []int, h uint64) int32 {
 // place puts id in the first empty slot of its probe sequence.
 func (jc *joinCache) place(id int32) {
 	mask := uint64(len(jc.slots) - 1)
-	h := jc.states[id].hash
+	h := jc.state(id).hash
 	i := h & mask
 	for jc.slots[i] != 0 {
 		i = (i + 1) & mask
@@ -112,7 +142,10 @@ func (jc *joinCache) growSlots() {
 
 // key appends the key values of id to dst.
 func (jc *joinCache) key(dst []types.Value, id int32) []types.Value {
-	dst = append(dst, jc.states[id].key0)
+	if jc.width == 0 {
+		return dst
+	}
+	dst = append(dst, jc.state(id).key0)
 	return append(dst, jc.rest(id)...)
 }
 
@@ -121,8 +154,8 @@ func (jc *joinCache) key(dst []types.Value, id int32) []types.Value {
 // lookups need no tombstones.
 func (jc *joinCache) release(id int32) {
 	mask := uint64(len(jc.slots) - 1)
-	hashOf := func(s uint64) uint64 { return jc.states[keySlotID(s)].hash }
-	i := jc.states[id].hash & mask
+	hashOf := func(s uint64) uint64 { return jc.state(keySlotID(s)).hash }
+	i := jc.state(id).hash & mask
 	for keySlotID(jc.slots[i]) != id {
 		i = (i + 1) & mask
 	}
@@ -136,7 +169,7 @@ func (jc *joinCache) release(id int32) {
 		}
 	}
 	jc.slots[i] = 0
-	jc.states[id] = keyState{}
+	*jc.state(id) = keyState{}
 	clear(jc.rest(id))
 	jc.free = append(jc.free, id)
 	jc.live--

@@ -341,3 +341,28 @@ func TestRegularJoinFlatRows(t *testing.T) {
 	checkRestores(t, build, 0, script, 0, want...)
 	checkCachedMatchesUncached(t, build, [][]step{script[:3], script[3:6], script[6:]})
 }
+
+// A join without equality columns (a cross join, or one on a residual
+// condition alone) keeps all rows of a side under one key, of no columns,
+// as Flink does: every left row meets every right row.
+func TestRegularJoinWithoutKeys(t *testing.T) {
+	build := func() (exec.Operator, error) {
+		return NewRegular(RegularSpec{
+			Type:  Inner,
+			Left:  Side{Width: 2, Keys: []int{}},
+			Right: Side{Width: 2, Keys: []int{}},
+		})
+	}
+	script := []step{
+		left(ins("a", 1), ins("b", 2)),
+		right(ins("c", 3)),
+		left(ins("d", 4)),
+		right(del("c", 3)),
+	}
+	want := []string{
+		"+I(a, 1, c, 3)", "+I(b, 2, c, 3)",
+		"+I(d, 4, c, 3)",
+		"-D(a, 1, c, 3)", "-D(b, 2, c, 3)", "-D(d, 4, c, 3)",
+	}
+	checkRestores(t, build, 0, script, 0, want...)
+}
