@@ -155,6 +155,10 @@ func openPebble(dir string, cfg Config, files []image.File) (*pebbleEngine, erro
 // workingTargetFileSize is the SST size compactions aim at in L0 and Lbase.
 const workingTargetFileSize = 32 << 20
 
+// maxTargetFileSize bounds the SST size compactions aim at in every level:
+// 64 MB files hold ~2 M small entries, whose filter hashes are 8 MB.
+const maxTargetFileSize = 64 << 20
+
 func workingOptions(memtable, blockCache int64) *pebble.Options {
 	o := &pebble.Options{
 		FormatMajorVersion:          pebble.FormatNewest,
@@ -174,9 +178,17 @@ func workingOptions(memtable, blockCache int64) *pebble.Options {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	// Pebble's 2 MB default made 10 GB of state some 5 000 files, and
-	// opening a DB of that many (a restore) took 15 s. Deeper levels double
-	// it, as by default.
+	// opening a DB of that many (a restore) took 15 s. Deeper levels stop
+	// doubling it at maxTargetFileSize: a compaction's output file holds
+	// the 4-byte hashes of all its keys on the Go heap until its full-file
+	// Bloom filter is written, and a read loads the file's whole filter
+	// into the block cache, so with Pebble's doubling (1–2 GB files in the
+	// last levels) both grew with the state (some 200 MB of Go heap at 20 M
+	// join rows per side).
 	o.TargetFileSizes[0] = workingTargetFileSize
+	for i := 1; i < len(o.TargetFileSizes); i++ {
+		o.TargetFileSizes[i] = min(o.TargetFileSizes[i-1]*2, maxTargetFileSize)
+	}
 	o.EventListener = &pebble.EventListener{DataCorruption: func(info pebble.DataCorruptionInfo) {
 		o.Logger.Errorf("%s", info)
 	}}
