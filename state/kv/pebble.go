@@ -28,6 +28,7 @@ const (
 	fPresent             // the key has a value (else: known absent, or deleted)
 	fDirty               // the entry differs from what Pebble holds
 	fRef                 // accessed since the clock hand last passed
+	fMark                // seen in this pass of compactDirty (cleared after it)
 )
 
 // cacheEntryOverhead approximates what an entry costs beyond its buffer:
@@ -275,10 +276,45 @@ func (e *pebbleEngine) noteDirty(slot uint32, k []byte) {
 	if e.dirtyBytes > e.dirtyLimit {
 		e.trimDirty()
 	}
+	if live := e.dirty[e.dirtyHead:]; len(live) >= 2*len(e.ents)+dirtySlack {
+		e.dirty, e.dirtyHead = e.compactDirty(live, false), 0
+	}
 	e.dirty = append(e.dirty, slot)
 	if k[kgLen]&0x80 != 0 {
+		if len(e.mapDirty) >= 2*len(e.ents)+dirtySlack {
+			e.mapDirty = e.compactDirty(e.mapDirty, true)
+		}
 		e.mapDirty = append(e.mapDirty, slot)
 	}
+}
+
+// dirtySlack is how far a list of dirty slots may outgrow twice the
+// cache's slots before compactDirty runs.
+const dirtySlack = 1024
+
+// compactDirty drops from a list of dirty slots (in place, keeping the
+// order) the slots that are no longer dirty (of map-state keys, with maps),
+// and repeated slots. Only trimDirty and a flush shortened the lists: an
+// entry that eviction wrote back stayed listed, so while the cache evicted
+// rather than trimmed, and no map state was scanned, the lists grew by a
+// slot per write (24 MB at 3 M join rows per side, whose capacity stayed
+// after the next flush). A slot still dirty stays, so a flush still writes
+// back every dirty entry. What is left is at most the cache's slots, so
+// the compactions, at twice that, cost O(1) per write amortized.
+func (e *pebbleEngine) compactDirty(list []uint32, maps bool) []uint32 {
+	kept := list[:0]
+	for _, slot := range list {
+		c := &e.ents[slot]
+		if c.flags&(fUsed|fDirty|fMark) != fUsed|fDirty || (maps && c.buf[kgLen]&0x80 == 0) {
+			continue
+		}
+		c.flags |= fMark
+		kept = append(kept, slot)
+	}
+	for _, slot := range kept {
+		e.ents[slot].flags &^= fMark
+	}
+	return kept
 }
 
 // trimDirty writes back the oldest dirty entries until the dirty bytes are
