@@ -119,6 +119,12 @@ type Config struct {
 	Now                   func() int64  // processing clock in epoch ms (default wall clock); tests substitute
 	// KeyedState says where keyed operators keep their working state.
 	KeyedState KeyedStateConfig
+	// StateMemory, when set, is told the memory budget of the job's
+	// state when the job starts (the sum of its rocksdb instances'
+	// budgets; UnboundedState for hashmap state, which has none) and
+	// calls the returned release once every task has ended, before Wait
+	// returns. The process sets its Go memory limit from it.
+	StateMemory func(budget int64) (release func())
 	// Checkpointing turns on barrier checkpoints (nil: off).
 	Checkpointing *CheckpointConfig
 	// Fault, when set, is called at the fault-injection points of the

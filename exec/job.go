@@ -232,6 +232,10 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 		}()
 	}
 
+	releaseMemory := func() {}
+	if cfg.StateMemory != nil {
+		releaseMemory = cfg.StateMemory(stateBudget(cfg.KeyedState, budgets))
+	}
 	var wg sync.WaitGroup
 	for _, ts := range tasks {
 		for _, t := range ts {
@@ -248,6 +252,7 @@ func Start(ctx context.Context, g *JobGraph, cfg Config) (*Job, error) {
 		wg.Wait()
 		cancel()
 		j.bg.Wait() // the coordinator and uploads in flight, now canceled
+		releaseMemory()
 		close(j.done)
 	}()
 	return j, nil

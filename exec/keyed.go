@@ -189,6 +189,25 @@ func memoryBudgets(cfg KeyedStateConfig, tasks [][]*task) (map[*task][]int64, er
 	return budgets, nil
 }
 
+// UnboundedState is the state budget (Config.StateMemory) of a job whose
+// keyed state has no bound: hashmap state lives on the Go heap.
+const UnboundedState = -1
+
+// stateBudget is the memory budget of a job's state: the sum of its
+// rocksdb instances' budgets, or UnboundedState for hashmap.
+func stateBudget(cfg KeyedStateConfig, budgets map[*task][]int64) int64 {
+	if cfg.kind() != image.RocksDB {
+		return UnboundedState
+	}
+	var sum int64
+	for _, bs := range budgets {
+		for _, b := range bs {
+			sum += b
+		}
+	}
+	return sum
+}
+
 // openKeyedStates opens the backend of every keyed chained operator and
 // hands it to the operator (before Open).
 func (t *task) openKeyedStates() error {

@@ -351,20 +351,21 @@ func TestMemoryBudgets(t *testing.T) {
 		name string
 		cfg  KeyedStateConfig
 		want string
+		sum  int64 // the job's state budget, the sum of the instances'
 	}{
 		{"managed", KeyedStateConfig{Kind: image.RocksDB, ManagedMemory: 400 * mb},
-			"A0=[0 41943040] A1=[0 41943040] B0=[41943040 41943040] B1=[41943040 41943040] B2=[41943040 41943040] B3=[41943040 41943040]"},
+			"A0=[0 41943040] A1=[0 41943040] B0=[41943040 41943040] B1=[41943040 41943040] B2=[41943040 41943040] B3=[41943040 41943040]", 400 * mb},
 		{"default managed size 512 MB", KeyedStateConfig{Kind: image.RocksDB},
-			"A0=[0 53687091] A1=[0 53687091] B0=[53687091 53687091] B1=[53687091 53687091] B2=[53687091 53687091] B3=[53687091 53687091]"},
+			"A0=[0 53687091] A1=[0 53687091] B0=[53687091 53687091] B1=[53687091 53687091] B2=[53687091 53687091] B3=[53687091 53687091]", 10 * 53687091},
 		// 120 MB per slot: 40 MB each in slots 0 and 1 (3 instances), 60 MB
 		// in slots 2 and 3 (2 instances).
 		{"fixed per slot", KeyedStateConfig{Kind: image.RocksDB, ManagedMemory: 400 * mb, FixedPerSlot: 120 * mb},
-			"A0=[0 41943040] A1=[0 41943040] B0=[41943040 41943040] B1=[41943040 41943040] B2=[62914560 62914560] B3=[62914560 62914560]"},
+			"A0=[0 41943040] A1=[0 41943040] B0=[41943040 41943040] B1=[41943040 41943040] B2=[62914560 62914560] B3=[62914560 62914560]", 4 * 120 * mb},
 		// fixed-per-slot overrides state.backend.rocksdb.memory.managed.
 		{"fixed per slot, unmanaged", KeyedStateConfig{Kind: image.RocksDB, Unmanaged: true, FixedPerSlot: 120 * mb},
-			"A0=[0 41943040] A1=[0 41943040] B0=[41943040 41943040] B1=[41943040 41943040] B2=[62914560 62914560] B3=[62914560 62914560]"},
+			"A0=[0 41943040] A1=[0 41943040] B0=[41943040 41943040] B1=[41943040 41943040] B2=[62914560 62914560] B3=[62914560 62914560]", 4 * 120 * mb},
 		{"unmanaged", KeyedStateConfig{Kind: image.RocksDB, Unmanaged: true, ManagedMemory: 40 * mb},
-			"A0=[0 67108864] A1=[0 67108864] B0=[67108864 67108864] B1=[67108864 67108864] B2=[67108864 67108864] B3=[67108864 67108864]"},
+			"A0=[0 67108864] A1=[0 67108864] B0=[67108864 67108864] B1=[67108864 67108864] B2=[67108864 67108864] B3=[67108864 67108864]", 10 * 64 * mb},
 	} {
 		bs, err := memoryBudgets(c.cfg, tasks)
 		if err != nil {
@@ -374,9 +375,14 @@ func TestMemoryBudgets(t *testing.T) {
 		if got := render(bs); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
+		if got := stateBudget(c.cfg, bs); got != c.sum {
+			t.Errorf("%s: job state budget %d, want %d", c.name, got, c.sum)
+		}
 	}
 	if bs, err := memoryBudgets(KeyedStateConfig{Kind: image.Hashmap, ManagedMemory: 1}, tasks); bs != nil || err != nil {
 		t.Errorf("hashmap: budgets %v, %v; want none", bs, err)
+	} else if got := stateBudget(KeyedStateConfig{Kind: image.Hashmap}, bs); got != UnboundedState {
+		t.Errorf("hashmap: job state budget %d, want UnboundedState", got)
 	}
 
 	// A share below kv.MinMemoryBudget (4 MB) is refused, naming the

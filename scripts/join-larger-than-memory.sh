@@ -19,11 +19,16 @@
 # heap otherwise grows to twice its live part (GOGC), which for this job is
 # the rocksdb write-back cache (7/16 of the budget) and the join's key
 # filters (1/8); Pebble's block cache and memtables (1/2) are outside it.
+#
+# Without GOMEMLIMIT flinksql sets the Go memory limit itself from the
+# budget (128 MiB + BUDGET while the job runs). JOIN_KEEP=DIR keeps the
+# job's stdout and stderr (with GODEBUG=gctrace=1, the collector's trace)
+# and /usr/bin/time's report in DIR.
 set -euo pipefail
 backend=${1:?backend}; rows=${2:?rows}; budget=${3:-256mb}
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n "${JOIN_KEEP:-}" ]] && cp "$work/out" "$work/time" "$JOIN_KEEP/"; rm -rf "$work"' EXIT
 go build -o "$work/flinksql" ./cmd/flinksql
 cat > "$work/job.sql" <<SQL
 SET 'state.backend.type' = '$backend';

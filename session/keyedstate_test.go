@@ -132,3 +132,46 @@ INSERT INTO out_t SELECT k FROM gen LIMIT 30;`)
 		t.Errorf("keyed state sizes of the final checkpoint: %+v, want the limit's on rocksdb, on disk", keyed)
 	}
 }
+
+// TestStateMemoryHook: a job tells Options.StateMemory its state budget
+// when it starts (a rocksdb job the managed memory its keyed instances
+// share, a hashmap job exec.UnboundedState) and releases it before the
+// INSERT returns.
+func TestStateMemoryHook(t *testing.T) {
+	type call struct {
+		budget   int64
+		released bool
+	}
+	var calls []*call
+	s, err := New(Options{StateMemory: func(budget int64) func() {
+		c := &call{budget: budget}
+		calls = append(calls, c)
+		return func() { c.released = true }
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.Execute(ctx, `
+SET 'parallelism.default' = '2';
+SET 'state.backend.type' = 'rocksdb';
+SET 'taskmanager.memory.managed.size' = '256 mb';
+CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '100',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '99');
+CREATE TABLE snk (k BIGINT, c BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO snk SELECT id % 10, COUNT(*) FROM src GROUP BY id % 10;`); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0].budget != 256<<20 || !calls[0].released {
+		t.Fatalf("after the rocksdb job: calls %+v, want one of 256 MiB (two instances of 128 MiB), released", calls)
+	}
+	if _, err := s.Execute(ctx, `
+SET 'state.backend.type' = 'hashmap';
+INSERT INTO snk SELECT id % 10, COUNT(*) FROM src GROUP BY id % 10;`); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 2 || calls[1].budget != exec.UnboundedState || !calls[1].released {
+		t.Fatalf("after the hashmap job: calls %+v, want a second one, unbounded, released", calls[1:])
+	}
+}

@@ -44,20 +44,25 @@ type Options struct {
 	// drills, see exec.FaultPoints; ParseFault builds it from the text of
 	// FaultEnv, which cmd/flinksql reads). Nil in production.
 	Fault exec.FaultFunc
+	// StateMemory, when set, is told each job's state budget as it starts
+	// and released when it ends (exec.Config.StateMemory); cmd/flinksql
+	// sets the Go memory limit from it.
+	StateMemory func(budget int64) (release func())
 }
 
 // Session is one SQL session. Its methods may be called from one goroutine at
 // a time; jobs it starts run in the background until they end or are stopped.
 type Session struct {
-	stderr io.Writer
-	log    *slog.Logger // nil: log lines go to stderr
-	logMu  sync.Mutex   // serializes job log lines (subtasks write concurrently)
-	cat    *catalog.Catalog
-	reg    *connectors.Registry
-	conf   *options.Values
-	now    func() time.Time
-	fault  exec.FaultFunc
-	jobs   *jobs.Supervisor
+	stderr      io.Writer
+	log         *slog.Logger // nil: log lines go to stderr
+	logMu       sync.Mutex   // serializes job log lines (subtasks write concurrently)
+	cat         *catalog.Catalog
+	reg         *connectors.Registry
+	conf        *options.Values
+	now         func() time.Time
+	fault       exec.FaultFunc
+	stateMemory func(budget int64) (release func())
+	jobs        *jobs.Supervisor
 	// pendingSet collects INSERTs between BEGIN STATEMENT SET and END.
 	pendingSet []*parser.Insert
 	inSet      bool
@@ -84,7 +89,7 @@ func New(opts Options) (*Session, error) {
 		now = time.Now
 	}
 	fault := opts.Fault
-	s := &Session{stderr: opts.Stderr, log: opts.Log, cat: catalog.New(), reg: reg, conf: options.Session().NewValues(), now: now, fault: fault}
+	s := &Session{stderr: opts.Stderr, log: opts.Log, cat: catalog.New(), reg: reg, conf: options.Session().NewValues(), now: now, fault: fault, stateMemory: opts.StateMemory}
 	s.jobs = jobs.New(jobs.Config{Stderr: opts.Stderr, Logf: s.logf, Log: lineWriter(s.logLine), Now: now})
 	for k, v := range opts.Config {
 		if warning, err := s.conf.Set(k, v); err != nil {
@@ -222,6 +227,7 @@ func (s *Session) execConfig() exec.Config {
 		Fault:                 s.fault,
 		Log:                   s.logf,
 		KeyedState:            s.keyedStateConfig(),
+		StateMemory:           s.stateMemory,
 	}
 }
 

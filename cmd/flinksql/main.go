@@ -126,7 +126,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer closeLog()
-	sess, err := session.New(session.Options{Stdout: stdout, Stderr: stderr, Config: conf, Fault: fault, Log: logger})
+	sess, err := session.New(session.Options{Stdout: stdout, Stderr: stderr, Config: conf, Fault: fault, Log: logger,
+		StateMemory: stateMemoryLimit(os.Getenv)})
 	if err != nil {
 		fmt.Fprintf(stderr, "flinksql: %v\n", err)
 		return 2
@@ -203,6 +204,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+}
+
+// stateMemoryLimit returns what sets the process's Go memory limit from
+// the state budgets of the running jobs (gcpolicy.Limiter): while only
+// rocksdb jobs run, the limit is gcpolicy.LimitAllowance plus the sum of
+// their budgets, so that the collector keeps the heap near its live part
+// instead of letting it double. It returns nil when GOMEMLIMIT is set: the
+// user's limit stands (the runtime applied it at start).
+func stateMemoryLimit(getenv func(string) string) func(budget int64) (release func()) {
+	if getenv("GOMEMLIMIT") != "" {
+		return nil
+	}
+	return gcpolicy.NewLimiter(gcpolicy.LimitAllowance).Reserve
 }
 
 // embeddedBrokerFlag is --embedded-broker with an optional address: as a

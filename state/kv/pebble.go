@@ -28,6 +28,7 @@ const (
 	fPresent             // the key has a value (else: known absent, or deleted)
 	fDirty               // the entry differs from what Pebble holds
 	fRef                 // accessed since the clock hand last passed
+	fMark                // seen in this pass of compactDirty (cleared after it)
 )
 
 // cacheEntryOverhead approximates what an entry costs beyond its buffer:
@@ -155,6 +156,10 @@ func openPebble(dir string, cfg Config, files []image.File) (*pebbleEngine, erro
 // workingTargetFileSize is the SST size compactions aim at in L0 and Lbase.
 const workingTargetFileSize = 32 << 20
 
+// maxTargetFileSize bounds the SST size compactions aim at in every level:
+// 64 MB files hold ~2 M small entries, whose filter hashes are 8 MB.
+const maxTargetFileSize = 64 << 20
+
 func workingOptions(memtable, blockCache int64) *pebble.Options {
 	o := &pebble.Options{
 		FormatMajorVersion:          pebble.FormatNewest,
@@ -174,9 +179,17 @@ func workingOptions(memtable, blockCache int64) *pebble.Options {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	// Pebble's 2 MB default made 10 GB of state some 5 000 files, and
-	// opening a DB of that many (a restore) took 15 s. Deeper levels double
-	// it, as by default.
+	// opening a DB of that many (a restore) took 15 s. Deeper levels stop
+	// doubling it at maxTargetFileSize: a compaction's output file holds
+	// the 4-byte hashes of all its keys on the Go heap until its full-file
+	// Bloom filter is written, and a read loads the file's whole filter
+	// into the block cache, so with Pebble's doubling (1–2 GB files in the
+	// last levels) both grew with the state (some 200 MB of Go heap at 20 M
+	// join rows per side).
 	o.TargetFileSizes[0] = workingTargetFileSize
+	for i := 1; i < len(o.TargetFileSizes); i++ {
+		o.TargetFileSizes[i] = min(o.TargetFileSizes[i-1]*2, maxTargetFileSize)
+	}
 	o.EventListener = &pebble.EventListener{DataCorruption: func(info pebble.DataCorruptionInfo) {
 		o.Logger.Errorf("%s", info)
 	}}
@@ -263,10 +276,45 @@ func (e *pebbleEngine) noteDirty(slot uint32, k []byte) {
 	if e.dirtyBytes > e.dirtyLimit {
 		e.trimDirty()
 	}
+	if live := e.dirty[e.dirtyHead:]; len(live) >= 2*len(e.ents)+dirtySlack {
+		e.dirty, e.dirtyHead = e.compactDirty(live, false), 0
+	}
 	e.dirty = append(e.dirty, slot)
 	if k[kgLen]&0x80 != 0 {
+		if len(e.mapDirty) >= 2*len(e.ents)+dirtySlack {
+			e.mapDirty = e.compactDirty(e.mapDirty, true)
+		}
 		e.mapDirty = append(e.mapDirty, slot)
 	}
+}
+
+// dirtySlack is how far a list of dirty slots may outgrow twice the
+// cache's slots before compactDirty runs.
+const dirtySlack = 1024
+
+// compactDirty drops from a list of dirty slots (in place, keeping the
+// order) the slots that are no longer dirty (of map-state keys, with maps),
+// and repeated slots. Only trimDirty and a flush shortened the lists: an
+// entry that eviction wrote back stayed listed, so while the cache evicted
+// rather than trimmed, and no map state was scanned, the lists grew by a
+// slot per write (24 MB at 3 M join rows per side, whose capacity stayed
+// after the next flush). A slot still dirty stays, so a flush still writes
+// back every dirty entry. What is left is at most the cache's slots, so
+// the compactions, at twice that, cost O(1) per write amortized.
+func (e *pebbleEngine) compactDirty(list []uint32, maps bool) []uint32 {
+	kept := list[:0]
+	for _, slot := range list {
+		c := &e.ents[slot]
+		if c.flags&(fUsed|fDirty|fMark) != fUsed|fDirty || (maps && c.buf[kgLen]&0x80 == 0) {
+			continue
+		}
+		c.flags |= fMark
+		kept = append(kept, slot)
+	}
+	for _, slot := range kept {
+		e.ents[slot].flags &^= fMark
+	}
+	return kept
 }
 
 // trimDirty writes back the oldest dirty entries until the dirty bytes are
