@@ -268,7 +268,53 @@ func (e *caseEval) eval(row types.Row) (types.Value, error) {
 }
 
 func (c *caseExpr) compile(cc *compiler) evaluator {
-	return &caseEval{whens: cc.compileAll(c.whens), thens: cc.compileAll(c.thens), els: cc.compileExpr(c.els)}
+	e := &caseEval{whens: cc.compileAll(c.whens), thens: cc.compileAll(c.thens), els: cc.compileExpr(c.els)}
+	if s := newCaseSwitch(e); s != nil {
+		return s
+	}
+	return e
+}
+
+// caseSwitch is a CASE whose conditions all compare one integer column
+// with constants (CASE WHEN event_type = 0 THEN … WHEN event_type = 1 THEN
+// … ELSE … END, the nexmark table's dateTime): the column is read once
+// instead of once per condition.
+type caseSwitch struct {
+	idx    int
+	consts []int64
+	thens  []evaluator
+	els    evaluator
+	slow   *caseEval
+}
+
+func newCaseSwitch(e *caseEval) *caseSwitch {
+	s := &caseSwitch{idx: -1, thens: e.thens, els: e.els, slow: e}
+	for _, w := range e.whens {
+		c, ok := w.(*intCmpColConst)
+		if !ok || c.op != cmpEQ || (s.idx >= 0 && c.idx != s.idx) {
+			return nil
+		}
+		s.idx = c.idx
+		s.consts = append(s.consts, c.c)
+	}
+	if s.idx < 0 {
+		return nil
+	}
+	return s
+}
+
+func (e *caseSwitch) eval(row types.Row) (types.Value, error) {
+	if e.idx >= len(row) {
+		return e.slow.eval(row) // reports the bad column as the conditions would
+	}
+	if x := &row[e.idx]; x.K != types.KindNull {
+		for i, c := range e.consts {
+			if x.N == c {
+				return e.thens[i].eval(row)
+			}
+		}
+	}
+	return e.els.eval(row) // no condition TRUE (NULL = c is NULL)
 }
 
 // Projector computes output columns from an input row. One instance per

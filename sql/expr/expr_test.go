@@ -854,3 +854,46 @@ func TestSplitIndexMatchesSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestCaseSwitch: a CASE whose conditions compare one integer column with
+// constants runs as a switch on the column; its answers are the CASE's
+// (the first TRUE condition wins, NULL and unmatched values take ELSE).
+func TestCaseSwitch(t *testing.T) {
+	k := Column(0, "k", types.IntType)
+	v := Column(1, "v", types.StringType)
+	e, err := Case(nil, []Expr{call(t, "=", k, num(t, "0")), call(t, "=", k, num(t, "1")), call(t, "=", k, num(t, "0"))},
+		[]Expr{str("zero"), v, str("again")}, str("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &compiler{ctx: newEvalCtx(utc)}
+	if _, ok := c.compileExpr(e).(*caseSwitch); !ok {
+		t.Fatalf("%s compiles to %T, want a switch", e, c.compileExpr(e))
+	}
+	for _, c := range []struct {
+		k    types.Value
+		want string
+	}{{types.Int(0), "zero"}, {types.Int(1), "val"}, {types.Int(2), "other"}, {types.Int(-1), "other"}, {types.Value{}, "other"}} {
+		if got, _ := evalStr(t, e, types.Row{c.k, types.String("val")}, utc); got != c.want {
+			t.Errorf("CASE(k = %v) = %s, want %s", c.k, got, c.want)
+		}
+	}
+	// Conditions on two columns, or not equalities: the general CASE.
+	j := Column(1, "j", types.IntType)
+	for _, whens := range [][]Expr{
+		{call(t, "=", k, num(t, "0")), call(t, "=", j, num(t, "1"))},
+		{call(t, "=", k, num(t, "0")), call(t, ">", k, num(t, "1"))},
+	} {
+		e, err := Case(nil, whens, []Expr{str("a"), str("b")}, str("c"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.compileExpr(e).(*caseSwitch); ok {
+			t.Errorf("%s compiles to a switch", e)
+		}
+		// (5, 1): the second condition (j = 1, k > 1) holds.
+		if got, _ := evalStr(t, e, types.Row{types.Int(5), types.Int(1)}, utc); got != "b" {
+			t.Errorf("%s on (5, 1) = %s, want b", e, got)
+		}
+	}
+}
