@@ -897,3 +897,55 @@ func TestCaseSwitch(t *testing.T) {
 		}
 	}
 }
+
+// TestCaseScratch: LOWER and UPPER compared (=, <>, IN) convert in a buffer
+// of their own, with the answers of the allocating functions: ASCII with
+// and without letters to change, non-ASCII (converted as LOWER converts),
+// NULL; one row's scratch string does not leak into the next answer.
+func TestCaseScratch(t *testing.T) {
+	ch := Column(0, "channel", types.StringType)
+	eq := call(t, "=", call(t, "LOWER", ch), str("apple"))
+	in := call(t, "IN", call(t, "LOWER", ch), str("apple"), str("google"), str("straße"))
+	up := call(t, "<>", call(t, "UPPER", ch), str("BAIDU"))
+	c := &compiler{ctx: newEvalCtx(utc)}
+	found := false
+	if b, ok := c.compileExpr(eq).(*binaryEval); ok {
+		_, found = b.a.(*caseScratchEval)
+	}
+	if !found {
+		t.Fatalf("%s does not compare a LOWER in scratch memory", eq)
+	}
+	for _, c := range []struct {
+		in            types.Value
+		eq, in_, upNE string
+	}{
+		{types.String("Apple"), "TRUE", "TRUE", "TRUE"},
+		{types.String("apple"), "TRUE", "TRUE", "TRUE"},
+		{types.String("GOOGLE"), "FALSE", "TRUE", "TRUE"},
+		{types.String("Baidu"), "FALSE", "FALSE", "FALSE"},
+		{types.String("STRAßE"), "FALSE", "TRUE", "TRUE"}, // non-ASCII: strings.ToLower
+		{types.String("Applé"), "FALSE", "FALSE", "TRUE"},
+		{types.String(""), "FALSE", "FALSE", "TRUE"},
+		{types.Value{}, "NULL", "NULL", "NULL"},
+	} {
+		row := types.Row{c.in}
+		for _, x := range []struct {
+			e    Expr
+			want string
+		}{{eq, c.eq}, {in, c.in_}, {up, c.upNE}} {
+			if got, err := evalStr(t, x.e, row, utc); err != nil || got != x.want {
+				t.Errorf("%s with channel %v: %s, %v; want %s", x.e, c.in, got, err, x.want)
+			}
+		}
+	}
+	// One compiled predicate over rows in turn: each answer is its row's.
+	p := NewPredicate(in, utc)
+	for _, r := range []struct {
+		s    string
+		want bool
+	}{{"GOOGLE", true}, {"GOOGLX", false}, {"Apple", true}, {"APPLEX", false}} {
+		if got, err := p.Test(types.Row{types.String(r.s)}); err != nil || got != r.want {
+			t.Errorf("%s with %q: %v, %v; want %v", in, r.s, got, err, r.want)
+		}
+	}
+}
