@@ -106,6 +106,18 @@ type WatermarkSpec struct {
 	// this source (0 turns idleness detection off).
 	IdleTimeout    time.Duration
 	HasIdleTimeout bool
+	// Shift, when set, says what Expr computes in the common case WATERMARK
+	// FOR ts AS ts - INTERVAL …: the TIMESTAMP of a column plus a constant
+	// number of milliseconds, which the source then reads from the rows
+	// without evaluating Expr per row.
+	Shift *WatermarkShift
+}
+
+// WatermarkShift is a watermark expression column + Millis, with Go's
+// integer arithmetic (that of TIMESTAMP + INTERVAL).
+type WatermarkShift struct {
+	Col    int
+	Millis int64
 }
 
 // Config holds the runtime options taken from the session configuration.

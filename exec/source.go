@@ -391,6 +391,12 @@ func (s *sourceRun) process(split int, raw *types.Batch) error {
 		return err
 	}
 	if s.segment == nil {
+		if sh := s.spec.Watermark.Shift; sh != nil {
+			if err := s.shiftCandidates(sp, sh, b.Rows); err != nil {
+				return err
+			}
+			return t.deliver(0, b)
+		}
 		for _, r := range b.Rows {
 			if err := s.candidate(sp, r); err != nil {
 				return err
@@ -423,6 +429,33 @@ func (s *sourceRun) process(split int, raw *types.Batch) error {
 		}
 	}
 	return s.pushRange(b, start, b.Len())
+}
+
+// shiftCandidates raises the split's watermark to the largest candidate of
+// rows, for a watermark expression that is a column plus a constant
+// (WatermarkSpec.Shift): what candidate computes, without an evaluation
+// per row.
+func (s *sourceRun) shiftCandidates(sp *splitState, sh *WatermarkShift, rows []types.Row) error {
+	wm := sp.wm
+	for _, r := range rows {
+		if sh.Col >= len(r) {
+			return s.candidate(sp, r) // the expression reports the bad row
+		}
+		v := &r[sh.Col]
+		switch v.K {
+		case types.KindNull:
+			continue
+		case types.KindTimestamp:
+			if c := v.N + sh.Millis; c > wm {
+				wm = c
+			}
+			continue
+		}
+		sp.wm = wm
+		return s.candidate(sp, r) // not a TIMESTAMP: the expression's error
+	}
+	sp.wm = wm
+	return nil
 }
 
 // candidate evaluates the watermark expression on a row and raises the

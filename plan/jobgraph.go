@@ -440,6 +440,7 @@ func (gb *graphBuilder) scan(x *ScanNode) *exec.Vertex {
 			EmitOnEvent:    x.EmitOnEvent,
 			IdleTimeout:    x.IdleTimeout,
 			HasIdleTimeout: x.HasIdleTimeout,
+			Shift:          watermarkShift(wm),
 		}
 	}
 	v.Source = spec
@@ -521,4 +522,38 @@ func usesFunction(e expr.Expr, name string) bool {
 		})
 	}
 	return found
+}
+
+// watermarkShift recognises a watermark expression that is a TIMESTAMP
+// column, or one plus or minus a constant day-time interval (WATERMARK FOR
+// ts AS ts - INTERVAL '4' SECOND), for the source to compute without
+// evaluating it per row.
+func watermarkShift(e expr.Expr) *exec.WatermarkShift {
+	ts := func(x expr.Expr) (int, bool) {
+		c, ok := x.(*expr.ColumnRef)
+		if !ok {
+			return 0, false
+		}
+		r := c.T.Root
+		return c.Index, r == types.RootTimestamp || r == types.RootTimestampLTZ
+	}
+	if col, ok := ts(e); ok {
+		return &exec.WatermarkShift{Col: col}
+	}
+	name, args := expr.CallName(e), expr.CallArgs(e)
+	if (name != "-" && name != "+") || len(args) != 2 {
+		return nil
+	}
+	col, ok := ts(args[0])
+	if !ok {
+		return nil
+	}
+	iv, ok := expr.LiteralValue(args[1])
+	if !ok || iv.IsNull() || args[1].Type().Root != types.RootIntervalDayTime {
+		return nil
+	}
+	if name == "-" {
+		return &exec.WatermarkShift{Col: col, Millis: -iv.N}
+	}
+	return &exec.WatermarkShift{Col: col, Millis: iv.N}
 }

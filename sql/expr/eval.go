@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"strings"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/flinksql/flinksql/types"
 )
@@ -211,6 +214,15 @@ func (e *binaryEval) eval(row types.Row) (types.Value, error) {
 
 func (c *callExpr) compile(cc *compiler) evaluator {
 	args := cc.compileAll(c.args)
+	if consumesTransient[c.name] {
+		for i, a := range c.args {
+			if _, folded := args[i].(*constEval); !folded {
+				if ev := cc.transientCase(a); ev != nil {
+					args[i] = ev
+				}
+			}
+		}
+	}
 	if c.impl.build != nil {
 		return c.impl.build(cc, args)
 	}
@@ -268,7 +280,53 @@ func (e *caseEval) eval(row types.Row) (types.Value, error) {
 }
 
 func (c *caseExpr) compile(cc *compiler) evaluator {
-	return &caseEval{whens: cc.compileAll(c.whens), thens: cc.compileAll(c.thens), els: cc.compileExpr(c.els)}
+	e := &caseEval{whens: cc.compileAll(c.whens), thens: cc.compileAll(c.thens), els: cc.compileExpr(c.els)}
+	if s := newCaseSwitch(e); s != nil {
+		return s
+	}
+	return e
+}
+
+// caseSwitch is a CASE whose conditions all compare one integer column
+// with constants (CASE WHEN event_type = 0 THEN … WHEN event_type = 1 THEN
+// … ELSE … END, the nexmark table's dateTime): the column is read once
+// instead of once per condition.
+type caseSwitch struct {
+	idx    int
+	consts []int64
+	thens  []evaluator
+	els    evaluator
+	slow   *caseEval
+}
+
+func newCaseSwitch(e *caseEval) *caseSwitch {
+	s := &caseSwitch{idx: -1, thens: e.thens, els: e.els, slow: e}
+	for _, w := range e.whens {
+		c, ok := w.(*intCmpColConst)
+		if !ok || c.op != cmpEQ || (s.idx >= 0 && c.idx != s.idx) {
+			return nil
+		}
+		s.idx = c.idx
+		s.consts = append(s.consts, c.c)
+	}
+	if s.idx < 0 {
+		return nil
+	}
+	return s
+}
+
+func (e *caseSwitch) eval(row types.Row) (types.Value, error) {
+	if e.idx >= len(row) {
+		return e.slow.eval(row) // reports the bad column as the conditions would
+	}
+	if x := &row[e.idx]; x.K != types.KindNull {
+		for i, c := range e.consts {
+			if x.N == c {
+				return e.thens[i].eval(row)
+			}
+		}
+	}
+	return e.els.eval(row) // no condition TRUE (NULL = c is NULL)
 }
 
 // Projector computes output columns from an input row. One instance per
@@ -337,4 +395,63 @@ func EvalConstant(e Expr, cfg *Config) (types.Value, error) {
 	}
 	c := &compiler{ctx: newEvalCtx(cfg)}
 	return c.compileExpr(e).eval(nil)
+}
+
+// consumesTransient are the calls that only compare their arguments and
+// keep none of them, so an argument may be a string in scratch memory that
+// the next row overwrites.
+var consumesTransient = map[string]bool{"=": true, "<>": true, "<": true, "<=": true, ">": true, ">=": true, "IN": true, "NOT IN": true}
+
+// transientCase compiles LOWER(x) or UPPER(x) for a comparison
+// (consumesTransient): q21's lower(channel) = 'apple' then converts the
+// channel in a buffer of its own instead of allocating a string per row.
+func (cc *compiler) transientCase(e Expr) evaluator {
+	c, ok := e.(*callExpr)
+	if !ok || len(c.args) != 1 || (c.name != "LOWER" && c.name != "UPPER") {
+		return nil
+	}
+	return &caseScratchEval{x: cc.compileExpr(c.args[0]), upper: c.name == "UPPER"}
+}
+
+// caseScratchEval is LOWER or UPPER whose result is valid until its next
+// evaluation. ASCII strings are converted in its buffer; others as LOWER
+// and UPPER convert them (strings.ToLower, strings.ToUpper).
+type caseScratchEval struct {
+	x     evaluator
+	upper bool
+	buf   []byte
+}
+
+func (e *caseScratchEval) eval(row types.Row) (types.Value, error) {
+	v, err := e.x.eval(row)
+	if err != nil || v.K == types.KindNull {
+		return types.Value{}, err
+	}
+	s := v.S
+	from, to := byte('A'), byte('Z')
+	if e.upper {
+		from, to = 'a', 'z'
+	}
+	change := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			if e.upper {
+				return types.String(strings.ToUpper(s)), nil
+			}
+			return types.String(strings.ToLower(s)), nil
+		}
+		change = change || (from <= c && c <= to)
+	}
+	if !change {
+		return types.String(s), nil
+	}
+	b := append(e.buf[:0], s...)
+	for i, c := range b {
+		if from <= c && c <= to {
+			b[i] = c ^ 0x20 // flips the case of an ASCII letter
+		}
+	}
+	e.buf = b
+	return types.String(unsafe.String(&b[0], len(b))), nil
 }

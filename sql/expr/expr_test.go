@@ -854,3 +854,98 @@ func TestSplitIndexMatchesSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestCaseSwitch: a CASE whose conditions compare one integer column with
+// constants runs as a switch on the column; its answers are the CASE's
+// (the first TRUE condition wins, NULL and unmatched values take ELSE).
+func TestCaseSwitch(t *testing.T) {
+	k := Column(0, "k", types.IntType)
+	v := Column(1, "v", types.StringType)
+	e, err := Case(nil, []Expr{call(t, "=", k, num(t, "0")), call(t, "=", k, num(t, "1")), call(t, "=", k, num(t, "0"))},
+		[]Expr{str("zero"), v, str("again")}, str("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &compiler{ctx: newEvalCtx(utc)}
+	if _, ok := c.compileExpr(e).(*caseSwitch); !ok {
+		t.Fatalf("%s compiles to %T, want a switch", e, c.compileExpr(e))
+	}
+	for _, c := range []struct {
+		k    types.Value
+		want string
+	}{{types.Int(0), "zero"}, {types.Int(1), "val"}, {types.Int(2), "other"}, {types.Int(-1), "other"}, {types.Value{}, "other"}} {
+		if got, _ := evalStr(t, e, types.Row{c.k, types.String("val")}, utc); got != c.want {
+			t.Errorf("CASE(k = %v) = %s, want %s", c.k, got, c.want)
+		}
+	}
+	// Conditions on two columns, or not equalities: the general CASE.
+	j := Column(1, "j", types.IntType)
+	for _, whens := range [][]Expr{
+		{call(t, "=", k, num(t, "0")), call(t, "=", j, num(t, "1"))},
+		{call(t, "=", k, num(t, "0")), call(t, ">", k, num(t, "1"))},
+	} {
+		e, err := Case(nil, whens, []Expr{str("a"), str("b")}, str("c"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.compileExpr(e).(*caseSwitch); ok {
+			t.Errorf("%s compiles to a switch", e)
+		}
+		// (5, 1): the second condition (j = 1, k > 1) holds.
+		if got, _ := evalStr(t, e, types.Row{types.Int(5), types.Int(1)}, utc); got != "b" {
+			t.Errorf("%s on (5, 1) = %s, want b", e, got)
+		}
+	}
+}
+
+// TestCaseScratch: LOWER and UPPER compared (=, <>, IN) convert in a buffer
+// of their own, with the answers of the allocating functions: ASCII with
+// and without letters to change, non-ASCII (converted as LOWER converts),
+// NULL; one row's scratch string does not leak into the next answer.
+func TestCaseScratch(t *testing.T) {
+	ch := Column(0, "channel", types.StringType)
+	eq := call(t, "=", call(t, "LOWER", ch), str("apple"))
+	in := call(t, "IN", call(t, "LOWER", ch), str("apple"), str("google"), str("straße"))
+	up := call(t, "<>", call(t, "UPPER", ch), str("BAIDU"))
+	c := &compiler{ctx: newEvalCtx(utc)}
+	found := false
+	if b, ok := c.compileExpr(eq).(*binaryEval); ok {
+		_, found = b.a.(*caseScratchEval)
+	}
+	if !found {
+		t.Fatalf("%s does not compare a LOWER in scratch memory", eq)
+	}
+	for _, c := range []struct {
+		in            types.Value
+		eq, in_, upNE string
+	}{
+		{types.String("Apple"), "TRUE", "TRUE", "TRUE"},
+		{types.String("apple"), "TRUE", "TRUE", "TRUE"},
+		{types.String("GOOGLE"), "FALSE", "TRUE", "TRUE"},
+		{types.String("Baidu"), "FALSE", "FALSE", "FALSE"},
+		{types.String("STRAßE"), "FALSE", "TRUE", "TRUE"}, // non-ASCII: strings.ToLower
+		{types.String("Applé"), "FALSE", "FALSE", "TRUE"},
+		{types.String(""), "FALSE", "FALSE", "TRUE"},
+		{types.Value{}, "NULL", "NULL", "NULL"},
+	} {
+		row := types.Row{c.in}
+		for _, x := range []struct {
+			e    Expr
+			want string
+		}{{eq, c.eq}, {in, c.in_}, {up, c.upNE}} {
+			if got, err := evalStr(t, x.e, row, utc); err != nil || got != x.want {
+				t.Errorf("%s with channel %v: %s, %v; want %s", x.e, c.in, got, err, x.want)
+			}
+		}
+	}
+	// One compiled predicate over rows in turn: each answer is its row's.
+	p := NewPredicate(in, utc)
+	for _, r := range []struct {
+		s    string
+		want bool
+	}{{"GOOGLE", true}, {"GOOGLX", false}, {"Apple", true}, {"APPLEX", false}} {
+		if got, err := p.Test(types.Row{types.String(r.s)}); err != nil || got != r.want {
+			t.Errorf("%s with %q: %v, %v; want %v", in, r.s, got, err, r.want)
+		}
+	}
+}
