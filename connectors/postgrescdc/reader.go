@@ -580,10 +580,7 @@ func (r *reader) readSnapshot(b *types.Batch) error {
 			}
 			r.snapOpen = true
 		}
-		n := b.Cap() - b.Len()
-		if n < 1 {
-			n = types.DefaultBatchSize
-		}
+		n := r.cfg.fetchSize // scan.snapshot.fetch.size
 		rr := r.conn.PgConn().ExecParams(ctx, fmt.Sprintf("FETCH %d FROM flinksql_cdc_snapshot", n), nil, nil, nil, nil)
 		got := 0
 		for rr.NextRow() {
