@@ -149,6 +149,7 @@ type incReader struct {
 	mine     []int       // ids of this subtask's chunks not yet emitted
 	done     map[int]pglogrepl.LSN
 	reported bool // finished reported to the coordinator
+	bfSlot   bool // the backfill slot exists
 
 	bfRels  map[uint32]*relation
 	bfBegin pglogrepl.BeginMessage
@@ -296,11 +297,6 @@ func (r *incReader) Open(ctx context.Context) error {
 			return err
 		}
 	}
-	if !c.backfillSkip && (r.restored == nil || r.restored.Stream == nil) {
-		if err := r.createBackfillSlot(ctx); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -370,8 +366,8 @@ func (r *incReader) openMainSlot(ctx context.Context) error {
 }
 
 // createBackfillSlot creates the subtask's temporary slot, which the
-// server drops when the session ends; a session of a crashed run that
-// still holds it is waited for.
+// server drops when the session ends (and Read when the subtask's chunks
+// are done); a session of a crashed run that still holds it is waited for.
 func (r *incReader) createBackfillSlot(ctx context.Context) error {
 	if _, err := r.awaitSlotRelease(ctx, r.backfillSlot); err != nil {
 		return err
@@ -534,6 +530,14 @@ func (r *incReader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, 
 		}
 	}
 	if len(r.mine) > 0 {
+		if !r.cfg.backfillSkip && !r.bfSlot {
+			// Created before the subtask's first chunk: it decodes every
+			// transaction that commits after the chunk's cursor snapshot.
+			if err := r.createBackfillSlot(r.ctx); err != nil {
+				return exec.ReadResult{Split: -1}, err
+			}
+			r.bfSlot = true
+		}
 		id := r.mine[0]
 		if err := r.readChunk(r.refs[id], b); err != nil {
 			return exec.ReadResult{Split: -1}, err
@@ -542,6 +546,13 @@ func (r *incReader) Read(ctx context.Context, b *types.Batch) (exec.ReadResult, 
 		// The last chunk's rows must be downstream before the coordinator
 		// hears of it: the task flushes them before the next Read.
 		return exec.ReadResult{Split: 0, Flush: len(r.mine) == 0}, nil
+	}
+	if r.bfSlot {
+		// An unconsumed slot would hold back the server's WAL.
+		if _, err := r.conn.Exec(r.ctx, `SELECT pg_drop_replication_slot($1)`, r.backfillSlot); err != nil {
+			return exec.ReadResult{Split: -1}, r.errorf("drop the backfill slot '%s': %w", r.backfillSlot, err)
+		}
+		r.bfSlot = false
 	}
 	if !r.reported {
 		hws := map[int]pglogrepl.LSN{}
@@ -589,12 +600,6 @@ func (r *incReader) beginStream(ctx context.Context, from pglogrepl.LSN) error {
 	}
 	if !r.cfg.backfillSkip {
 		r.keep = r.keepUnlessInChunk
-	}
-	if r.conn != nil {
-		// The backfill slot is no longer needed.
-		if _, err := r.conn.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid = pg_backend_pid()`, r.backfillSlot); err != nil {
-			return r.errorf("drop the backfill slot '%s': %w", r.backfillSlot, err)
-		}
 	}
 	return r.startStream(ctx, from)
 }

@@ -275,6 +275,9 @@ func TestIncrementalParallelReaders(t *testing.T) {
 	db.Exec(t, `UPDATE t SET v = 'a2' WHERE id = 1`)
 	readChunks(t, r1, 1) // reports to the coordinator, then waits
 	equal(t, "stream", readInc(t, r0, 2), []string{"-U(1,a,1.00,null)", "+U(1,a2,1.00,null)"})
+	// The backfill slots are gone (they would hold back the WAL); the
+	// main slot streams.
+	equal(t, "slots", db.Query(t, `SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'inc_par%' ORDER BY 1`), []string{"inc_par"})
 }
 
 // TestIncrementalOptionErrors: the incremental snapshot's options are
