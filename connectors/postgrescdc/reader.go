@@ -122,6 +122,9 @@ func (r *reader) RestorePosition(pos []byte) error {
 	if err := json.Unmarshal(pos, &p); err != nil {
 		return fmt.Errorf("postgres-cdc table %s: restored position %q: %w", r.cfg.name, pos, err)
 	}
+	if p.LSN == "" && strings.Contains(string(pos), `"start"`) {
+		return fmt.Errorf("postgres-cdc table %s: the checkpoint's position %s is of an incremental snapshot ('%s' = 'true'); restore it with that option, or start the job afresh", r.cfg.name, pos, OptIncrementalSnap)
+	}
 	if _, err := pglogrepl.ParseLSN(p.LSN); err != nil {
 		return fmt.Errorf("postgres-cdc table %s: restored position %q: %w", r.cfg.name, pos, err)
 	}
