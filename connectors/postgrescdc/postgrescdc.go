@@ -8,7 +8,9 @@
 //     the slot from its consistent point, so the snapshot and the stream
 //     meet exactly. While the snapshot is read, checkpoints are held (as
 //     in Flink CDC's non-incremental snapshot, where a checkpoint waits for
-//     the snapshot to end); 'latest-offset' skips the snapshot.
+//     the snapshot to end); 'latest-offset' skips the snapshot. With
+//     'scan.incremental.snapshot.enabled' = 'true' the snapshot is read in
+//     chunks, in parallel, checkpointed per chunk (incremental.go).
 //   - The reader's position is the end LSN of the last transaction it
 //     emitted completely plus the number of changes of the next one already
 //     emitted; it is acknowledged to the slot (standby status update, flush
