@@ -134,6 +134,11 @@ type ReadResult struct {
 	Split     int  // the split the rows came from; -1 when b is empty
 	SplitDone bool // that split has no more data and no longer holds back watermarks
 	End       bool // the reader has no more data at all (bounded input)
+	// Flush asks the task to send every row it buffers for its outputs
+	// before the next Read: a reader about to tell another subtask that
+	// its rows are on their way (a CDC snapshot chunk before the stream
+	// starts elsewhere) relies on the exchanges' order from then on.
+	Flush bool
 }
 
 // SinkWriter writes one sink subtask's rows (with their row kinds) to the

@@ -22,6 +22,7 @@ type step struct {
 	kinds     []types.RowKind // nil: all +I
 	splitDone bool
 	end       bool
+	flush     bool
 }
 
 func rowsStep(split int, rows ...types.Row) step { return step{split: split, rows: rows} }
@@ -41,7 +42,7 @@ func (s step) result() ReadResult {
 	if len(s.rows) == 0 && !s.splitDone {
 		split = -1
 	}
-	return ReadResult{Split: split, SplitDone: s.splitDone, End: s.end}
+	return ReadResult{Split: split, SplitDone: s.splitDone, End: s.end, Flush: s.flush}
 }
 
 // sliceReader returns its steps one per Read, then ends.

@@ -593,6 +593,33 @@ func TestBufferTimeoutFlushes(t *testing.T) {
 	}
 }
 
+// TestReadResultFlush: with partial batches sent only before watermarks
+// and at the end of input (buffer timeout -1), a read that asks for a
+// flush still moves its rows out of the source task at once.
+func TestReadResultFlush(t *testing.T) {
+	r := newChanReader(1)
+	rc := newRecorder(10)
+	g := &JobGraph{Vertices: []*Vertex{
+		chanSource(1, 1, nil, r),
+		{ID: 2, Name: "Rec", Parallelism: 1, Inputs: []Input{{From: 1, Partitioner: Partitioner{Kind: Rebalance}}},
+			Chain: chain(rc.op())},
+	}}
+	j, err := Start(context.Background(), g, Config{BufferTimeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rowsStep(0, ints(7))
+	s.flush = true
+	r.steps <- s
+	if e := nextEvent(t, rc); e.String() != "+I7" {
+		t.Fatalf("got %v, want +I7", e)
+	}
+	j.Cancel()
+	if err := waitJob(t, j); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
 // timerOp registers processing-time timers and emits a row per firing.
 type timerOp struct {
 	base

@@ -176,6 +176,11 @@ func (s *sourceRun) run() error {
 				return err
 			}
 		}
+		if res.Flush {
+			if err := t.send.flush(); err != nil {
+				return err
+			}
+		}
 		if res.SplitDone && res.Split >= 0 && res.Split < len(s.splits) {
 			s.splits[res.Split].done = true
 			if err := s.onEventCheck(); err != nil {

@@ -29,7 +29,21 @@ import (
 // derived table must then equal the same GROUP BY computed by PostgreSQL
 // over the source table: a change lost or applied twice anywhere would
 // show as a wrong count or sum.
-func TestPostgresCDCCrashDrill(t *testing.T) {
+func TestPostgresCDCCrashDrill(t *testing.T) { cdcCrashDrill(t, "") }
+
+// TestPostgresCDCIncrementalCrashDrill is the drill with the incremental
+// snapshot at parallelism 2, in chunks of 10 rows (200 chunks of the 2000
+// rows, so that the first run's snapshot outlasts its first checkpoints):
+// kills fall during the snapshot too, whose checkpoints record the chunks
+// each subtask emitted; a restore reads the others again.
+func TestPostgresCDCIncrementalCrashDrill(t *testing.T) {
+	cdcCrashDrill(t, `,
+  'scan.incremental.snapshot.enabled' = 'true',
+  'scan.incremental.snapshot.chunk.size' = '10'`)
+}
+
+// cdcCrashDrill runs the drill with the source's extra options.
+func cdcCrashDrill(t *testing.T, extra string) {
 	start := time.Now()
 	dir := t.TempDir()
 	bin := buildBinary(t, dir)
@@ -42,7 +56,7 @@ CREATE TABLE totals (k text PRIMARY KEY, n bigint NOT NULL, total bigint NOT NUL
 	script := filepath.Join(dir, "cdc.sql")
 	tmp := filepath.Join(dir, "tmp")
 	mkdir(t, tmp)
-	writeFile(t, script, cdcDrillSQL(pg, db, filepath.Join(dir, "checkpoints")))
+	writeFile(t, script, cdcDrillSQL(pg, db, filepath.Join(dir, "checkpoints"), extra))
 
 	seed := uint64(drillSeed)
 	if v := os.Getenv("FLINKSQL_DRILL_SEED"); v != "" {
@@ -84,7 +98,7 @@ CREATE TABLE totals (k text PRIMARY KEY, n bigint NOT NULL, total bigint NOT NUL
 	}
 }
 
-func cdcDrillSQL(pg *pgtest.Server, db *pgtest.DB, checkpoints string) string {
+func cdcDrillSQL(pg *pgtest.Server, db *pgtest.DB, checkpoints, extra string) string {
 	return drillSettingsSQL("file://"+checkpoints, "cdc-drill") + fmt.Sprintf(`
 CREATE TABLE src (
   id INT,
@@ -101,7 +115,7 @@ CREATE TABLE src (
   'schema-name' = 'public',
   'table-name' = 'src',
   'slot.name' = 'cdc_drill',
-  'decoding.plugin.name' = 'pgoutput'
+  'decoding.plugin.name' = 'pgoutput'%s
 );
 
 CREATE TABLE totals (
@@ -118,7 +132,7 @@ CREATE TABLE totals (
 );
 
 INSERT INTO totals SELECT k, COUNT(*), SUM(amount) FROM src GROUP BY k;
-`, pg.Host, pg.Port, db.Name, db.JDBCURL())
+`, pg.Host, pg.Port, db.Name, extra, db.JDBCURL())
 }
 
 // cdcLoad changes the source table in small transactions until stopped.

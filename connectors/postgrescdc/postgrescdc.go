@@ -8,7 +8,9 @@
 //     the slot from its consistent point, so the snapshot and the stream
 //     meet exactly. While the snapshot is read, checkpoints are held (as
 //     in Flink CDC's non-incremental snapshot, where a checkpoint waits for
-//     the snapshot to end); 'latest-offset' skips the snapshot.
+//     the snapshot to end); 'latest-offset' skips the snapshot. With
+//     'scan.incremental.snapshot.enabled' = 'true' the snapshot is read in
+//     chunks, in parallel, checkpointed per chunk (incremental.go).
 //   - The reader's position is the end LSN of the last transaction it
 //     emitted completely plus the number of changes of the next one already
 //     emitted; it is acknowledged to the slot (standby status update, flush
@@ -50,6 +52,10 @@ const (
 	OptChangelogMode      = "changelog-mode"
 	OptStartupMode        = "scan.startup.mode"
 	OptIncrementalSnap    = "scan.incremental.snapshot.enabled"
+	OptChunkSize          = "scan.incremental.snapshot.chunk.size"
+	OptChunkKeyColumn     = "scan.incremental.snapshot.chunk.key-column"
+	OptBackfillSkip       = "scan.incremental.snapshot.backfill.skip"
+	OptFetchSize          = "scan.snapshot.fetch.size"
 
 	debeziumPrefix = "debezium."
 	// OptPublicationName is the Debezium property naming the publication
@@ -62,6 +68,8 @@ const (
 // Defaults, as Flink CDC and Debezium document them.
 const (
 	defaultPort        = 5432
+	defaultChunkSize   = 8096
+	defaultFetchSize   = 1024
 	defaultPublication = "dbz_publication"
 	pluginPgoutput     = "pgoutput"
 )
@@ -107,6 +115,7 @@ func (*Factory) RequiredOptions() []string {
 // connector honours are listed too; any other debezium.* key is refused.
 func (*Factory) OptionalOptions() []string {
 	return []string{OptPort, OptDecodingPluginName, OptChangelogMode, OptStartupMode, OptIncrementalSnap,
+		OptChunkSize, OptChunkKeyColumn, OptBackfillSkip, OptFetchSize,
 		OptPublicationName, OptPublicationAutocreate}
 }
 
@@ -135,6 +144,13 @@ type config struct {
 	physical   types.Schema
 	pk         []int
 	meta       []string // metadata keys in declared order
+
+	// The incremental snapshot (incremental.go).
+	incremental  bool
+	chunkSize    int
+	fetchSize    int
+	chunkKey     int // index in physical of the chunk key column
+	backfillSkip bool
 }
 
 func newConfig(tc *connectors.TableContext, f *Factory) (*config, error) {
@@ -166,12 +182,11 @@ func newConfig(tc *connectors.TableContext, f *Factory) (*config, error) {
 	if c.mode, err = o.Enum(OptChangelogMode, []string{ChangelogAll, ChangelogUpsert}, ChangelogAll); err != nil {
 		return nil, err
 	}
-	incremental, err := o.Bool(OptIncrementalSnap, false)
-	if err != nil {
+	if c.incremental, err = o.Bool(OptIncrementalSnap, false); err != nil {
 		return nil, err
 	}
-	if incremental {
-		return nil, fmt.Errorf("Unsupported value for option '%s': 'true'. flinksql's postgres-cdc reads the initial snapshot the way Flink CDC does by default ('false'): in one consistent transaction, with checkpoints held until it ends; the incremental (chunked, parallel) snapshot is not implemented. Allowed values: [false].", OptIncrementalSnap)
+	if err := c.incrementalOptions(o); err != nil {
+		return nil, err
 	}
 	c.pub = o.String(OptPublicationName, defaultPublication)
 	if c.autocreate, err = o.Enum(OptPublicationAutocreate, []string{autocreateAllTables, autocreateFiltered, autocreateDisabled}, autocreateAllTables); err != nil {
@@ -226,9 +241,12 @@ func compileName(key, pattern string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// Source is a postgres-cdc table.
+// Source is a postgres-cdc table. Every subtask's reader of a job is
+// created from it, so the incremental snapshot's coordinator (Flink's
+// split enumerator) lives here.
 type Source struct {
-	cfg *config
+	cfg   *config
+	coord *coordinator
 }
 
 // CreateSource implements connectors.SourceFactory.
@@ -237,7 +255,7 @@ func (f *Factory) CreateSource(tc *connectors.TableContext) (connectors.ScanSour
 	if err != nil {
 		return nil, err
 	}
-	return &Source{cfg: c}, nil
+	return &Source{cfg: c, coord: newCoordinator()}, nil
 }
 
 // Bounded implements connectors.ScanSource: the replication stream never ends.
@@ -252,14 +270,23 @@ func (s *Source) ChangelogMode() types.ChangelogMode {
 }
 
 // Parallelism implements connectors.ScanSource: one slot, one reader (Flink
-// CDC's non-incremental source is a single reader too).
-func (*Source) Parallelism(int) int { return 1 }
+// CDC's non-incremental source is a single reader too); the incremental
+// snapshot reads its chunks at the job's parallelism.
+func (s *Source) Parallelism(def int) int {
+	if s.cfg.snapshotsIncrementally() && def > 1 {
+		return def
+	}
+	return 1
+}
 
 // ReadableMetadata implements connectors.ScanSource.
 func (*Source) ReadableMetadata() map[string]types.Type { return readableMetadata }
 
 // NewReader implements connectors.ScanSource.
 func (s *Source) NewReader(subtask, parallelism int) (exec.SourceReader, error) {
+	if s.cfg.snapshotsIncrementally() {
+		return newIncrementalReader(s.cfg, s.coord, subtask, parallelism)
+	}
 	if parallelism != 1 {
 		return nil, fmt.Errorf("postgres-cdc table %s: the source runs at parallelism 1 (one replication slot), not %d", s.cfg.name, parallelism)
 	}

@@ -100,6 +100,13 @@ type reader struct {
 	commit     pglogrepl.CommitMessage
 	old        types.Row // the old row of an update, for unchanged TOAST values
 	scratch    types.Row // the new row of an update, to compare keys
+
+	// keep, when set, filters the rows one change appended to b from
+	// index from on (the incremental snapshot drops what a chunk holds).
+	keep func(t *pgTable, b *types.Batch, from int)
+	// unchanged, when set, marks the columns of a tuple sent as unchanged
+	// TOAST values instead of failing (the backfill fills them in).
+	unchanged []bool
 }
 
 func newReader(c *config) *reader {
@@ -114,6 +121,9 @@ func (r *reader) RestorePosition(pos []byte) error {
 	var p position
 	if err := json.Unmarshal(pos, &p); err != nil {
 		return fmt.Errorf("postgres-cdc table %s: restored position %q: %w", r.cfg.name, pos, err)
+	}
+	if p.LSN == "" && strings.Contains(string(pos), `"start"`) {
+		return fmt.Errorf("postgres-cdc table %s: the checkpoint's position %s is of an incremental snapshot ('%s' = 'true'); restore it with that option, or start the job afresh", r.cfg.name, pos, OptIncrementalSnap)
 	}
 	if _, err := pglogrepl.ParseLSN(p.LSN); err != nil {
 		return fmt.Errorf("postgres-cdc table %s: restored position %q: %w", r.cfg.name, pos, err)
@@ -130,6 +140,11 @@ func (r *reader) SnapshotPosition() ([]byte, error) {
 	if r.phase != phaseStream {
 		return nil, fmt.Errorf("postgres-cdc table %s is reading its initial snapshot: its position cannot be checkpointed until the snapshot ends (a savepoint or final checkpoint must wait for it)", r.cfg.name)
 	}
+	return json.Marshal(r.streamPosition())
+}
+
+// streamPosition is the stream's position between reads.
+func (r *reader) streamPosition() position {
 	// The changes of the next transaction already emitted: those of this
 	// run, or, before this run got past them, those a restore told it to
 	// skip (a checkpoint right after a restore must keep skipping them).
@@ -137,7 +152,7 @@ func (r *reader) SnapshotPosition() ([]byte, error) {
 	if r.inTx && r.txEvents > skip {
 		skip = r.txEvents
 	}
-	return json.Marshal(position{Slot: r.cfg.slot, LSN: r.lsn.String(), Skip: skip})
+	return position{Slot: r.cfg.slot, LSN: r.lsn.String(), Skip: skip}
 }
 
 // HoldCheckpoint implements exec.CheckpointHolder.
@@ -218,7 +233,7 @@ func (r *reader) Open(ctx context.Context) error {
 		return r.errorf("cannot open a replication connection to %s:%d database %s (the user needs the REPLICATION attribute): %w", c.host, c.port, c.database, err)
 	}
 	r.repl = repl
-	slot, err := r.awaitSlotRelease(ctx)
+	slot, err := r.awaitSlotRelease(ctx, c.slot)
 	if err != nil {
 		return err
 	}
@@ -466,22 +481,22 @@ type slotState struct {
 	confirmed      pglogrepl.LSN
 }
 
-func (r *reader) slotState(ctx context.Context) (slotState, error) {
+func (r *reader) slotState(ctx context.Context, slot string) (slotState, error) {
 	c := r.cfg
 	var s slotState
 	var plugin, db string
 	var confirmed *string
 	var pid *int32
-	err := r.conn.QueryRow(ctx, `SELECT plugin, database, active, active_pid, confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, c.slot).Scan(&plugin, &db, &s.active, &pid, &confirmed)
+	err := r.conn.QueryRow(ctx, `SELECT plugin, database, active, active_pid, confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&plugin, &db, &s.active, &pid, &confirmed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, nil
 	}
 	if err != nil {
-		return s, r.errorf("look up the replication slot '%s': %w", c.slot, err)
+		return s, r.errorf("look up the replication slot '%s': %w", slot, err)
 	}
 	s.exists = true
 	if plugin != pluginPgoutput || db != c.database {
-		return s, r.errorf("the replication slot '%s' exists for plugin %s in database %s, not for %s in %s: choose another '%s'", c.slot, plugin, db, pluginPgoutput, c.database, OptSlotName)
+		return s, r.errorf("the replication slot '%s' exists for plugin %s in database %s, not for %s in %s: choose another '%s'", slot, plugin, db, pluginPgoutput, c.database, OptSlotName)
 	}
 	if pid != nil {
 		s.pid = *pid
@@ -499,15 +514,15 @@ const slotRelease = 30 * time.Second
 
 // awaitSlotRelease returns the slot's state once no connection uses it,
 // or an error naming the connection that keeps it.
-func (r *reader) awaitSlotRelease(ctx context.Context) (slotState, error) {
+func (r *reader) awaitSlotRelease(ctx context.Context, slot string) (slotState, error) {
 	deadline := time.Now().Add(slotRelease)
 	for {
-		s, err := r.slotState(ctx)
+		s, err := r.slotState(ctx, slot)
 		if err != nil || !s.exists || !s.active {
 			return s, err
 		}
 		if time.Now().After(deadline) {
-			return s, r.errorf("the replication slot '%s' is in use by another connection (pid %d) for more than %s; each postgres-cdc table needs a slot of its own ('%s')", r.cfg.slot, s.pid, slotRelease, OptSlotName)
+			return s, r.errorf("the replication slot '%s' is in use by another connection (pid %d) for more than %s; each postgres-cdc table needs a slot of its own ('%s')", slot, s.pid, slotRelease, OptSlotName)
 		}
 		select {
 		case <-ctx.Done():
@@ -568,10 +583,7 @@ func (r *reader) readSnapshot(b *types.Batch) error {
 			}
 			r.snapOpen = true
 		}
-		n := b.Cap() - b.Len()
-		if n < 1 {
-			n = types.DefaultBatchSize
-		}
+		n := r.cfg.fetchSize // scan.snapshot.fetch.size
 		rr := r.conn.PgConn().ExecParams(ctx, fmt.Sprintf("FETCH %d FROM flinksql_cdc_snapshot", n), nil, nil, nil, nil)
 		got := 0
 		for rr.NextRow() {
@@ -737,7 +749,7 @@ func (r *reader) decode(data []byte, b *types.Batch) error {
 		if err := rm.Decode(data[1:]); err != nil {
 			return r.errorf("pgoutput: %w", err)
 		}
-		return r.relation(&rm)
+		return r.relation(r.rels, &rm)
 	case pglogrepl.MessageTypeInsert, pglogrepl.MessageTypeUpdate, pglogrepl.MessageTypeDelete:
 		return r.change(data, b)
 	case pglogrepl.MessageTypeTruncate:
@@ -754,7 +766,7 @@ func (r *reader) decode(data []byte, b *types.Batch) error {
 	return nil
 }
 
-func (r *reader) relation(rm *pglogrepl.RelationMessage) error {
+func (r *reader) relation(rels map[uint32]*relation, rm *pglogrepl.RelationMessage) error {
 	var table *pgTable
 	for _, t := range r.tables {
 		if t.schema == rm.Namespace && t.name == rm.RelationName {
@@ -762,7 +774,7 @@ func (r *reader) relation(rm *pglogrepl.RelationMessage) error {
 		}
 	}
 	rel := &relation{table: table}
-	r.rels[rm.RelationID] = rel
+	rels[rm.RelationID] = rel
 	if table == nil {
 		return nil
 	}
@@ -804,6 +816,9 @@ func (r *reader) change(data []byte, b *types.Batch) error {
 		return nil // emitted before the restore
 	}
 	t := rel.table
+	if r.keep != nil {
+		defer r.keep(t, b, b.Len())
+	}
 	upsert := r.cfg.mode == ChangelogUpsert
 	rest := data[5:]
 	var err error
@@ -914,6 +929,10 @@ func (r *reader) tuple(data []byte, rel *relation, row, old types.Row) ([]byte, 
 			}
 		case 'u':
 			if idx < 0 {
+				continue
+			}
+			if old == nil && r.unchanged != nil {
+				r.unchanged[idx] = true // the backfill takes it from the chunk's row
 				continue
 			}
 			if old == nil {

@@ -291,7 +291,7 @@ func TestOptionAndTableErrors(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"decoding.plugin.name": "decoderbufs"}, true, "Invalid value for option 'decoding.plugin.name': 'decoderbufs'. The postgres-cdc connector of flinksql decodes the logical replication stream of the built-in plugin only; allowed values: [pgoutput]."},
-		{map[string]string{"scan.incremental.snapshot.enabled": "true"}, true, "Unsupported value for option 'scan.incremental.snapshot.enabled': 'true'."},
+		{map[string]string{"scan.incremental.snapshot.enabled": "yes"}, true, "'scan.incremental.snapshot.enabled'"},
 		{map[string]string{"scan.startup.mode": "earliest-offset"}, true, "'scan.startup.mode'"},
 		{map[string]string{"changelog-mode": "retract"}, true, "one of [all, upsert]"},
 		{map[string]string{"changelog-mode": "upsert"}, false, "'changelog-mode' = 'upsert' needs a PRIMARY KEY"},
