@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -41,6 +42,7 @@ var (
 	flagCheckpoint  = flag.String("nexmark.checkpoint-interval", "", "execution.checkpointing.interval (to a temporary directory); empty: no checkpoints")
 	flagSink        = flag.String("nexmark.sink", "blackhole", "sink of the queries: blackhole (as published) or filesystem (csv files in a temporary directory, committed on checkpoints)")
 	flagCPUProfile  = flag.String("nexmark.cpuprofile", "", "write each query's CPU profile to this file prefix (<prefix>-<query>.pprof)")
+	flagMemProfile  = flag.String("nexmark.memprofile", "", "write each query's heap profile, taken when its heap was largest (sampled every second), to this file prefix (<prefix>-<query>.heap)")
 )
 
 // examplesDir holds Nexmark's published SQL.
@@ -131,6 +133,10 @@ func runChild(query string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *flagMemProfile != "" {
+		stop := watchHeap(*flagMemProfile + "-" + query + ".heap")
+		defer stop()
+	}
 	home, err := os.MkdirTemp("", "nexmark-")
 	if err != nil {
 		return err
@@ -177,6 +183,38 @@ func runChild(query string) error {
 		defer gcpolicy.Start(headroom).Stop()
 	}
 	return execute(context.Background(), sess, sql)
+}
+
+// watchHeap writes a heap profile to path each time the heap's objects
+// exceed by a tenth the most seen so far (read every second), so that the
+// file last written shows the heap near its peak: what a query's RSS is
+// made of. The returned func stops the watch.
+func watchHeap(path string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var most uint64
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > most+most/10 {
+				most = v
+				if f, err := os.Create(path); err == nil {
+					_ = pprof.Lookup("heap").WriteTo(f, 0)
+					f.Close()
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // execute runs a script and waits for the jobs it submits to end.
@@ -281,7 +319,8 @@ func runQuery(b *testing.B, q string) measurement {
 		"-nexmark.tps", strconv.FormatInt(*flagTPS, 10),
 		"-nexmark.checkpoint-interval", *flagCheckpoint,
 		"-nexmark.sink", *flagSink,
-		"-nexmark.cpuprofile", *flagCPUProfile)
+		"-nexmark.cpuprofile", *flagCPUProfile,
+		"-nexmark.memprofile", *flagMemProfile)
 	cmd.Env = append(os.Environ(), childEnv+"="+q)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()

@@ -26,62 +26,27 @@ type valueCache struct {
 }
 
 func newValueCache(b *kv.Backend, st *kv.ValueState[[]types.Value], keyCols []int, width int, ttl int64, complete bool, limit int) *valueCache {
-	fv := &flatValues{width: width}
+	fv := &flatValues{statecache.Flat{Width: width}}
 	cfg := statecache.Config{KeyCols: keyCols, TTL: ttl, ValueBytes: width*int(unsafe.Sizeof(types.Value{})) + 32, Limit: limit} // values, string bytes
 	return &valueCache{Cache: statecache.New(b, st, fv, cfg, complete), flatValues: fv}
 }
 
 func (c *valueCache) preload(name string) error { return c.Preload(name, &valuesCodec{}) }
 
-// flatValues holds width values per id in pages of flatPage ids each, so
-// that a growing state allocates a page at a time instead of doubling (and
-// copying, and leaving to the collector) one array of every key's values;
-// a small state's single page grows by doubling up to a full one.
-type flatValues struct {
-	width int
-	pages [][]types.Value
-	ids   int // ids the pages hold
-}
+// flatValues holds width values per id (statecache.Flat).
+type flatValues struct{ statecache.Flat }
 
-const (
-	flatPageShift = 10
-	flatPage      = 1 << flatPageShift
-)
-
-func (f *flatValues) values(id int32) []types.Value {
-	w := f.width
-	o := int(id&(flatPage-1)) * w
-	return f.pages[id>>flatPageShift][o : o+w : o+w]
-}
-
-func (f *flatValues) Grow(n int) {
-	for f.ids < n {
-		if len(f.pages) <= 1 && f.ids < flatPage {
-			c := min(max(2*f.ids, n, 8), flatPage)
-			p := make([]types.Value, c*f.width)
-			if len(f.pages) == 1 {
-				copy(p, f.pages[0])
-				f.pages[0] = p
-			} else {
-				f.pages = append(f.pages, p)
-			}
-			f.ids = c
-			continue
-		}
-		f.pages = append(f.pages, make([]types.Value, flatPage*f.width))
-		f.ids += flatPage
-	}
-}
+func (f *flatValues) values(id int32) []types.Value { return f.Values(id) }
 
 func (f *flatValues) Load(id int32, v []types.Value) error {
-	if len(v) != f.width {
-		return fmt.Errorf("stored state of %d values, expected %d", len(v), f.width)
+	if len(v) != f.Width {
+		return fmt.Errorf("stored state of %d values, expected %d", len(v), f.Width)
 	}
 	copy(f.values(id), v)
 	return nil
 }
 
-func (f *flatValues) Value(id int32) []types.Value { return f.values(id) }
+func (f *flatValues) Value(id int32) []types.Value { return f.Values(id) }
 
 func (f *flatValues) Clear(id int32) { clear(f.values(id)) }
 

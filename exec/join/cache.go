@@ -57,8 +57,47 @@ type rowCache struct {
 	tmp      types.Row // scratch of width values
 	// ukeys holds the map keys of the cached rows end to end; waste counts
 	// the bytes of released ones, reclaimed by compactKeys.
-	ukeys []byte
+	ukeys keySlab
 	waste int
+}
+
+// keySlab stores byte strings end to end in pages of keyPage bytes (a
+// longer string gets a page of its own), addressed by page<<32 | offset:
+// one slab doubled as it grew would copy all the keys at each doubling
+// and leave the old copy to the collector, twice the keys' memory at the
+// peak and a heap target to match. The first page doubles up to keyPage,
+// so that a small state stays small.
+type keySlab struct {
+	pages [][]byte
+	used  int // bytes in all pages
+}
+
+const keyPage = 1 << 20
+
+// add appends k and returns its address.
+func (s *keySlab) add(k []byte) int {
+	n := len(s.pages)
+	if n == 0 {
+		s.pages = append(s.pages, make([]byte, 0, min(max(256, len(k)), keyPage)))
+		n = 1
+	}
+	last := &s.pages[n-1]
+	if fits := len(*last)+len(k) <= cap(*last); !fits && !(n == 1 && len(*last)+len(k) <= keyPage) {
+		s.pages = append(s.pages, make([]byte, 0, max(keyPage, len(k))))
+		n++
+		last = &s.pages[n-1]
+	}
+	off := len(*last)
+	*last = append(*last, k...)
+	s.used += len(k)
+	return (n-1)<<32 | off
+}
+
+// get returns the n bytes at address off.
+func (s *keySlab) get(off int, n int32) []byte {
+	o := off & (1<<32 - 1)
+	end := o + int(n)
+	return s.pages[off>>32][o:end:end]
 }
 
 // keyState is the cached state of one join key: both sides' rows, so
@@ -240,9 +279,7 @@ func (c *rowCache) ukey(r *cachedRow) []byte {
 	if r.ukLen <= inlineKey {
 		return r.pre[:r.ukLen:r.ukLen]
 	}
-	off := r.ukOff()
-	end := off + int(r.ukLen)
-	return c.ukeys[off:end:end]
+	return c.ukeys.get(r.ukOff(), r.ukLen)
 }
 
 // setKey stores map key k for r: inline when short, else in the slab.
@@ -257,14 +294,12 @@ func (c *rowCache) setKey(r *cachedRow, k []byte) {
 
 // addKey stores map key k and returns its offset.
 func (c *rowCache) addKey(k []byte) int {
-	off := len(c.ukeys)
-	c.ukeys = append(c.ukeys, k...)
-	return off
+	return c.ukeys.add(k)
 }
 
 // needsCompaction reports whether most of the key bytes are released ones.
 func (c *rowCache) needsCompaction() bool {
-	return c.waste > 1<<20 && c.waste > len(c.ukeys)/2
+	return c.waste > 1<<20 && c.waste > c.ukeys.used/2
 }
 
 // find is the position of ukey in e.rows and whether it is there.
@@ -473,14 +508,13 @@ func (j *regular) dropKey(id int32) {
 func (j *regular) compactKeys(i int) {
 	c := j.sides[i].cache
 	old := c.ukeys
-	c.ukeys = make([]byte, 0, len(old)-c.waste)
+	c.ukeys = keySlab{}
 	for id := range j.cache.next {
 		e := &j.cache.state(id).sides[i]
 		for k := range e.rows {
 			r := &e.rows[k]
 			if r.ukLen > inlineKey {
-				off := r.ukOff()
-				r.setUKOff(c.addKey(old[off : off+int(r.ukLen)]))
+				r.setUKOff(c.addKey(old.get(r.ukOff(), r.ukLen)))
 			}
 		}
 	}

@@ -83,8 +83,7 @@ func newIntervalCache(keyWidth int, widths [2]int) *intervalCache {
 }
 
 func (c *intervalCache) rowKey(s int, r *ivRow) []byte {
-	end := r.ukOff + int(r.ukLen)
-	return c.sides[s].ukeys[r.ukOff:end:end]
+	return c.sides[s].ukeys.get(r.ukOff, r.ukLen)
 }
 
 // intern returns the id of the key of keyRow (hash h), adding it.
@@ -152,13 +151,12 @@ func (c *intervalCache) pop(s int) ivDue {
 func (c *intervalCache) compactKeys(s int) {
 	rc := &c.sides[s]
 	old := rc.ukeys
-	rc.ukeys = make([]byte, 0, len(old)-rc.waste)
+	rc.ukeys = keySlab{}
 	for id := range c.states {
 		rows := c.states[id].rows[s]
 		for k := range rows {
 			r := &rows[k]
-			end := r.ukOff + int(r.ukLen)
-			r.ukOff = rc.addKey(old[r.ukOff:end])
+			r.ukOff = rc.addKey(old.get(r.ukOff, r.ukLen))
 		}
 	}
 	rc.waste = 0

@@ -85,27 +85,35 @@ type dedupEntry struct {
 	row     types.Row
 }
 
-// dedupSlots holds the cached entries by id: rowtimes, and the kept rows in
-// one flat array of width values each.
+// dedupSlots holds the cached entries by id: rowtimes, and the kept rows
+// in pages of width values each.
 type dedupSlots struct {
 	width    int // values per kept row; 0 when rows are not kept
 	rowtimes []int64
-	rows     []types.Value
+	rows     statecache.Flat               // Width: width
 	c        *statecache.Cache[dedupEntry] // told of the kept row's bytes
 }
 
 func (s *dedupSlots) kept(id int32) types.Row {
-	w := s.width
-	return types.Row(s.rows[int(id)*w : int(id+1)*w : int(id+1)*w])
+	return types.Row(s.rows.Values(id))
+}
+
+// setWidth sets the width of the kept rows, known at the first batch;
+// ids handed out before (with no values: rows of width 0) stay valid.
+func (s *dedupSlots) setWidth(w int) {
+	s.width = w
+	if s.rows.Width != w {
+		n := s.rows.IDs()
+		s.rows = statecache.Flat{Width: w}
+		s.rows.Grow(n)
+	}
 }
 
 func (s *dedupSlots) Grow(n int) {
 	for len(s.rowtimes) < n {
 		s.rowtimes = append(s.rowtimes, 0)
 	}
-	for len(s.rows) < n*s.width {
-		s.rows = append(s.rows, types.Value{})
-	}
+	s.rows.Grow(n)
 }
 
 func (s *dedupSlots) Load(id int32, e dedupEntry) error {
@@ -212,7 +220,7 @@ func (d *dedup) ProcessBatch(_ int, b *types.Batch, out exec.Output) error {
 			return fmt.Errorf("deduplicate: %w", err)
 		}
 		if d.keepRow {
-			d.slots.width = b.Width()
+			d.slots.setWidth(b.Width())
 		}
 		d.checked = true
 	}

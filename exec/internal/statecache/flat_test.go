@@ -1,4 +1,4 @@
-package groupagg
+package statecache
 
 import (
 	"testing"
@@ -6,22 +6,22 @@ import (
 	"github.com/flinksql/flinksql/types"
 )
 
-// TestFlatValuesPages grows the paged value store the way the cache does
+// TestFlatPages grows the paged value store the way the cache does
 // (one id more at a time, then a jump), across the first page's doublings
 // and several full pages, and checks that every id keeps its own values:
 // a page copied without its values, or two ids sharing values across a
 // page boundary, shows as a wrong value.
-func TestFlatValuesPages(t *testing.T) {
+func TestFlatPages(t *testing.T) {
 	for _, width := range []int{1, 3} {
-		f := &flatValues{width: width}
+		f := &Flat{Width: width}
 		put := func(id int) {
-			for j, v := range f.values(int32(id)) {
+			for j, v := range f.Values(int32(id)) {
 				if v.K != types.KindNull {
 					t.Fatalf("width %d: new id %d holds %v at %d", width, id, v, j)
 				}
 			}
 			for j := range width {
-				f.values(int32(id))[j] = types.Int(int64(id*10 + j))
+				f.Values(int32(id))[j] = types.Int(int64(id*10 + j))
 			}
 		}
 		n := 0
@@ -31,15 +31,15 @@ func TestFlatValuesPages(t *testing.T) {
 				put(n)
 			}
 		}
-		for i := 1; i <= 3*flatPage+5; i++ {
+		for i := 1; i <= 3*FlatPage+5; i++ {
 			grow(i)
 		}
-		grow(7*flatPage + 1) // several pages at once
-		if f.ids < n {
-			t.Fatalf("width %d: %d ids held after growing to %d", width, f.ids, n)
+		grow(7*FlatPage + 1) // several pages at once
+		if f.IDs() < n {
+			t.Fatalf("width %d: %d ids held after growing to %d", width, f.IDs(), n)
 		}
 		for id := range n {
-			vals := f.values(int32(id))
+			vals := f.Values(int32(id))
 			if len(vals) != width || cap(vals) != width {
 				t.Fatalf("width %d: id %d has %d values (cap %d)", width, id, len(vals), cap(vals))
 			}
@@ -49,8 +49,8 @@ func TestFlatValuesPages(t *testing.T) {
 				}
 			}
 		}
-		f.Clear(int32(flatPage))
-		if f.values(flatPage)[0].K != types.KindNull || f.values(flatPage - 1)[0].N != int64((flatPage-1)*10) || f.values(flatPage + 1)[0].N != int64((flatPage+1)*10) {
+		clear(f.Values(FlatPage))
+		if f.Values(FlatPage)[0].K != types.KindNull || f.Values(FlatPage - 1)[0].N != int64((FlatPage-1)*10) || f.Values(FlatPage + 1)[0].N != int64((FlatPage+1)*10) {
 			t.Fatalf("width %d: Clear of the first id of a page reached its neighbours", width)
 		}
 	}
