@@ -443,21 +443,23 @@ func (s *sourceRun) process(split int, raw *types.Batch) error {
 func (s *sourceRun) shiftCandidates(sp *splitState, sh *WatermarkShift, rows []types.Row) error {
 	wm := sp.wm
 	for _, r := range rows {
-		if sh.Col >= len(r) {
-			return s.candidate(sp, r) // the expression reports the bad row
-		}
-		v := &r[sh.Col]
-		switch v.K {
-		case types.KindNull:
-			continue
-		case types.KindTimestamp:
-			if c := v.N + sh.Millis; c > wm {
-				wm = c
+		if sh.Col < len(r) {
+			switch v := &r[sh.Col]; v.K {
+			case types.KindNull:
+				continue
+			case types.KindTimestamp:
+				if c := v.N + sh.Millis; c > wm {
+					wm = c
+				}
+				continue
 			}
-			continue
 		}
+		// Anything else takes the expression's path, which reports it.
 		sp.wm = wm
-		return s.candidate(sp, r) // not a TIMESTAMP: the expression's error
+		if err := s.candidate(sp, r); err != nil {
+			return err
+		}
+		wm = sp.wm
 	}
 	sp.wm = wm
 	return nil

@@ -244,15 +244,7 @@ func (r *incReader) NotifyPositionComplete(id exec.CheckpointID, pos []byte) err
 
 // Open implements exec.SourceReader.
 func (r *incReader) Open(ctx context.Context) error {
-	r.ctx = ctx
-	c := r.cfg
-	conn, err := pgx.Connect(ctx, c.connString(false))
-	if err != nil {
-		return r.errorf("cannot connect to %s:%d database %s: %w", c.host, c.port, c.database, err)
-	}
-	r.conn = conn
-	r.dbName = types.String(c.database)
-	if err := r.findTables(ctx); err != nil {
+	if err := r.connect(ctx); err != nil {
 		return err
 	}
 	for _, t := range r.tables {

@@ -57,32 +57,10 @@ func openInc(t testing.TB, src *Source, subtask, parallelism int, pos []byte, ho
 	return r
 }
 
-// readInc reads n rows (or, with chunks > 0, exactly that many chunk
-// reads), returning them rendered and whether the last read asked for a
-// flush.
+// readInc reads until n rows arrived (see readN).
 func readInc(t *testing.T, r *incReader, n int) []string {
 	t.Helper()
-	var got []string
-	b := types.NewBatch(len(r.cfg.physical)+len(r.cfg.meta), 4)
-	for tries := 0; len(got) < n; tries++ {
-		if tries > 200 {
-			t.Fatalf("read %d rows of %d: %v", len(got), n, got)
-		}
-		b.Reset()
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		_, err := r.Read(ctx, b)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, row := range b.Rows {
-			got = append(got, render(b.Kinds[i], row, len(r.cfg.physical)))
-		}
-	}
-	if len(got) != n {
-		t.Fatalf("read %d rows, want %d: %v", len(got), n, got)
-	}
-	return got
+	return readRows(t, r, r.cfg, n, 4)
 }
 
 // readChunks does k reads of chunks and returns their rows.

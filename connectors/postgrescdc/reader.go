@@ -214,20 +214,13 @@ func (r *reader) errorf(format string, args ...any) error {
 // makes sure the publication and the slot exist, and either begins the
 // snapshot or starts the stream.
 func (r *reader) Open(ctx context.Context) error {
-	r.ctx = ctx
-	c := r.cfg
-	conn, err := pgx.Connect(ctx, c.connString(false))
-	if err != nil {
-		return r.errorf("cannot connect to %s:%d database %s: %w", c.host, c.port, c.database, err)
-	}
-	r.conn = conn
-	r.dbName = types.String(c.database)
-	if err := r.findTables(ctx); err != nil {
+	if err := r.connect(ctx); err != nil {
 		return err
 	}
 	if err := r.ensurePublication(ctx); err != nil {
 		return err
 	}
+	c := r.cfg
 	repl, err := pgconn.Connect(ctx, c.connString(true))
 	if err != nil {
 		return r.errorf("cannot open a replication connection to %s:%d database %s (the user needs the REPLICATION attribute): %w", c.host, c.port, c.database, err)
@@ -274,7 +267,7 @@ func (r *reader) Open(ctx context.Context) error {
 	// runs no other command: import it before anything else.
 	// SET TRANSACTION SNAPSHOT must come before any query of the
 	// transaction: both go in one simple-protocol message.
-	if _, err := conn.PgConn().Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT "+quoteLiteral(res.SnapshotName)).ReadAll(); err != nil {
+	if _, err := r.conn.PgConn().Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT "+quoteLiteral(res.SnapshotName)).ReadAll(); err != nil {
 		return r.errorf("begin the snapshot transaction with the slot's exported snapshot %s: %w", res.SnapshotName, err)
 	}
 	r.phase = phaseSnapshot
@@ -290,6 +283,20 @@ func (r *reader) Open(ctx context.Context) error {
 }
 
 // pgColumnKey is the key of Flink column name in t.cols: the exact name,
+// connect opens the metadata connection and finds the matched tables:
+// the first part of Open, for either snapshot.
+func (r *reader) connect(ctx context.Context) error {
+	r.ctx = ctx
+	c := r.cfg
+	conn, err := pgx.Connect(ctx, c.connString(false))
+	if err != nil {
+		return r.errorf("cannot connect to %s:%d database %s: %w", c.host, c.port, c.database, err)
+	}
+	r.conn = conn
+	r.dbName = types.String(c.database)
+	return r.findTables(ctx)
+}
+
 // else the one column equal to it ignoring case (findTables checked it).
 func pgColumnKey(t *pgTable, name string) string {
 	if _, ok := t.cols[name]; ok {

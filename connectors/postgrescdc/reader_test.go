@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/connectors"
+	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/internal/pgtest"
 	"github.com/flinksql/flinksql/types"
 )
@@ -102,9 +103,15 @@ func render(kind types.RowKind, row types.Row, width int) string {
 // batches of capacity batchCap, and returns them rendered.
 func readN(t *testing.T, r *reader, n, batchCap int) []string {
 	t.Helper()
+	return readRows(t, r, r.cfg, n, batchCap)
+}
+
+// readRows is readN for either reader, whose table is c.
+func readRows(t *testing.T, r exec.SourceReader, c *config, n, batchCap int) []string {
+	t.Helper()
 	var got []string
 	deadline := time.Now().Add(testTimeout)
-	b := types.NewBatch(len(r.cfg.physical)+len(r.cfg.meta), batchCap)
+	b := types.NewBatch(len(c.physical)+len(c.meta), batchCap)
 	for first := true; first || len(got) < n; first = false {
 		if time.Now().After(deadline) {
 			t.Fatalf("read %d rows of %d before the timeout: %v", len(got), n, got)
@@ -117,7 +124,7 @@ func readN(t *testing.T, r *reader, n, batchCap int) []string {
 			t.Fatal(err)
 		}
 		for i, row := range b.Rows {
-			got = append(got, render(b.Kinds[i], row, len(r.cfg.physical)))
+			got = append(got, render(b.Kinds[i], row, len(c.physical)))
 		}
 	}
 	if len(got) != n {

@@ -45,16 +45,14 @@ const chunkRows = 1024
 type rowCache struct {
 	width  int
 	chunks [][]types.Value // rows, chunkRows per chunk
-	free   []int32         // ids of released rows, for reuse
-	next   int32           // rows handed out so far
+	ids    idPool          // of the rows in chunks
 	// flat rows, chunkRows per chunk; their ids are ^(index). Only a
 	// cache made with flat set keeps rows flat (the regular join's: the
 	// interval join's reads its rows in place).
-	flatOK   bool
-	flat     [][]flatValue
-	flatFree []int32
-	flatNext int32
-	tmp      types.Row // scratch of width values
+	flatOK  bool
+	flat    [][]flatValue
+	flatIDs idPool    // of the rows in flat, as indexes
+	tmp     types.Row // scratch of width values
 	// ukeys holds the map keys of the cached rows end to end; waste counts
 	// the bytes of released ones, reclaimed by compactKeys.
 	ukeys keySlab
@@ -204,32 +202,18 @@ func (c *rowCache) newRow(r types.Row) int32 {
 	if c.flatOK && isFlat(r) {
 		return c.newFlat(r)
 	}
-	var id int32
-	if n := len(c.free); n > 0 {
-		id = c.free[n-1]
-		c.free = c.free[:n-1]
-	} else {
-		id = c.next
-		c.next++
-		if int(id/chunkRows) == len(c.chunks) {
-			c.chunks = append(c.chunks, make([]types.Value, chunkRows*c.width))
-		}
+	id, fresh := c.ids.take()
+	if fresh && int(id/chunkRows) == len(c.chunks) {
+		c.chunks = append(c.chunks, make([]types.Value, chunkRows*c.width))
 	}
 	copy(c.row(id), r)
 	return id
 }
 
 func (c *rowCache) newFlat(r types.Row) int32 {
-	var i int32
-	if n := len(c.flatFree); n > 0 {
-		i = c.flatFree[n-1]
-		c.flatFree = c.flatFree[:n-1]
-	} else {
-		i = c.flatNext
-		c.flatNext++
-		if int(i/chunkRows) == len(c.flat) {
-			c.flat = append(c.flat, make([]flatValue, chunkRows*c.width))
-		}
+	i, fresh := c.flatIDs.take()
+	if fresh && int(i/chunkRows) == len(c.flat) {
+		c.flat = append(c.flat, make([]flatValue, chunkRows*c.width))
 	}
 	f := c.flatRow(^i)
 	for k := range f {
@@ -259,11 +243,11 @@ func (c *rowCache) replace(id int32, r types.Row) int32 {
 // releaseRow frees row id (and drops its values' references).
 func (c *rowCache) releaseRow(id int32) {
 	if id < 0 {
-		c.flatFree = append(c.flatFree, ^id)
+		c.flatIDs.release(^id)
 		return
 	}
 	clear(c.row(id))
-	c.free = append(c.free, id)
+	c.ids.release(id)
 }
 
 // release frees row r and its map key's bytes.
@@ -335,16 +319,14 @@ type delRef struct {
 // their states.
 type joinCache struct {
 	// slots is the key table (see keytable.go); restVals holds the key
-	// columns after the first, width-1 per id; free the released ids.
+	// columns after the first, width-1 per id.
 	slots    []uint64
 	width    int
 	restVals []types.Value
-	free     []int32
 	live     int
-	// states by key id, keyChunk per chunk (see state); next is the
-	// number of ids handed out.
+	// states by key id, keyChunk per chunk (see state), ids their ids.
 	states [][]keyState
-	next   int32
+	ids    idPool
 	dirty  []int32 // ids changed since the last write-back
 	// dels are the map keys removed since the last write-back, end to
 	// end, in the order of their removal (see deleted).
@@ -509,7 +491,7 @@ func (j *regular) compactKeys(i int) {
 	c := j.sides[i].cache
 	old := c.ukeys
 	c.ukeys = keySlab{}
-	for id := range j.cache.next {
+	for id := range j.cache.ids.next {
 		e := &j.cache.state(id).sides[i]
 		for k := range e.rows {
 			r := &e.rows[k]

@@ -328,7 +328,7 @@ func (j *interval) expireCachedKey(s int, id int32, now int64, out exec.Output) 
 			k.delEnds[s] = append(k.delEnds[s], int32(len(k.dels[s])))
 		}
 		clear(rc.row(r.row))
-		rc.free = append(rc.free, r.row)
+		rc.ids.release(r.row)
 		rc.waste += int(r.ukLen)
 	}
 	if n == 0 {

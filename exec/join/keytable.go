@@ -86,13 +86,8 @@ func (jc *joinCache) add(row types.Row, cols []int, h uint64) int32 {
 	if (jc.live+1)*4 > len(jc.slots)*3 {
 		jc.growSlots()
 	}
-	var id int32
-	if n := len(jc.free); n > 0 {
-		id = jc.free[n-1]
-		jc.free = jc.free[:n-1]
-	} else {
-		id = jc.next
-		jc.next++
+	id, fresh := jc.ids.take()
+	if fresh {
 		if int(id/keyChunk) == len(jc.states) {
 			jc.states = append(jc.states, make([]keyState, keyChunk))
 		}
@@ -171,6 +166,6 @@ func (jc *joinCache) release(id int32) {
 	jc.slots[i] = 0
 	*jc.state(id) = keyState{}
 	clear(jc.rest(id))
-	jc.free = append(jc.free, id)
+	jc.ids.release(id)
 	jc.live--
 }
