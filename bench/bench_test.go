@@ -69,7 +69,7 @@ func runPipelineWith(b *testing.B, ddl, insert string, extra ...string) {
 		b.Fatal(err)
 	}
 	defer sess.Close()
-	if strings.Contains(ddl, "%d") {
+	if strings.Contains(ddl, "%d") || strings.Contains(ddl, "%[1]d") {
 		ddl = fmt.Sprintf(ddl, b.N)
 	}
 	if _, err := sess.Execute(ctx, ddl); err != nil {
@@ -186,4 +186,37 @@ func BenchmarkGroupSumHotKeysRocksDB(b *testing.B) { groupSumHotKeys(b, "rocksdb
 // pipeline in streaming mode (BenchmarkGroupSumHotKeysHashmap).
 func BenchmarkGroupSumHotKeysBatch(b *testing.B) {
 	groupSumHotKeys(b, "hashmap", "execution.runtime-mode", "batch")
+}
+
+// Issue 11: the regular inner join of a stream of random keys over 100 000
+// values against a stream of 100 000 rows, one per key (both sides kept),
+// datagen → join → blackhole. One op is one row of the random-key stream;
+// the 100 000 dimension rows are extra input counted in rows/cpu-s.
+func BenchmarkRegularJoinSQL(b *testing.B) {
+	runPipelineWith(b, `
+CREATE TABLE ja (k BIGINT, v BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '1000000000',
+  'number-of-rows' = '%d', 'fields.k.min' = '0', 'fields.k.max' = '99999');
+CREATE TABLE jb (k BIGINT, name STRING) WITH ('connector' = 'datagen', 'rows-per-second' = '1000000000',
+  'number-of-rows' = '100000', 'fields.k.kind' = 'sequence', 'fields.k.start' = '0', 'fields.k.end' = '99999',
+  'fields.name.length' = '8');
+CREATE TABLE jout (k BIGINT, v BIGINT, name STRING) WITH ('connector' = 'blackhole');
+`, `INSERT INTO jout SELECT ja.k, ja.v, jb.name FROM ja JOIN jb ON ja.k = jb.k;`)
+}
+
+// Issue 11: the interval join of two streams of random keys over 100 000
+// values, one row per millisecond of event time each, ±1 s. One op is one
+// row of each side.
+func BenchmarkIntervalJoinSQL(b *testing.B) {
+	runPipelineWith(b, `
+CREATE TABLE il (id BIGINT, k BIGINT, ts AS TO_TIMESTAMP_LTZ(id, 3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+  WITH ('connector' = 'datagen', 'rows-per-second' = '1000000000', 'number-of-rows' = '%[1]d',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%[1]d',
+  'fields.k.min' = '0', 'fields.k.max' = '99999');
+CREATE TABLE ir (id BIGINT, k BIGINT, ts AS TO_TIMESTAMP_LTZ(id, 3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+  WITH ('connector' = 'datagen', 'rows-per-second' = '1000000000', 'number-of-rows' = '%[1]d',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%[1]d',
+  'fields.k.min' = '0', 'fields.k.max' = '99999');
+CREATE TABLE iout (k BIGINT, lid BIGINT, rid BIGINT) WITH ('connector' = 'blackhole');
+`, `INSERT INTO iout SELECT il.k, il.id, ir.id FROM il JOIN ir ON il.k = ir.k
+  AND il.ts BETWEEN ir.ts - INTERVAL '1' SECOND AND ir.ts + INTERVAL '1' SECOND;`)
 }
