@@ -28,6 +28,10 @@ type intervalCache struct {
 	cols   []int   // the key columns of keyRow: all of them
 	states []ivKey // by key id
 	sides  [2]rowCache
+	// Each side's expiry deadlines: those pushed in order (a side whose
+	// rows arrive in time order, the common case) in a FIFO, popped from
+	// its head in the order they came; the others in a min-heap.
+	queues [2]dueQueue
 	heaps  [2][]ivDue // min-heaps by deadline
 	dirty  []int32
 	keyRow types.Row // scratch: the current row's key values
@@ -106,8 +110,34 @@ func (c *intervalCache) markDirty(id int32) {
 	}
 }
 
-// push adds a deadline to side s's heap.
+// dueQueue is a FIFO of deadlines in ascending order.
+type dueQueue struct {
+	items []ivDue
+	head  int
+}
+
+func (q *dueQueue) len() int { return len(q.items) - q.head }
+
+func (q *dueQueue) popFront() ivDue {
+	d := q.items[q.head]
+	q.head++
+	switch {
+	case q.head == len(q.items):
+		q.items, q.head = q.items[:0], 0
+	case q.head >= 1024 && q.head*2 >= len(q.items):
+		n := copy(q.items, q.items[q.head:])
+		q.items, q.head = q.items[:n], 0
+	}
+	return d
+}
+
+// push adds a deadline of side s: to its FIFO when not earlier than the
+// FIFO's last, otherwise to its heap.
 func (c *intervalCache) push(s int, d ivDue) {
+	if q := &c.queues[s]; q.len() == 0 || q.items[len(q.items)-1].deadline <= d.deadline {
+		q.items = append(q.items, d)
+		return
+	}
 	h := append(c.heaps[s], d)
 	i := len(h) - 1
 	for i > 0 {
@@ -121,7 +151,22 @@ func (c *intervalCache) push(s int, d ivDue) {
 	c.heaps[s] = h
 }
 
-// pop removes the earliest deadline of side s.
+// popDue removes and returns the earliest deadline of side s if it is at
+// most now.
+func (c *intervalCache) popDue(s int, now int64) (ivDue, bool) {
+	q, h := &c.queues[s], c.heaps[s]
+	fromQueue := q.len() > 0 && q.items[q.head].deadline <= now
+	fromHeap := len(h) > 0 && h[0].deadline <= now
+	switch {
+	case fromQueue && (!fromHeap || q.items[q.head].deadline <= h[0].deadline):
+		return q.popFront(), true
+	case fromHeap:
+		return c.pop(s), true
+	}
+	return ivDue{}, false
+}
+
+// pop removes the earliest deadline of side s's heap.
 func (c *intervalCache) pop(s int) ivDue {
 	h := c.heaps[s]
 	top := h[0]
@@ -252,8 +297,11 @@ func (j *interval) expireCached(now int64, out exec.Output) error {
 	c := j.cache
 	c.due = c.due[:0]
 	for s := range c.heaps {
-		for len(c.heaps[s]) > 0 && c.heaps[s][0].deadline <= now {
-			d := c.pop(s)
+		for {
+			d, ok := c.popDue(s, now)
+			if !ok {
+				break
+			}
 			if k := &c.states[d.id]; k.live && k.gen == d.gen {
 				c.due = append(c.due, d)
 			}

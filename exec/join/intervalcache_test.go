@@ -2,6 +2,7 @@ package join
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,5 +85,54 @@ func TestIntervalCacheForgetsExpiredKeys(t *testing.T) {
 	}
 	if padded != keys {
 		t.Fatalf("%d padded rows, want %d", padded, keys)
+	}
+}
+
+// Deadlines come out earliest first whether they went to the FIFO (in
+// order) or the heap (earlier than the FIFO's last), and only those due.
+func TestIntervalCacheDeadlineOrder(t *testing.T) {
+	c := newIntervalCache(1, [2]int{1, 1})
+	// 10, 20, 30 go to the FIFO; 15 and 5 to the heap; 40 to the FIFO.
+	for i, d := range []int64{10, 20, 30, 15, 5, 40} {
+		c.push(0, ivDue{deadline: d, id: int32(i)})
+	}
+	if c.queues[0].len() != 4 || len(c.heaps[0]) != 2 {
+		t.Fatalf("FIFO %d, heap %d deadlines, want 4 and 2", c.queues[0].len(), len(c.heaps[0]))
+	}
+	var got []int64
+	for {
+		d, ok := c.popDue(0, 30)
+		if !ok {
+			break
+		}
+		got = append(got, d.deadline)
+	}
+	if want := []int64{5, 10, 15, 20, 30}; !slices.Equal(got, want) {
+		t.Fatalf("due at 30: %v, want %v", got, want)
+	}
+	if _, ok := c.popDue(1, 1<<62); ok {
+		t.Fatal("side 1 has no deadlines")
+	}
+	// Many in order: the FIFO compacts its consumed head and keeps order.
+	for d := int64(100); d < 5100; d++ {
+		c.push(0, ivDue{deadline: d})
+	}
+	next := int64(40)
+	for {
+		d, ok := c.popDue(0, 4000)
+		if !ok {
+			break
+		}
+		if d.deadline != next {
+			t.Fatalf("popped %d, want %d", d.deadline, next)
+		}
+		if next == 40 {
+			next = 100
+		} else {
+			next++
+		}
+	}
+	if next != 4001 || c.queues[0].len() != 1099 {
+		t.Fatalf("stopped before %d with %d left, want 4001 and 1099", next, c.queues[0].len())
 	}
 }
