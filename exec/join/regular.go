@@ -473,6 +473,7 @@ func (j *regular) collectCached(input int, other *sideView) error {
 	lw := j.spec.Left.Width
 	w := other.spec.Width
 	inArena := false
+	other.cur.sortRows(other.cache)
 	for i := range other.cur.rows {
 		cr := &other.cur.rows[i]
 		var row types.Row
