@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"slices"
 
 	"github.com/flinksql/flinksql/types"
@@ -57,6 +58,13 @@ type rowCache struct {
 	// the bytes of released ones, reclaimed by compactKeys.
 	ukeys keySlab
 	waste int
+	// seed hashes the map keys (see hash); ixs are the hash indexes of
+	// the long row lists (see keyRows.ix), ixFree the unused handles.
+	seed   maphash.Seed
+	ixs    [][]uint32
+	ixFree []int32
+	// constHash makes every map key hash alike (tests of collisions).
+	constHash bool
 }
 
 // keySlab stores byte strings end to end in pages of keyPage bytes (a
@@ -112,11 +120,17 @@ type keyState struct {
 
 // keyRows is one side's cached rows of a join key.
 type keyRows struct {
-	// rows in the byte order of their map keys (the order the backend
-	// iterates them in, so matches are emitted in the same order); at most
-	// one, with no map key, for the value layout.
-	rows    []cachedRow
-	cleared bool // value layout: the value was removed
+	// rows in the order they came, put into the byte order of their map
+	// keys (the order the backend iterates them in, so that matches are
+	// emitted in the same order) when they are iterated (see sortRows):
+	// an insertion then costs no search of a sorted list and no move of
+	// its tail. At most one, with no map key, for the value layout.
+	rows     []cachedRow
+	cleared  bool // value layout: the value was removed
+	unsorted bool // rows may be out of byte order
+	// ix is 1 + the handle of rows' hash index in the side's ixs once
+	// rows has more than indexMin rows, else 0.
+	ix int32
 	// inl is where rows starts (see joinCache.add): a key's first row
 	// needs no allocation and no memory beyond its state; a second one
 	// moves the list to the heap. keyStates never move (they live in
@@ -128,14 +142,15 @@ type keyRows struct {
 const inlineKey = 15
 
 // cachedRow is a cached row: its id in the side's slabs and its map key,
-// inline or as a range of the side's ukeys. It holds no pointer, and its
+// inline or as a range of the side's ukeys (then with 32 bits of the
+// key's hash, which a lookup compares before the key's bytes). It holds no pointer, and its
 // 32 bytes make a key's row list half the size (and half the allocation
 // as it grows) of a layout with a separate offset field.
 type cachedRow struct {
 	// pre holds a map key of at most inlineKey bytes (a row of a few
-	// numbers), which then needs no slab bytes, and the binary search
-	// comparing it no memory access beyond the row list; a longer key's
-	// offset in ukeys is in its first 8 bytes (see ukOff).
+	// numbers), which then needs no slab bytes, and a lookup comparing
+	// it no memory access beyond the row list; a longer key's offset in
+	// ukeys is in its first 8 bytes (see ukOff), its hash in the next 4.
 	pre   [inlineKey]byte
 	dirty bool
 	ukLen int32
@@ -148,6 +163,9 @@ type cachedRow struct {
 func (r *cachedRow) ukOff() int { return int(binary.LittleEndian.Uint64(r.pre[:8])) }
 
 func (r *cachedRow) setUKOff(off int) { binary.LittleEndian.PutUint64(r.pre[:8], uint64(off)) }
+
+// keyHash is the stored hash of a map key longer than inlineKey.
+func (r *cachedRow) keyHash() uint32 { return binary.LittleEndian.Uint32(r.pre[8:12]) }
 
 // flatValue is a Value without S and X.
 type flatValue struct {
@@ -167,7 +185,7 @@ func isFlat(r types.Row) bool {
 }
 
 func newRowCache(width int, flat bool) *rowCache {
-	return &rowCache{width: width, flatOK: flat, tmp: make(types.Row, width)}
+	return &rowCache{width: width, flatOK: flat, tmp: make(types.Row, width), seed: maphash.MakeSeed()}
 }
 
 // row returns the values of row id, which is not flat.
@@ -266,14 +284,43 @@ func (c *rowCache) ukey(r *cachedRow) []byte {
 	return c.ukeys.get(r.ukOff(), r.ukLen)
 }
 
-// setKey stores map key k for r: inline when short, else in the slab.
-func (c *rowCache) setKey(r *cachedRow, k []byte) {
+// setKey stores map key k, of hash h, for r: inline when short, else in
+// the slab.
+func (c *rowCache) setKey(r *cachedRow, k []byte, h uint32) {
 	r.ukLen = int32(len(k))
 	if len(k) <= inlineKey {
 		copy(r.pre[:], k)
 		return
 	}
 	r.setUKOff(c.addKey(k))
+	binary.LittleEndian.PutUint32(r.pre[8:12], h)
+}
+
+// hash is the hash of map key k that the row lists are looked up by.
+func (c *rowCache) hash(k []byte) uint32 {
+	if c.constHash {
+		return 0
+	}
+	return uint32(maphash.Bytes(c.seed, k))
+}
+
+// rowHash is the hash of r's map key.
+func (c *rowCache) rowHash(r *cachedRow) uint32 {
+	if r.ukLen > inlineKey {
+		return r.keyHash()
+	}
+	return c.hash(r.pre[:r.ukLen])
+}
+
+// holds says whether r's map key is ukey, of hash h.
+func (c *rowCache) holds(r *cachedRow, ukey []byte, h uint32) bool {
+	if int(r.ukLen) != len(ukey) {
+		return false
+	}
+	if r.ukLen <= inlineKey {
+		return string(r.pre[:r.ukLen]) == string(ukey)
+	}
+	return r.keyHash() == h && string(c.ukeys.get(r.ukOff(), r.ukLen)) == string(ukey)
 }
 
 // addKey stores map key k and returns its offset.
@@ -286,18 +333,113 @@ func (c *rowCache) needsCompaction() bool {
 	return c.waste > 1<<20 && c.waste > c.ukeys.used/2
 }
 
-// find is the position of ukey in e.rows and whether it is there.
-func (e *keyRows) find(c *rowCache, ukey []byte) (int, bool) {
-	lo, hi := 0, len(e.rows)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(c.ukey(&e.rows[m]), ukey) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
+// indexMin is the longest row list without a hash index: a scan of so
+// few rows, comparing lengths and hashes (or short keys) in the list
+// itself, costs no more than an index probe.
+const indexMin = 8
+
+// find is the position in e.rows of map key ukey, of hash h (-1: none).
+func (e *keyRows) find(c *rowCache, ukey []byte, h uint32) int {
+	if e.ix == 0 {
+		for i := range e.rows {
+			if c.holds(&e.rows[i], ukey, h) {
+				return i
+			}
+		}
+		return -1
+	}
+	ix := c.ixs[e.ix-1]
+	mask := uint32(len(ix) - 1)
+	for i := h & mask; ix[i] != 0; i = (i + 1) & mask {
+		if p := ix[i] - 1; c.holds(&e.rows[p], ukey, h) {
+			return int(p)
 		}
 	}
-	return lo, lo < len(e.rows) && bytes.Equal(c.ukey(&e.rows[lo]), ukey)
+	return -1
+}
+
+// appendRow appends r, of map key hash h, to e.rows and its index.
+func (e *keyRows) appendRow(c *rowCache, r cachedRow, h uint32) {
+	if n := len(e.rows); n > 0 {
+		e.unsorted = true
+		if n == 1 && cap(e.rows) == 1 {
+			// Leaving the inline row: room for four at once (one
+			// allocation where growing would make two, of 2 and 4).
+			e.rows = append(make([]cachedRow, 0, 4), e.rows...)
+		}
+	}
+	e.rows = append(e.rows, r)
+	switch n := len(e.rows); {
+	case e.ix != 0 && 2*n <= len(c.ixs[e.ix-1]):
+		ix := c.ixs[e.ix-1]
+		mask := uint32(len(ix) - 1)
+		i := h & mask
+		for ix[i] != 0 {
+			i = (i + 1) & mask
+		}
+		ix[i] = uint32(n)
+	case n > indexMin:
+		e.reindex(c)
+	}
+}
+
+// reindex builds e.rows' hash index anew (or drops it when the list is
+// short), with room to grow to twice its length.
+func (e *keyRows) reindex(c *rowCache) {
+	n := len(e.rows)
+	if n <= indexMin {
+		c.freeIndex(e)
+		return
+	}
+	size := 32
+	for size < 4*n {
+		size <<= 1
+	}
+	if e.ix == 0 {
+		if k := len(c.ixFree); k > 0 {
+			e.ix = c.ixFree[k-1] + 1
+			c.ixFree = c.ixFree[:k-1]
+		} else {
+			c.ixs = append(c.ixs, nil)
+			e.ix = int32(len(c.ixs))
+		}
+	}
+	ix := c.ixs[e.ix-1]
+	if len(ix) == size {
+		clear(ix)
+	} else {
+		ix = make([]uint32, size)
+		c.ixs[e.ix-1] = ix
+	}
+	mask := uint32(size - 1)
+	for p := range e.rows {
+		i := c.rowHash(&e.rows[p]) & mask
+		for ix[i] != 0 {
+			i = (i + 1) & mask
+		}
+		ix[i] = uint32(p + 1)
+	}
+}
+
+// freeIndex drops e's hash index, if it has one.
+func (c *rowCache) freeIndex(e *keyRows) {
+	if e.ix != 0 {
+		c.ixs[e.ix-1] = nil
+		c.ixFree = append(c.ixFree, e.ix-1)
+		e.ix = 0
+	}
+}
+
+// sortRows puts e.rows into the byte order of their map keys.
+func (e *keyRows) sortRows(c *rowCache) {
+	if !e.unsorted {
+		return
+	}
+	e.unsorted = false
+	slices.SortFunc(e.rows, func(a, b cachedRow) int { return bytes.Compare(c.ukey(&a), c.ukey(&b)) })
+	if e.ix != 0 {
+		e.reindex(c)
+	}
 }
 
 // deleted records that side's map key ukey of key id was removed. The
@@ -388,11 +530,15 @@ func (j *regular) cached(input int, row types.Row) (*keyState, error) {
 			clear(c.tmp)
 			cr := cachedRow{row: id, count: int32(count), assoc: int32(assoc)}
 			if ukey != nil {
-				c.setKey(&cr, ukey)
+				c.setKey(&cr, ukey, c.hash(ukey))
 			}
+			// In the backend's order, which is the map keys' byte order.
 			e.rows = append(e.rows, cr)
 			return true
 		})
+		if err == nil && len(e.rows) > indexMin {
+			e.reindex(c)
+		}
 		if err == nil {
 			err = derr
 		}
@@ -482,6 +628,7 @@ func (j *regular) dropKey(id int32) {
 		for k := range e.rows {
 			s.cache.release(&e.rows[k])
 		}
+		s.cache.freeIndex(e)
 	}
 	j.cache.release(id)
 }
@@ -531,17 +678,13 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 		s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
 	}
 	ukey := s.ukBuf
-	i, ok := e.find(c, ukey)
+	h := c.hash(ukey)
+	i := e.find(c, ukey, h)
 	switch {
-	case !ok:
+	case i < 0:
 		cr := cachedRow{row: c.newRow(row), count: 1, assoc: int32(assoc), dirty: true}
-		c.setKey(&cr, ukey)
-		if len(e.rows) == 1 && cap(e.rows) == 1 {
-			// Leaving the inline row: room for four at once (one
-			// allocation where growing would make two, of 2 and 4).
-			e.rows = append(make([]cachedRow, 0, 4), e.rows...)
-		}
-		e.rows = slices.Insert(e.rows, i, cr)
+		c.setKey(&cr, ukey, h)
+		e.appendRow(c, cr, h)
 	case s.spec.Spec == HasUniqueKey:
 		r := &e.rows[i]
 		r.row = c.replace(r.row, row)
@@ -570,8 +713,8 @@ func (s *sideView) retractCached(row types.Row) {
 	default:
 		s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
 	}
-	i, ok := e.find(c, s.ukBuf)
-	if !ok {
+	i := e.find(c, s.ukBuf, c.hash(s.ukBuf))
+	if i < 0 {
 		return
 	}
 	r := &e.rows[i]
@@ -582,7 +725,12 @@ func (s *sideView) retractCached(row types.Row) {
 	}
 	s.jc.deleted(*s.curID, s.index, c.ukey(r))
 	c.release(r)
+	// Deleted in place, which keeps the order; the positions after it
+	// change, so the index is built anew (a retraction is rare).
 	e.rows = slices.Delete(e.rows, i, i+1)
+	if e.ix != 0 {
+		e.reindex(c)
+	}
 	s.markDirty()
 }
 

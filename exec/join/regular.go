@@ -62,6 +62,10 @@ type RegularSpec struct {
 	// Residual is the non-equi part of the condition over the joined row
 	// [left..., right...]; nil when there is none.
 	Residual exec.Predicate
+
+	// collide makes the cache hash every map key alike, for tests of
+	// the lookup under hash collisions.
+	collide bool
 }
 
 // NewRegular returns the regular join operator. Its inputs may carry any
@@ -180,6 +184,7 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 		s.jc = j.cache
 		if j.cache != nil {
 			s.cache = newRowCache(s.spec.Width, true)
+			s.cache.constHash = j.spec.collide
 			s.dirty = &j.cache.dirty
 		}
 		s.curHash = &j.curHash
@@ -473,6 +478,7 @@ func (j *regular) collectCached(input int, other *sideView) error {
 	lw := j.spec.Left.Width
 	w := other.spec.Width
 	inArena := false
+	other.cur.sortRows(other.cache)
 	for i := range other.cur.rows {
 		cr := &other.cur.rows[i]
 		var row types.Row

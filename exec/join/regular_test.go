@@ -367,3 +367,118 @@ func TestRegularJoinWithoutKeys(t *testing.T) {
 	}
 	checkRestores(t, build, 0, script, 0, want...)
 }
+
+// Two identical rows on one side are one stored row with a count of 2:
+// each copy joins, and retracting one copy retracts one match and leaves
+// the other.
+func TestRegularJoinIdenticalRows(t *testing.T) {
+	script := []step{
+		left(ins("a", 1), ins("a", 1)),
+		right(ins("a", 10)),
+		left(del("a", 1)),
+		right(ins("a", 11)),
+		left(del("a", 1)),
+		right(ins("a", 12)),
+	}
+	want := []string{
+		"+I(a, 1, a, 10)", "+I(a, 1, a, 10)",
+		"-D(a, 1, a, 10)",
+		"+I(a, 1, a, 11)",
+		"-D(a, 1, a, 10)", "-D(a, 1, a, 11)",
+	}
+	build := regularBuild(Inner, nil, NoUniqueKey, NoUniqueKey)
+	checkRestores(t, build, 0, script, 0, want...)
+	checkCachedMatchesUncached(t, build, [][]step{script[:3], script[3:]})
+}
+
+// A key with more rows than indexMin is looked up through its hash
+// index, rows arriving out of byte order are emitted in byte order all
+// the same, and inserts and retractions interleave; with every map key
+// hashed alike (collide) the lookups must still tell the rows apart.
+// Left values are fixed-length strings longer than a cachedRow holds
+// inline (their row bytes sort as the strings do), right values small
+// ints (inline, sorting as the numbers do).
+func TestRegularJoinManyRowsPerKey(t *testing.T) {
+	lv := func(i int) string { return fmt.Sprintf("long-left-value-%02d", i) }
+	for _, collide := range []bool{false, true} {
+		t.Run(fmt.Sprintf("collide=%v", collide), func(t *testing.T) {
+			build := func() (exec.Operator, error) {
+				return NewRegular(RegularSpec{
+					Type:    Inner,
+					Left:    Side{Width: 2, Keys: []int{0}},
+					Right:   Side{Width: 2, Keys: []int{0}},
+					collide: collide,
+				})
+			}
+			var lefts []rowSpec
+			for _, i := range []int{7, 3, 11, 0, 9, 5, 1, 10, 2, 8, 6, 4, 5} {
+				lefts = append(lefts, ins("a", lv(i)))
+			}
+			var rights []rowSpec
+			for _, v := range []int{25, 21, 29, 20, 27, 23, 28, 22, 26, 24, 30} {
+				rights = append(rights, ins("a", v))
+			}
+			script := []step{
+				left(lefts...),
+				right(ins("a", 1)),
+				left(del("a", lv(3)), del("a", lv(5)), ins("a", lv(12)), del("a", lv(0)), ins("a", lv(3))),
+				right(ins("a", 2)),
+				right(del("a", 1)),
+				right(rights...),
+				right(del("a", 25), del("a", 20), ins("a", 25)),
+				left(ins("a", "x")),
+				left(del("a", "x")),
+			}
+			var want []string
+			// Left holds 00..11, 05 twice, when (a, 1) comes.
+			for i := range 12 {
+				for range 1 + btoi(i == 5) {
+					want = append(want, fmt.Sprintf("+I(a, %s, a, 1)", lv(i)))
+				}
+			}
+			// The left changes join (a, 1) as they come.
+			want = append(want, fmt.Sprintf("-D(a, %s, a, 1)", lv(3)), fmt.Sprintf("-D(a, %s, a, 1)", lv(5)),
+				fmt.Sprintf("+I(a, %s, a, 1)", lv(12)), fmt.Sprintf("-D(a, %s, a, 1)", lv(0)),
+				fmt.Sprintf("+I(a, %s, a, 1)", lv(3)))
+			// Then 01..12, each once: the deletes removed 00, one 05 and
+			// 03, which came back.
+			for _, r := range []struct {
+				kind string
+				v    int
+			}{{"+I", 2}, {"-D", 1}} {
+				for i := 1; i <= 12; i++ {
+					want = append(want, fmt.Sprintf("%s(a, %s, a, %d)", r.kind, lv(i), r.v))
+				}
+			}
+			// Each right row joins the twelve left rows as it comes.
+			for _, v := range []int{25, 21, 29, 20, 27, 23, 28, 22, 26, 24, 30} {
+				for i := 1; i <= 12; i++ {
+					want = append(want, fmt.Sprintf("+I(a, %s, a, %d)", lv(i), v))
+				}
+			}
+			for _, r := range []struct {
+				kind string
+				v    int
+			}{{"-D", 25}, {"-D", 20}, {"+I", 25}} {
+				for i := 1; i <= 12; i++ {
+					want = append(want, fmt.Sprintf("%s(a, %s, a, %d)", r.kind, lv(i), r.v))
+				}
+			}
+			// Right holds 2 and 21..30 (20 retracted, 25 back), in order.
+			for _, k := range []string{"+I", "-D"} {
+				for _, v := range []int{2, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30} {
+					want = append(want, fmt.Sprintf("%s(a, x, a, %d)", k, v))
+				}
+			}
+			checkRestores(t, build, 0, script, 0, want...)
+			checkCachedMatchesUncached(t, build, [][]step{script[:3], script[3:6], script[6:]})
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
