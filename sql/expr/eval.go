@@ -336,16 +336,30 @@ type Projector struct {
 	// cols[i] >= 0 when output i copies input column cols[i], which
 	// Project does without a call.
 	cols []int
+	// same[i] >= 0 when output i is the same deterministic expression as
+	// the earlier output same[i]: planners repeat a FILTER condition once
+	// per aggregate that uses it, and evaluating it once per row is enough.
+	same []int
 }
 
 // NewProjector compiles exprs; out[i] of Project is exprs[i] evaluated on the input row.
 func NewProjector(exprs []Expr, cfg *Config) *Projector {
 	c := &compiler{ctx: newEvalCtx(cfg)}
-	p := &Projector{evals: c.compileAll(exprs), cols: make([]int, len(exprs))}
+	p := &Projector{evals: c.compileAll(exprs), cols: make([]int, len(exprs)), same: make([]int, len(exprs))}
 	for i, e := range p.evals {
-		p.cols[i] = -1
+		p.cols[i], p.same[i] = -1, -1
 		if col, ok := e.(*columnEval); ok {
 			p.cols[i] = col.idx
+			continue
+		}
+		if !deterministic(exprs[i]) {
+			continue
+		}
+		for j := 0; j < i; j++ {
+			if p.cols[j] < 0 && p.same[j] < 0 && sameExpr(exprs[i], exprs[j]) {
+				p.same[i] = j
+				break
+			}
 		}
 	}
 	return p
@@ -357,6 +371,10 @@ func (p *Projector) Project(in, out types.Row) error {
 	for i, e := range p.evals {
 		if c := p.cols[i]; c >= 0 && c < len(in) {
 			out[i] = in[c]
+			continue
+		}
+		if j := p.same[i]; j >= 0 {
+			out[i] = out[j]
 			continue
 		}
 		v, err := e.eval(in)

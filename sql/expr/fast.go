@@ -53,7 +53,31 @@ func newIntCmpEval(op string, a, b evaluator) evaluator {
 			return &intCmpColConst{idx: col.idx, c: k.v.N, op: code}
 		}
 	}
+	if dot, ok := a.(*columnDotEval); ok {
+		if k, ok := b.(*constEval); ok && k.v.K != types.KindNull {
+			return &intCmpDotConst{dot: *dot, c: k.v.N, op: code}
+		}
+	}
 	return &intCmpEval{a: a, b: b, op: code}
+}
+
+// intCmpDotConst compares a field of a ROW column with a constant: views
+// over a source's nested rows (Nexmark's bid.price) filter that way.
+type intCmpDotConst struct {
+	dot columnDotEval
+	c   int64
+	op  int
+}
+
+func (e *intCmpDotConst) eval(row types.Row) (types.Value, error) {
+	if e.dot.col >= len(row) || row[e.dot.col].K != types.KindRow {
+		return e.dot.eval(row) // the error, or the NULL of a NULL row
+	}
+	r := row[e.dot.col].RowOf()
+	if e.dot.idx >= len(r) || r[e.dot.idx].K == types.KindNull {
+		return types.Value{}, nil
+	}
+	return types.Bool(intCmp(e.op, r[e.dot.idx].N, e.c)), nil
 }
 
 type intCmpEval struct {
