@@ -18,8 +18,11 @@ func sameExpr(a, b Expr) bool {
 		}
 		return x.v.IsNull() || (x.v.K == y.v.K && x.String() == y.String())
 	case *callExpr:
+		// Only operators whose result is fixed by their name and
+		// operands: a function call may carry modes outside its operands
+		// (JSON_QUERY's wrapper, ON EMPTY and ON ERROR clauses).
 		y, ok := b.(*callExpr)
-		return ok && x.name == y.name && sameExprs(x.args, y.args)
+		return ok && x.name == y.name && operandOnlyOps[x.name] && sameExprs(x.args, y.args)
 	case *castExpr:
 		y, ok := b.(*castExpr)
 		return ok && x.try == y.try && x.implicit == y.implicit && sameExpr(x.e, y.e)
@@ -28,6 +31,14 @@ func sameExpr(a, b Expr) bool {
 		return ok && sameExprs(x.whens, y.whens) && sameExprs(x.thens, y.thens) && sameExpr(x.els, y.els)
 	}
 	return false
+}
+
+// operandOnlyOps are the calls sameExpr may equate.
+var operandOnlyOps = map[string]bool{
+	"+": true, "-": true, "*": true, "/": true, "=": true, "<>": true, "<": true, "<=": true,
+	">": true, ">=": true, "AND": true, "OR": true, "NOT": true, "IS NULL": true, "IS NOT NULL": true,
+	"IS TRUE": true, "IS NOT TRUE": true, "IS FALSE": true, "IS NOT FALSE": true,
+	"IS DISTINCT FROM": true, "IS NOT DISTINCT FROM": true, "DOT": true,
 }
 
 func sameExprs(a, b []Expr) bool {
