@@ -250,7 +250,55 @@ func buildDateFormat(name string, args []Expr) (Expr, error) {
 		return types.String(string(c.buf)), nil
 	}))
 	c.t.NotNull = false
+	if pat.isLit && !isStr && dateFieldsOnly(pat.fixed) {
+		toks := pat.fixed
+		c.impl.build = func(cc *compiler, args []evaluator) evaluator {
+			return &dayFormatEval{ctx: cc.ctx, arg: args[0], local: local, toks: toks}
+		}
+	}
 	return c, nil
+}
+
+// dateFieldsOnly reports whether a pattern shows nothing finer than the
+// calendar date (no time of day, fraction or zone), so that its text is the
+// same for every instant of a local day.
+func dateFieldsOnly(toks []patToken) bool {
+	for _, t := range toks {
+		switch t.letter {
+		case 0, 'y', 'u', 'Y', 'M', 'L', 'q', 'Q', 'd', 'D', 'E', 'e', 'w':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// dayFormatEval is DATE_FORMAT of a date-time with a constant pattern of
+// date fields only. Consecutive rows of a stream nearly always fall on the
+// same local day (Nexmark's GROUP BY day: one text for millions of rows),
+// so the last day's text is kept instead of formatting and allocating a
+// string per row.
+type dayFormatEval struct {
+	ctx   *evalCtx
+	arg   evaluator
+	local func(c *evalCtx, v types.Value) (int64, int32)
+	toks  []patToken
+	day   int64
+	text  string
+	valid bool
+}
+
+func (e *dayFormatEval) eval(row types.Row) (types.Value, error) {
+	v, err := e.arg.eval(row)
+	if err != nil || v.K == types.KindNull {
+		return types.Value{}, err
+	}
+	ms, _ := e.local(e.ctx, v)
+	if day := floorDiv(ms, msPerDay); !e.valid || day != e.day {
+		e.ctx.buf = formatLocal(e.ctx.buf[:0], e.toks, day*msPerDay, 0, 0, "")
+		e.text, e.day, e.valid = string(e.ctx.buf), day, true
+	}
+	return types.String(e.text), nil
 }
 
 func buildToTimestamp(name string, args []Expr) (Expr, error) {
