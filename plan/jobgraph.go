@@ -109,10 +109,12 @@ func (gb *graphBuilder) buildNode(n Node) (*exec.Vertex, error) {
 				wm = new(int64)
 				cfg.Watermark = func() int64 { return *wm }
 			}
-			if filter != nil {
+			switch {
+			case filter != nil && proj != nil:
+				pred, p = expr.NewFilterProjector(filter, proj, cfg)
+			case filter != nil:
 				pred = expr.NewPredicate(filter, cfg)
-			}
-			if proj != nil {
+			case proj != nil:
 				p = expr.NewProjector(proj, cfg)
 			}
 			if wm != nil {

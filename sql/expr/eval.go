@@ -35,6 +35,8 @@ type evalCtx struct {
 	rnd  *rand.Rand
 	buf  []byte
 	regs map[string]*regexp.Regexp // patterns that are not constants
+	// rowGen counts the rows Predicate.Test evaluated: memoEval's clock.
+	rowGen uint64
 }
 
 func newEvalCtx(cfg *Config) *evalCtx {
@@ -69,6 +71,9 @@ type compiler struct {
 	// so that folding a deep tree is linear in its size rather than
 	// quadratic (each level asking about its whole subtree).
 	constants map[Expr]bool
+	// memo holds the calls compiled once for a filter and a projection
+	// (NewFilterProjector).
+	memo map[Expr]*memoEval
 }
 
 // constant is IsConstant(e), memoized over the nodes of the tree.
@@ -120,6 +125,12 @@ func (c *compiler) compileAll(es []Expr) []evaluator {
 // column is parsed once, not per row). A constant that fails to evaluate
 // is left to fail at run time, per record, as Flink reports it.
 func (c *compiler) compileExpr(e Expr) evaluator {
+	if m := c.memo[e]; m != nil && !c.constant(e) {
+		if m.inner == nil {
+			m.inner = e.compile(c)
+		}
+		return m
+	}
 	switch e.(type) {
 	case *callExpr, *castExpr, *caseExpr:
 		// The operands were folded first (compile calls compileExpr on
@@ -344,7 +355,10 @@ type Projector struct {
 
 // NewProjector compiles exprs; out[i] of Project is exprs[i] evaluated on the input row.
 func NewProjector(exprs []Expr, cfg *Config) *Projector {
-	c := &compiler{ctx: newEvalCtx(cfg)}
+	return newProjector(&compiler{ctx: newEvalCtx(cfg)}, exprs)
+}
+
+func newProjector(c *compiler, exprs []Expr) *Projector {
 	p := &Projector{evals: c.compileAll(exprs), cols: make([]int, len(exprs)), same: make([]int, len(exprs))}
 	for i, e := range p.evals {
 		p.cols[i], p.same[i] = -1, -1
@@ -388,17 +402,19 @@ func (p *Projector) Project(in, out types.Row) error {
 
 // Predicate evaluates a boolean condition; NULL counts as false.
 type Predicate struct {
-	e evaluator
+	e   evaluator
+	ctx *evalCtx
 }
 
 // NewPredicate compiles a BOOLEAN expression.
 func NewPredicate(e Expr, cfg *Config) *Predicate {
 	c := &compiler{ctx: newEvalCtx(cfg)}
-	return &Predicate{e: c.compileExpr(e)}
+	return &Predicate{e: c.compileExpr(e), ctx: c.ctx}
 }
 
 // Test reports whether the condition is TRUE for in.
 func (p *Predicate) Test(in types.Row) (bool, error) {
+	p.ctx.rowGen++
 	v, err := p.e.eval(in)
 	if err != nil {
 		return false, err

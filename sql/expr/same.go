@@ -18,11 +18,12 @@ func sameExpr(a, b Expr) bool {
 		}
 		return x.v.IsNull() || (x.v.K == y.v.K && x.String() == y.String())
 	case *callExpr:
-		// Only operators whose result is fixed by their name and
-		// operands: a function call may carry modes outside its operands
-		// (JSON_QUERY's wrapper, ON EMPTY and ON ERROR clauses).
+		// Only calls whose result is fixed by their name and operands
+		// (operandOnlyOps, memoFuncs): a function call may carry modes
+		// outside its operands (JSON_QUERY's wrapper, ON EMPTY and ON
+		// ERROR clauses).
 		y, ok := b.(*callExpr)
-		return ok && x.name == y.name && operandOnlyOps[x.name] && sameExprs(x.args, y.args)
+		return ok && x.name == y.name && (operandOnlyOps[x.name] || memoFuncs[x.name]) && sameExprs(x.args, y.args)
 	case *castExpr:
 		y, ok := b.(*castExpr)
 		return ok && x.try == y.try && x.implicit == y.implicit && sameExpr(x.e, y.e)
