@@ -2,7 +2,8 @@ package join
 
 import "math/bits"
 
-// keyFilter is a Bloom filter of the join keys a side has stored since a
+// keyFilter is a Bloom filter of 64-bit hashes: of the rows a side stored
+// (sideView.rowFilter), or, as described here, of the join keys it stored since a
 // fresh start, by the keys' 64-bit hash (the exchange's, equal for equal
 // keys of both sides). On rocksdb a key that never had state costs a
 // Pebble seek per lookup, which no block cache avoids; a join of two large

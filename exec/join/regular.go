@@ -3,6 +3,7 @@ package join
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
@@ -180,7 +181,7 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 		j.cache = newJoinCache(len(j.spec.Left.Keys), fresh)
 	}
 	for _, s := range j.sides {
-		s.cache, s.cur, s.curKey, s.dirty, s.curID, s.filter = nil, nil, nil, nil, &j.curID, nil
+		s.cache, s.cur, s.curKey, s.dirty, s.curID, s.filter, s.rowFilter = nil, nil, nil, nil, &j.curID, nil, nil
 		s.jc = j.cache
 		if j.cache != nil {
 			s.cache = newRowCache(s.spec.Width, true)
@@ -199,6 +200,12 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 			// budget get ~6 bits each (a few % false positives).
 			for _, s := range j.sides {
 				s.filter = newKeyFilter(b.MemoryBudget() / 16)
+				if s.spec.Spec == NoUniqueKey {
+					// Rows are stored with a count, which adding a row
+					// reads first: for a row never stored that read is
+					// a Pebble lookup of a missing key in every level.
+					s.rowFilter, s.rowSeed = newKeyFilter(b.MemoryBudget()/16), maphash.MakeSeed()
+				}
 			}
 		}
 	}
@@ -588,13 +595,17 @@ type sideView struct {
 	// key hash.
 	filter  *keyFilter
 	curHash *uint64
-	cache   *rowCache
-	cur     *keyRows
-	curKey  *keyState
-	curID   *int32 // the join's current key id
-	jc      *joinCache
-	index   int      // 0 left, 1 right
-	dirty   *[]int32 // the join's dirty list
+	// rowFilter, when not nil, holds the hashes (rowSeed) of the rows
+	// this side stored since a fresh start (uncached path, no unique key).
+	rowFilter *keyFilter
+	rowSeed   maphash.Seed
+	cache     *rowCache
+	cur       *keyRows
+	curKey    *keyState
+	curID     *int32 // the join's current key id
+	jc        *joinCache
+	index     int      // 0 left, 1 right
+	dirty     *[]int32 // the join's dirty list
 
 	// scan's state for visit
 	fn     func(rec, ukey []byte, count, assoc int) bool
@@ -718,6 +729,11 @@ func (s *sideView) add(row types.Row, assoc int) error {
 		return s.m.Put(nil, s.ukBuf, s.record(row, assoc))
 	}
 	s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
+	if s.rowFilter != nil {
+		h := maphash.Bytes(s.rowSeed, s.ukBuf)
+		seen = seen && s.rowFilter.mayContain(h)
+		s.rowFilter.add(h)
+	}
 	if !seen {
 		return s.m.Put(nil, s.ukBuf, s.counts(1, assoc))
 	}
@@ -753,6 +769,9 @@ func (s *sideView) retract(row types.Row) error {
 		return s.m.Delete(nil, s.ukBuf)
 	}
 	s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
+	if s.rowFilter != nil && !s.rowFilter.mayContain(maphash.Bytes(s.rowSeed, s.ukBuf)) {
+		return nil // never stored
+	}
 	v, ok, err := s.m.Get(nil, s.ukBuf)
 	if err != nil || !ok {
 		return err
