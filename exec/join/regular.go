@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/bloom"
 	"github.com/flinksql/flinksql/exec/internal/statecache"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
@@ -199,12 +200,12 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 			// A sixteenth of the budget per side: 20 M keys in a 256 MB
 			// budget get ~6 bits each (a few % false positives).
 			for _, s := range j.sides {
-				s.filter = newKeyFilter(b.MemoryBudget() / 16)
+				s.filter = bloom.New(b.MemoryBudget() / 16)
 				if s.spec.Spec == NoUniqueKey {
 					// Rows are stored with a count, which adding a row
 					// reads first: for a row never stored that read is
 					// a Pebble lookup of a missing key in every level.
-					s.rowFilter, s.rowSeed = newKeyFilter(b.MemoryBudget()/16), maphash.MakeSeed()
+					s.rowFilter, s.rowSeed = bloom.New(b.MemoryBudget()/16), maphash.MakeSeed()
 				}
 			}
 		}
@@ -447,7 +448,7 @@ func (j *regular) collect(input int, row types.Row, other *sideView) error {
 	if other.cache != nil {
 		return j.collectCached(input, other)
 	}
-	if !other.filter.mayContain(j.curHash) {
+	if !other.filter.MayContain(j.curHash) {
 		return nil // the other side never stored this key
 	}
 	j.cInput, j.cOther, j.cErr = input, other, nil
@@ -593,11 +594,11 @@ type sideView struct {
 	// filter, when not nil, holds the join keys this side stored since a
 	// fresh start (uncached path); curHash points at the join's current
 	// key hash.
-	filter  *keyFilter
+	filter  *bloom.Filter
 	curHash *uint64
 	// rowFilter, when not nil, holds the hashes (rowSeed) of the rows
 	// this side stored since a fresh start (uncached path, no unique key).
-	rowFilter *keyFilter
+	rowFilter *bloom.Filter
 	rowSeed   maphash.Seed
 	cache     *rowCache
 	cur       *keyRows
@@ -717,9 +718,9 @@ func (s *sideView) add(row types.Row, assoc int) error {
 		s.addCached(row, assoc)
 		return nil
 	}
-	seen := s.filter.mayContain(*s.curHash)
+	seen := s.filter.MayContain(*s.curHash)
 	if s.filter != nil {
-		s.filter.add(*s.curHash)
+		s.filter.Add(*s.curHash)
 	}
 	switch s.spec.Spec {
 	case JoinKeyContainsUniqueKey:
@@ -731,8 +732,8 @@ func (s *sideView) add(row types.Row, assoc int) error {
 	s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
 	if s.rowFilter != nil {
 		h := maphash.Bytes(s.rowSeed, s.ukBuf)
-		seen = seen && s.rowFilter.mayContain(h)
-		s.rowFilter.add(h)
+		seen = seen && s.rowFilter.MayContain(h)
+		s.rowFilter.Add(h)
 	}
 	if !seen {
 		return s.m.Put(nil, s.ukBuf, s.counts(1, assoc))
@@ -758,7 +759,7 @@ func (s *sideView) retract(row types.Row) error {
 		s.retractCached(row)
 		return nil
 	}
-	if !s.filter.mayContain(*s.curHash) {
+	if !s.filter.MayContain(*s.curHash) {
 		return nil // never stored
 	}
 	switch s.spec.Spec {
@@ -769,7 +770,7 @@ func (s *sideView) retract(row types.Row) error {
 		return s.m.Delete(nil, s.ukBuf)
 	}
 	s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
-	if s.rowFilter != nil && !s.rowFilter.mayContain(maphash.Bytes(s.rowSeed, s.ukBuf)) {
+	if s.rowFilter != nil && !s.rowFilter.MayContain(maphash.Bytes(s.rowSeed, s.ukBuf)) {
 		return nil // never stored
 	}
 	v, ok, err := s.m.Get(nil, s.ukBuf)

@@ -38,6 +38,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/flinksql/flinksql/exec/internal/bloom"
 	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
@@ -127,14 +128,20 @@ type Cache[V any] struct {
 	// complete says every key with state is cached, so a miss needs no
 	// backend read.
 	complete bool
-	ttl      int64
-	now      int64
-	kbuf     []byte
-	evicted  int
-	keyLen   int // leading key values of the kv key
-	nsOf     func(dst []byte, rest []types.Value) []byte
-	ns       []byte        // the namespace of the entry last addressed (nil: none)
-	rest     []types.Value // scratch: a row's key values after keyLen
+	// stored, after a fresh start on a backend other than hashmap, holds
+	// the hashes of the keys written back: once evictions made the cache
+	// incomplete, a miss on a key never written back (a new key, the
+	// common case of a deduplication or a growing aggregation) needs no
+	// backend read either.
+	stored  *bloom.Filter
+	ttl     int64
+	now     int64
+	kbuf    []byte
+	evicted int
+	keyLen  int // leading key values of the kv key
+	nsOf    func(dst []byte, rest []types.Value) []byte
+	ns      []byte        // the namespace of the entry last addressed (nil: none)
+	rest    []types.Value // scratch: a row's key values after keyLen
 }
 
 // New returns the cache of state st of b. complete says the backend holds
@@ -148,6 +155,9 @@ func New[V any](b *kv.Backend, st *kv.ValueState[V], slots Slots[V], cfg Config,
 	}
 	// key values, slot share, hash, stamp, flags
 	c.perEntry = int64(cfg.ValueBytes + len(cfg.KeyCols)*int(unsafe.Sizeof(types.Value{})) + 48)
+	if complete && b.Kind() != image.Hashmap {
+		c.stored = bloom.New(b.MemoryBudget() / 16)
+	}
 	if cfg.Limit > 0 {
 		c.limit = cfg.Limit
 	} else if c.limit = Bound(b, int(c.perEntry), 64); c.limit > 0 {
@@ -228,7 +238,7 @@ func (c *Cache[V]) Find(row types.Row, h uint64) (int32, bool) {
 // Get returns the id of the key of row (hash h), loading its entry from
 // the backend on a miss; ok is false when the key has no (live) state.
 func (c *Cache[V]) Get(row types.Row, h uint64) (id int32, ok bool, err error) {
-	if id, ok := c.Find(row, h); ok || c.complete {
+	if id, ok := c.Find(row, h); ok || c.complete || !c.stored.MayContain(h) {
 		return id, ok, nil
 	}
 	if err := c.setRowKey(row, h); err != nil {
@@ -459,6 +469,9 @@ func (c *Cache[V]) writeBack(id int32) error {
 	}
 	if err := c.setKey(id); err != nil {
 		return err
+	}
+	if c.stored != nil {
+		c.stored.Add(c.keys.Hash(id))
 	}
 	return c.st.PutStamped(c.ns, c.slots.Value(id), c.stamp[id])
 }

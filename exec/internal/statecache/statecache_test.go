@@ -385,3 +385,42 @@ func TestNamespaces(t *testing.T) {
 		})
 	}
 }
+
+// TestStoredKeysFilter: after a fresh start on rocksdb the cache knows
+// which keys it wrote back, so once evictions made it incomplete a key it
+// never wrote is answered absent from the filter; keys it evicted are read
+// back. A restored cache cannot know what the snapshot holds and has no
+// filter.
+func TestStoredKeysFilter(t *testing.T) {
+	var now int64
+	k := optest.NewKeyed(t, image.RocksDB)
+	op := &counts{cfg: Config{KeyCols: []int{0}, Limit: 4}, clock: &now}
+	b := k.Open(t, op)
+	for i := 1; i <= 20; i++ {
+		op.add(t, key(i), int64(i))
+	}
+	if op.c.Complete() || op.c.stored == nil {
+		t.Fatalf("after %d evictions: complete %v, filter %v; want incomplete with a filter", op.c.Evictions(), op.c.Complete(), op.c.stored != nil)
+	}
+	_, h := keyRow("never")
+	if op.c.stored.MayContain(h) {
+		// 20 keys set at most 80 of the filter's 524 288 bits.
+		t.Fatal("the filter holds a key never written back")
+	}
+	if _, ok := op.get(t, "never"); ok {
+		t.Error("a key never added has state")
+	}
+	for i := 1; i <= 20; i++ {
+		if got, ok := op.get(t, key(i)); !ok || got != int64(i) {
+			t.Errorf("%s = %d (%v), want %d", key(i), got, ok, i)
+		}
+	}
+	restored := &counts{cfg: op.cfg, clock: &now}
+	k.Restore(t, restored, k.Snapshot(t, op, b, 1))
+	if restored.c.stored != nil {
+		t.Error("a restored cache has a filter of stored keys")
+	}
+	if got, ok := restored.get(t, key(7)); !ok || got != 7 {
+		t.Errorf("restored %s = %d (%v), want 7", key(7), got, ok)
+	}
+}
