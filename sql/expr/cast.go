@@ -367,18 +367,14 @@ func castToDecimal(from, to types.Type) (castFn, bool) {
 	switch {
 	case from.IsNumeric() || from.Root == types.RootBoolean:
 		return func(_ *evalCtx, v types.Value) (types.Value, error) {
-			if v.K == types.KindDecimal && int(v.Aux) == s && !v.IsBigDecimal() && p <= 18 &&
-				v.N < pow10Int64[p] && v.N > -pow10Int64[p] {
-				return v, nil
-			}
-			if v.K == types.KindInt && s <= 18 {
-				// An integer scaled without big.Int when it fits.
-				m := pow10Int64[s]
-				if v.N <= math.MaxInt64/m && v.N >= -math.MaxInt64/m {
-					n := v.N * m
-					if p > 18 || (n < pow10Int64[p] && n > -pow10Int64[p]) {
-						return types.DecimalFromUnscaled(n, s), nil
+			// An integer or compact DECIMAL rescaled without big.Int
+			// when it stays in int64; a precision overflow is NULL.
+			if n, from, ok := asCompactDecimal(v); ok {
+				if n, ok := rescaleCompact(n, from, s); ok {
+					if !fitsPrecision(n, p) {
+						return types.Value{}, nil
 					}
+					return types.DecimalFromUnscaled(n, s), nil
 				}
 			}
 			u, ok := decimalFromValue(v, s)
