@@ -367,26 +367,14 @@ func castToDecimal(from, to types.Type) (castFn, bool) {
 	switch {
 	case from.IsNumeric() || from.Root == types.RootBoolean:
 		return func(_ *evalCtx, v types.Value) (types.Value, error) {
-			if v.K == types.KindDecimal && !v.IsBigDecimal() && int(v.Aux) <= s && s-int(v.Aux) <= 18 {
-				// A compact decimal kept or scaled up in int64 when it
-				// fits: a precision over 18 holds every int64 (Nexmark
-				// q1's DECIMAL(23,3) sink column).
-				m := pow10Int64[s-int(v.Aux)]
-				if v.N <= math.MaxInt64/m && v.N >= -math.MaxInt64/m {
-					n := v.N * m
-					if p > 18 || (n < pow10Int64[p] && n > -pow10Int64[p]) {
-						return types.DecimalFromUnscaled(n, s), nil
+			// An integer or compact DECIMAL rescaled without big.Int
+			// when it stays in int64; a precision overflow is NULL.
+			if n, from, ok := asCompactDecimal(v); ok {
+				if n, ok := rescaleCompact(n, from, s); ok {
+					if !fitsPrecision(n, p) {
+						return types.Value{}, nil
 					}
-				}
-			}
-			if v.K == types.KindInt && s <= 18 {
-				// An integer scaled without big.Int when it fits.
-				m := pow10Int64[s]
-				if v.N <= math.MaxInt64/m && v.N >= -math.MaxInt64/m {
-					n := v.N * m
-					if p > 18 || (n < pow10Int64[p] && n > -pow10Int64[p]) {
-						return types.DecimalFromUnscaled(n, s), nil
-					}
+					return types.DecimalFromUnscaled(n, s), nil
 				}
 			}
 			u, ok := decimalFromValue(v, s)

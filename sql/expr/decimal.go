@@ -172,19 +172,8 @@ func decimalString(v types.Value) string { return string(types.AppendDecimal(nil
 // rescaled to the result type. NULL on overflow, as Flink's DecimalData does.
 
 func decAdd(a, b types.Value, rt types.Type, negateB bool) types.Value {
-	if !a.IsBigDecimal() && !b.IsBigDecimal() && a.Aux == b.Aux && int(a.Aux) == rt.Scale {
-		y := b.N
-		if negateB {
-			y = -y
-		}
-		s := a.N + y
-		// No int64 overflow and within precision: stay compact.
-		if (s > a.N) == (y > 0) && y != math.MinInt64 && rt.Precision <= 18 {
-			if s < pow10Int64[rt.Precision] && s > -pow10Int64[rt.Precision] {
-				return types.DecimalFromUnscaled(s, rt.Scale)
-			}
-			return types.Value{}
-		}
+	if v, ok := decAddCompact(a, b, rt, negateB); ok {
+		return v
 	}
 	x, sx := decUnscaled(a)
 	y, sy := decUnscaled(b)
@@ -299,6 +288,40 @@ func decMulCompact(a, b types.Value, rt types.Type) (types.Value, bool) {
 		return types.Value{}, false // the general path makes it NULL
 	}
 	return types.DecimalFromUnscaled(n, to), true
+}
+
+// decAddCompact is decAdd on int64s: both operands compact, brought to
+// the larger scale and summed without leaving int64. ok is false when the
+// general path must decide.
+func decAddCompact(a, b types.Value, rt types.Type, negateB bool) (types.Value, bool) {
+	if a.IsBigDecimal() || b.IsBigDecimal() || (negateB && b.N == math.MinInt64) {
+		return types.Value{}, false
+	}
+	sx, sy := int(a.Aux), int(b.Aux)
+	s := max(sx, sy)
+	x, ok := rescaleCompact(a.N, sx, s)
+	if !ok {
+		return types.Value{}, false
+	}
+	y, ok := rescaleCompact(b.N, sy, s)
+	if !ok {
+		return types.Value{}, false
+	}
+	if negateB {
+		y = -y
+	}
+	n := x + y
+	if (x > 0 && y > 0 && n < 0) || (x < 0 && y < 0 && n >= 0) {
+		return types.Value{}, false
+	}
+	n, ok = rescaleCompact(n, s, rt.Scale)
+	if !ok {
+		return types.Value{}, false
+	}
+	if !fitsPrecision(n, rt.Precision) {
+		return types.Value{}, true // NULL, as makeDecimal makes it
+	}
+	return types.DecimalFromUnscaled(n, rt.Scale), true
 }
 
 func absUint64(n int64) uint64 {

@@ -177,6 +177,10 @@ type impl struct {
 	intCmp   string
 	intArith string
 	intRoot  types.Root
+	// decArith names + - * of DECIMAL operands, decCmp a comparison of
+	// exact numerics with a DECIMAL among them (decfast.go).
+	decArith byte
+	decCmp   string
 }
 
 type callEval struct {
@@ -224,6 +228,9 @@ func (e *binaryEval) eval(row types.Row) (types.Value, error) {
 }
 
 func (c *callExpr) compile(cc *compiler) evaluator {
+	if c.impl.decArith != 0 && len(c.args) == 2 {
+		return newDecArithEval(cc, c.impl.decArith, c.args[0], c.args[1], c.t)
+	}
 	args := cc.compileAll(c.args)
 	if consumesTransient[c.name] {
 		for i, a := range c.args {
@@ -242,6 +249,9 @@ func (c *callExpr) compile(cc *compiler) evaluator {
 	}
 	if c.impl.intArith != "" {
 		return &intArithEval{a: args[0], b: args[1], op: c.impl.intArith[0], root: c.impl.intRoot}
+	}
+	if c.impl.decCmp != "" && len(args) == 2 {
+		return newDecCmpEval(cc, c, args)
 	}
 	if c.impl.strict && len(args) == 2 {
 		return &binaryEval{ctx: cc.ctx, a: args[0], b: args[1], fn: c.impl.fn}
@@ -269,7 +279,13 @@ func (e *castEval) eval(row types.Row) (types.Value, error) {
 }
 
 func (c *castExpr) compile(cc *compiler) evaluator {
-	return &castEval{ctx: cc.ctx, e: cc.compileExpr(c.e), fn: c.fn, try: c.try}
+	e := cc.compileExpr(c.e)
+	if c.t.Root == types.RootDecimal {
+		if fused, ok := castDecimalResult(e, c.t); ok {
+			return fused
+		}
+	}
+	return &castEval{ctx: cc.ctx, e: e, fn: c.fn, try: c.try}
 }
 
 type caseEval struct {

@@ -204,8 +204,11 @@ func numericArith(op, name string, args []Expr, a, b types.Type) (Expr, error) {
 				return r, nil
 			}
 		}
-		c := newCall(name, []Expr{x, y}, rt, strictImpl(fn))
-		return c, nil
+		im := strictImpl(fn)
+		if op == "+" || op == "-" || op == "*" {
+			im.decArith = op[0]
+		}
+		return newCall(name, []Expr{x, y}, rt, im), nil
 	}
 	// Integers: Java arithmetic in the result type, wrapping on overflow.
 	x, y := implicit(args[0], rt), implicit(args[1], rt)
@@ -396,6 +399,11 @@ func buildCompare(op string, args []Expr) (Expr, error) {
 		fn = floatCompareFn(op)
 	default:
 		fn = genericCompareFn(op, cmp)
+		if xt.IsExact() && yt.IsExact() && (xt.Root == types.RootDecimal || yt.Root == types.RootDecimal) {
+			im := strictImpl(fn)
+			im.decCmp = op
+			return &callExpr{name: op, args: []Expr{x, y}, t: t, impl: im}, nil
+		}
 	}
 	return &callExpr{name: op, args: []Expr{x, y}, t: t, impl: strictImpl(fn)}, nil
 }
