@@ -46,18 +46,22 @@ type ivKey struct {
 	// last write-back, end to end; their expiry entries go with them.
 	dels    [2][]byte
 	delEnds [2][]int32
-	dirty   bool
-	live    bool
-	gen     uint32 // counts the keys that held this id: stale deadlines are skipped
+	dirty bool
+	live  bool
+	// listed: the id is in the dirty list. It outlives a release, so that
+	// an id handed out again is not listed twice: the list stays bounded
+	// by the ids in use however many keys churn between checkpoints.
+	listed bool
+	gen    uint32 // counts the keys that held this id: stale deadlines are skipped
 }
 
-// ivRow is a buffered row: its time, its id in the side's slabs, its map
-// key as a range of the side's key bytes, and its copies and the copies
-// that matched.
+// ivRow is a buffered row: its time, its id in the side's slabs, and its
+// copies and the copies that matched. Its map key ([time][row bytes]) is
+// not kept: it is encoded again from the row where it is needed (rows of
+// equal times, a write-back), which the codec allows, as decoding a row
+// and encoding it again gives back the same bytes.
 type ivRow struct {
 	t       int64
-	ukOff   int
-	ukLen   int32
 	row     int32
 	count   uint32
 	emitted uint32
@@ -81,13 +85,20 @@ func newIntervalCache(keyWidth int, widths [2]int) *intervalCache {
 	}
 	c := &intervalCache{keys: keyed.NewOpenTable(cols), cols: cols, keyRow: make(types.Row, keyWidth)}
 	for s := range c.sides {
-		c.sides[s].width = widths[s]
+		// Rows of numbers and times (the usual stream) are kept flat:
+		// a third of the memory, nothing for the collector to scan, and
+		// nothing to clear when they expire.
+		c.sides[s] = *newRowCache(widths[s], true)
 	}
 	return c
 }
 
-func (c *intervalCache) rowKey(s int, r *ivRow) []byte {
-	return c.sides[s].ukeys.get(r.ukOff, r.ukLen)
+// appendRowKey appends the map key of side s's row r: its time and its
+// row bytes, which decide the order of rows of equal times.
+func (c *intervalCache) appendRowKey(dst []byte, s int, r *ivRow) []byte {
+	rc := &c.sides[s]
+	dst = appendTime(dst, r.t)
+	return types.AppendRow(dst, rc.get(r.row, rc.tmp))
 }
 
 // intern returns the id of the key of keyRow (hash h), adding it.
@@ -104,8 +115,10 @@ func (c *intervalCache) intern(h uint64) int32 {
 }
 
 func (c *intervalCache) markDirty(id int32) {
-	if k := &c.states[id]; !k.dirty {
-		k.dirty = true
+	k := &c.states[id]
+	k.dirty = true
+	if !k.listed {
+		k.listed = true
 		c.dirty = append(c.dirty, id)
 	}
 }
@@ -192,21 +205,6 @@ func (c *intervalCache) pop(s int) ivDue {
 	return top
 }
 
-// compactKeys rewrites side s's map keys without the released ones.
-func (c *intervalCache) compactKeys(s int) {
-	rc := &c.sides[s]
-	old := rc.ukeys
-	rc.ukeys = keySlab{}
-	for id := range c.states {
-		rows := c.states[id].rows[s]
-		for k := range rows {
-			r := &rows[k]
-			r.ukOff = rc.addKey(old.get(r.ukOff, r.ukLen))
-		}
-	}
-	rc.waste = 0
-}
-
 // setCachedKey makes the key of row (of side input) current in the cache.
 func (j *interval) setCachedKey(input int, row types.Row) {
 	c := j.cache
@@ -236,7 +234,7 @@ func (j *interval) probeCached(input int, row types.Row, lo, hi int64, out exec.
 	matched := false
 	for ; i < len(rows) && rows[i].t <= hi; i++ {
 		r := &rows[i]
-		o := c.sides[other].row(r.row)
+		o := c.sides[other].get(r.row, j.scratch[other])
 		if ok, err := j.residualHolds(other, o); err != nil {
 			return false, err
 		} else if !ok {
@@ -260,14 +258,9 @@ func (j *interval) probeCached(input int, row types.Row, lo, hi int64, out exec.
 func (j *interval) storeCached(input int, row types.Row, t int64, matched bool) {
 	c := j.cache
 	id := c.curID
-	rc := &c.sides[input]
-	j.ukBuf = appendTime(j.ukBuf[:0], t)
-	j.ukBuf = types.AppendRow(j.ukBuf, row)
 	k := &c.states[id]
 	rows := k.rows[input]
-	i, found := slices.BinarySearchFunc(rows, j.ukBuf, func(r ivRow, uk []byte) int {
-		return bytes.Compare(c.rowKey(input, &r), uk)
-	})
+	i, found := j.findCached(input, rows, row, t)
 	if found {
 		r := &rows[i]
 		r.count++
@@ -276,11 +269,15 @@ func (j *interval) storeCached(input int, row types.Row, t int64, matched bool) 
 		}
 		r.dirty = true
 	} else {
-		r := ivRow{t: t, ukOff: rc.addKey(j.ukBuf), ukLen: int32(len(j.ukBuf)), row: rc.newRow(row), count: 1, dirty: true}
+		r := ivRow{t: t, row: c.sides[input].newRow(row), count: 1, dirty: true}
 		if matched {
 			r.emitted = 1
 		}
-		k.rows[input] = slices.Insert(rows, i, r)
+		if i == len(rows) {
+			k.rows[input] = append(rows, r)
+		} else {
+			k.rows[input] = slices.Insert(rows, i, r)
+		}
 		deadline := t + j.rel[input] + 1
 		c.push(input, ivDue{deadline: deadline, id: id, gen: k.gen, side: uint8(input)})
 		if !j.spec.EventTime {
@@ -288,6 +285,36 @@ func (j *interval) storeCached(input int, row types.Row, t int64, matched bool) 
 		}
 	}
 	c.markDirty(id)
+}
+
+// findCached returns where row (at time t) is or belongs in side input's
+// rows of a key, which are in the order of their map keys, and whether it
+// is there. Rows mostly come in time order, so the usual place is the
+// end; only rows of equal times are told apart by their encoded bytes.
+func (j *interval) findCached(input int, rows []ivRow, row types.Row, t int64) (int, bool) {
+	i := len(rows)
+	if i > 0 && rows[i-1].t >= t {
+		i, _ = slices.BinarySearchFunc(rows, t, func(r ivRow, t int64) int {
+			if r.t < t {
+				return -1
+			}
+			return 1
+		})
+	}
+	if i == len(rows) || rows[i].t != t {
+		return i, false
+	}
+	j.ukBuf = types.AppendRow(appendTime(j.ukBuf[:0], t), row)
+	for ; i < len(rows) && rows[i].t == t; i++ {
+		j.tkBuf = j.cache.appendRowKey(j.tkBuf[:0], input, &rows[i])
+		switch bytes.Compare(j.tkBuf, j.ukBuf) {
+		case 0:
+			return i, true
+		case 1:
+			return i, false
+		}
+	}
+	return i, false
 }
 
 // expireCached is expire on the cache: the due keys in the order the
@@ -302,8 +329,18 @@ func (j *interval) expireCached(now int64, out exec.Output) error {
 			if !ok {
 				break
 			}
-			if k := &c.states[d.id]; k.live && k.gen == d.gen {
+			k := &c.states[d.id]
+			switch {
+			case !k.live || k.gen != d.gen:
+			case j.outer[0] || j.outer[1]:
 				c.due = append(c.due, d)
+			default:
+				// An inner join emits nothing as rows expire: the
+				// order does not matter, and the key's state is at
+				// hand now.
+				if err := j.expireCachedKey(s, d.id, now, out); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -337,11 +374,6 @@ func (j *interval) expireCached(now int64, out exec.Output) error {
 			return err
 		}
 	}
-	for s := range c.sides {
-		if c.sides[s].needsCompaction() {
-			c.compactKeys(s)
-		}
-	}
 	return nil
 }
 
@@ -360,11 +392,11 @@ func (j *interval) expireCachedKey(s int, id int32, now int64, out exec.Output) 
 	rc := &c.sides[s]
 	bound := now - j.rel[s] - 1
 	rows := k.rows[s]
-	n := 0
+	n, stored := 0, false
 	for ; n < len(rows) && rows[n].t <= bound; n++ {
 		r := &rows[n]
 		if j.outer[s] && r.emitted < r.count {
-			o := rc.row(r.row)
+			o := rc.get(r.row, j.scratch[s])
 			for range r.count - r.emitted {
 				if err := j.emit(s, o, nil, out); err != nil {
 					return err
@@ -372,18 +404,25 @@ func (j *interval) expireCachedKey(s int, id int32, now int64, out exec.Output) 
 			}
 		}
 		if r.stored {
-			k.dels[s] = append(k.dels[s], c.rowKey(s, r)...)
+			k.dels[s] = c.appendRowKey(k.dels[s], s, r)
 			k.delEnds[s] = append(k.delEnds[s], int32(len(k.dels[s])))
+			stored = true
 		}
-		clear(rc.row(r.row))
-		rc.ids.release(r.row)
-		rc.waste += int(r.ukLen)
+		rc.releaseRow(r.row)
 	}
 	if n == 0 {
 		return nil
 	}
-	k.rows[s] = slices.Delete(rows, 0, n)
-	c.markDirty(id)
+	if n == len(rows) {
+		k.rows[s] = rows[:0]
+	} else {
+		k.rows[s] = slices.Delete(rows, 0, n)
+	}
+	if stored {
+		// Rows never written back leave nothing to remove from the
+		// backend.
+		c.markDirty(id)
+	}
 	c.releaseIfEmpty(id)
 	return nil
 }
@@ -395,6 +434,7 @@ func (j *interval) writeBackCached() error {
 	maxPar := j.b.MaxParallelism()
 	for _, id := range c.dirty {
 		k := &c.states[id]
+		k.listed = false
 		if !k.live || !k.dirty {
 			continue // released since, and maybe handed out again: listed again if dirty
 		}
@@ -421,8 +461,9 @@ func (c *intervalCache) releaseIfEmpty(id int32) {
 	if !k.live || len(k.rows[0]) > 0 || len(k.rows[1]) > 0 || len(k.delEnds[0]) > 0 || len(k.delEnds[1]) > 0 {
 		return
 	}
-	gen := k.gen + 1
-	*k = ivKey{gen: gen}
+	// The row lists' memory stays with the id for the key that gets it
+	// next, so that churning keys do not allocate a list each.
+	*k = ivKey{rows: [2][]ivRow{k.rows[0][:0], k.rows[1][:0]}, listed: k.listed, gen: k.gen + 1}
 	c.keys.Release(id)
 }
 
@@ -444,7 +485,8 @@ func (j *interval) writeBackSide(s int, k *ivKey, kg int, key []byte) error {
 		if !r.dirty {
 			continue
 		}
-		if err := j.rows[s].Put(nil, c.rowKey(s, r), j.counts(uint64(r.count), uint64(r.emitted))); err != nil {
+		j.ukBuf = c.appendRowKey(j.ukBuf[:0], s, r)
+		if err := j.rows[s].Put(nil, j.ukBuf, j.counts(uint64(r.count), uint64(r.emitted))); err != nil {
 			return err
 		}
 		if !r.stored {
@@ -544,13 +586,13 @@ func (j *interval) preloadKey(kg int, key []byte) error {
 				derr = fmt.Errorf("interval join: corrupt state: bad row")
 				return false
 			}
-			rid := rc.newRow(nil)
-			if _, err := decodeRowInto(rc.row(rid), uk[8:]); err != nil {
+			if _, err := decodeRowInto(rc.tmp, uk[8:]); err != nil {
 				derr = fmt.Errorf("interval join: %w", err)
 				return false
 			}
+			rid := rc.newRow(rc.tmp)
 			t := readTime(uk)
-			k.rows[s] = append(k.rows[s], ivRow{t: t, ukOff: rc.addKey(uk), ukLen: int32(len(uk)), row: rid,
+			k.rows[s] = append(k.rows[s], ivRow{t: t, row: rid,
 				count: uint32(count), emitted: uint32(emitted), stored: true})
 			c.push(s, ivDue{deadline: t + j.rel[s] + 1, id: id, gen: k.gen, side: uint8(s)})
 			return true
