@@ -46,8 +46,8 @@ type ivKey struct {
 	// last write-back, end to end; their expiry entries go with them.
 	dels    [2][]byte
 	delEnds [2][]int32
-	dirty bool
-	live  bool
+	dirty   bool
+	live    bool
 	// listed: the id is in the dirty list. It outlives a release, so that
 	// an id handed out again is not listed twice: the list stays bounded
 	// by the ids in use however many keys churn between checkpoints.
