@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/state/image"
 )
@@ -67,14 +69,28 @@ func TestIntervalCacheForgetsExpiredKeys(t *testing.T) {
 	for i := range rows {
 		rows[i] = ins(fmt.Sprintf("k%d", i), 5000*ms)
 	}
-	left(rows...).Run(t, op, rt, c)
 	j := op.(*interval)
-	if got := j.cache.keys.Size(); got != keys {
-		t.Fatalf("%d keys cached after %d rows of distinct keys", got, keys)
-	}
-	wm(10000).Run(t, op, rt, c)
-	if got := j.cache.keys.Size(); got != 0 {
-		t.Fatalf("%d keys still cached after all their rows expired", got)
+	// Three rounds of 1000 new keys each, all expiring before the next.
+	const rounds = 3
+	for r := range rounds {
+		base := time.Duration(r) * 10000 * ms
+		for i := range rows {
+			rows[i] = ins(fmt.Sprintf("k%d-%d", r, i), base+5000*ms)
+		}
+		left(rows...).Run(t, op, rt, c)
+		if got := j.cache.keys.Size(); got != keys {
+			t.Fatalf("round %d: %d keys cached after %d rows of distinct keys", r, got, keys)
+		}
+		wm(int64(r)*10000+10000).Run(t, op, rt, c)
+		if got := j.cache.keys.Size(); got != 0 {
+			t.Fatalf("round %d: %d keys still cached after all their rows expired", r, got)
+		}
+		// No checkpoint ran: the list of keys to write back names each
+		// of the 1000 ids in use at most once, however often they
+		// were handed out again.
+		if got := len(j.cache.dirty); got > keys {
+			t.Fatalf("round %d: %d entries in the dirty list, want at most %d", r, got, keys)
+		}
 	}
 	// Each left row was emitted padded when it expired, once.
 	padded := 0
@@ -83,8 +99,46 @@ func TestIntervalCacheForgetsExpiredKeys(t *testing.T) {
 			padded++
 		}
 	}
-	if padded != keys {
-		t.Fatalf("%d padded rows, want %d", padded, keys)
+	if padded != rounds*keys {
+		t.Fatalf("%d padded rows, want %d", padded, rounds*keys)
+	}
+}
+
+// Rows of one key and one time are kept in the order of their encoded
+// bytes, as the backend orders its map keys, whether they are kept flat
+// (an integer key) or not (a string key); copies of one row are counted,
+// not repeated. Equal-time rows are told apart by encoding them again, so
+// the backend must also end up with nothing once they expired.
+func TestIntervalCacheEqualTimes(t *testing.T) {
+	build := func() (exec.Operator, error) {
+		return NewInterval(IntervalSpec{
+			Type: Inner, EventTime: true,
+			Left: Side{Width: 3, Keys: []int{0}}, Right: Side{Width: 3, Keys: []int{0}},
+			LeftTimeCol: 1, RightTimeCol: 1, LowerBound: -1000, UpperBound: 1000,
+		})
+	}
+	script := []step{
+		left(ins(1, 5000*ms, 3), ins(1, 5000*ms, 1), ins(1, 5000*ms, 2), ins(1, 5000*ms, 1),
+			ins("a", 5000*ms, 2), ins("a", 5000*ms, 1)),
+		// Left rows in [4500, 6500] and [3500, 5500]: all of them, v
+		// ascending (the varints of 1 < 2 < 3 compare so).
+		right(ins(1, 5500*ms, 0), ins("a", 4500*ms, 0)),
+		wm(7000), // every row is at or before 7000 - 1000 - 1
+	}
+	checkRestores(t, build, 0, script, 0,
+		"+I(1, 5000, 1, 1, 5500, 0)",
+		"+I(1, 5000, 1, 1, 5500, 0)",
+		"+I(1, 5000, 2, 1, 5500, 0)",
+		"+I(1, 5000, 3, 1, 5500, 0)",
+		"+I(a, 5000, 1, a, 4500, 0)",
+		"+I(a, 5000, 2, a, 4500, 0)",
+		"WM(6000)",
+	)
+	dumps := checkCachedMatchesUncached(t, build, [][]step{script[:1], script[1:2], script[2:]})
+	for _, e := range dumps[2] {
+		if !strings.Contains(e, " watermark ") {
+			t.Fatalf("after everything expired the backend holds %q, want only the kept watermark", e)
+		}
 	}
 }
 
