@@ -10,6 +10,7 @@ import (
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/types"
 )
 
 // The interval join buffers decoded rows on hashmap and writes them back
@@ -78,11 +79,11 @@ func TestIntervalCacheForgetsExpiredKeys(t *testing.T) {
 			rows[i] = ins(fmt.Sprintf("k%d-%d", r, i), base+5000*ms)
 		}
 		left(rows...).Run(t, op, rt, c)
-		if got := j.cache.keys.Size(); got != keys {
+		if got := j.cache.live; got != keys {
 			t.Fatalf("round %d: %d keys cached after %d rows of distinct keys", r, got, keys)
 		}
 		wm(int64(r)*10000+10000).Run(t, op, rt, c)
-		if got := j.cache.keys.Size(); got != 0 {
+		if got := j.cache.live; got != 0 {
 			t.Fatalf("round %d: %d keys still cached after all their rows expired", r, got)
 		}
 		// No checkpoint ran: the list of keys to write back names each
@@ -188,5 +189,68 @@ func TestIntervalCacheDeadlineOrder(t *testing.T) {
 	}
 	if next != 4001 || c.queues[0].len() != 1099 {
 		t.Fatalf("stopped before %d with %d left, want 4001 and 1099", next, c.queues[0].len())
+	}
+}
+
+// The interval cache's key table finds each key among colliding ones (a
+// shared home slot, equal low hash bits, equal full hashes with other
+// values), and still finds the rest after some are forgotten, which
+// shifts their probe runs back.
+func TestIntervalCacheKeyTable(t *testing.T) {
+	c := newIntervalCache(2, [2]int{2, 2})
+	const n = 200
+	// Keys (i, "x"): four homes; the low 32 bits repeat every 4 keys, the
+	// high ones every 8, so keys i and i+8 have equal hashes.
+	hash := func(i int) uint64 { return uint64(i%4) | uint64(i%8)<<40 }
+	set := func(i int) {
+		c.keyRow[0], c.keyRow[1] = types.Int(int64(i)), types.String("x")
+	}
+	ids := map[int32]int{}
+	for i := range n {
+		set(i)
+		id := c.intern(hash(i))
+		if prev, dup := ids[id]; dup {
+			t.Fatalf("keys %d and %d got the same id %d", prev, i, id)
+		}
+		ids[id] = i
+	}
+	if c.live != n {
+		t.Fatalf("%d keys live, want %d", c.live, n)
+	}
+	idOf := make([]int32, n)
+	for id, i := range ids {
+		idOf[i] = id
+	}
+	// Forget every third key (they hold no rows).
+	for i := 0; i < n; i += 3 {
+		c.releaseIfEmpty(idOf[i])
+	}
+	if want := n - (n+2)/3; c.live != want {
+		t.Fatalf("%d keys live after forgetting every third, want %d", c.live, want)
+	}
+	for i := range n {
+		set(i)
+		got := c.find(hash(i))
+		switch {
+		case i%3 == 0 && got != -1:
+			t.Fatalf("forgotten key %d found as id %d", i, got)
+		case i%3 != 0 && got != idOf[i]:
+			t.Fatalf("key %d found as id %d, want %d", i, got, idOf[i])
+		}
+		if i%3 != 0 {
+			if k := c.keyOf(nil, got); len(k) != 2 || k[0].N != int64(i) || k[1].S != "x" {
+				t.Fatalf("key %d reads back as %v", i, k)
+			}
+		}
+	}
+	// Added again, the forgotten keys reuse the freed ids.
+	for i := 0; i < n; i += 3 {
+		set(i)
+		if id := c.intern(hash(i)); id >= n {
+			t.Fatalf("key %d added again as id %d, want a freed one below %d", i, id, n)
+		}
+	}
+	if c.live != n {
+		t.Fatalf("%d keys live, want %d", c.live, n)
 	}
 }
