@@ -108,6 +108,7 @@ type interval struct {
 	joined  types.Row
 	scratch [2]types.Row
 	keyBuf  []byte
+	keyVals []types.Value // scratch: a cached key's values
 	ukBuf   []byte
 	tkBuf   []byte
 	valBuf  []byte

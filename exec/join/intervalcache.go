@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/flinksql/flinksql/exec"
-	"github.com/flinksql/flinksql/exec/internal/keyed"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -24,10 +23,26 @@ import (
 // backend is read back completely through its expiry index (every buffered
 // row has an entry there), and the cache is complete again.
 type intervalCache struct {
-	keys   *keyed.OpenTable
-	cols   []int   // the key columns of keyRow: all of them
-	states []ivKey // by key id
-	sides  [2]rowCache
+	// The join keys are interned as dense ids (indexes of states) in an
+	// open-addressing table of their own, as the regular join's (see
+	// keytable.go): a key's state holds its hash and first column, so a
+	// lookup touches its slot and its state, which the row needs anyway.
+	// A slot holds id+1 in its low 32 bits (0: empty) and the hash's low
+	// 32 bits, which give its home slot: removing a key shifts its probe
+	// run back without reading the other keys' states.
+	slots  []uint64
+	live   int
+	free   []int32       // released ids
+	rest   []types.Value // key columns after the first, width-1 per id
+	width  int           // key columns
+	cols   []int         // the key columns of keyRow: all of them
+	states []ivKey       // by key id
+	// removed holds, for the keys whose stored rows expired since the
+	// last write-back, those rows' map keys (ivKey.removed is the index
+	// + 1); freeRemoved the unused entries.
+	removed     []ivRemoved
+	freeRemoved []int32
+	sides       [2]rowCache
 	// Each side's expiry deadlines: those pushed in order (a side whose
 	// rows arrive in time order, the common case) in a FIFO, popped from
 	// its head in the order they came; the others in a min-heap.
@@ -39,25 +54,38 @@ type intervalCache struct {
 	due    []ivDue // scratch of expire
 }
 
-// ivKey is the cached state of one join key.
+// ivKey is the cached state of one join key. Its 120 bytes are what a
+// churning key costs in cache lines; what is rarely used lives out of line.
 type ivKey struct {
 	rows [2][]ivRow
-	// dels are the map keys of each side's stored rows removed since the
-	// last write-back, end to end; their expiry entries go with them.
-	dels    [2][]byte
-	delEnds [2][]int32
+	hash uint64
+	key0 types.Value
+	// removed is 1 + the index in intervalCache.removed of the key's
+	// removals to write back, or 0.
+	removed int32
 	dirty   bool
 	live    bool
-	gen     uint32 // counts the keys that held this id: stale deadlines are skipped
+	// listed: the id is in the dirty list. It outlives a release, so that
+	// an id handed out again is not listed twice: the list stays bounded
+	// by the ids in use however many keys churn between checkpoints.
+	listed bool
+	gen    uint32 // counts the keys that held this id: stale deadlines are skipped
 }
 
-// ivRow is a buffered row: its time, its id in the side's slabs, its map
-// key as a range of the side's key bytes, and its copies and the copies
-// that matched.
+// ivRemoved is the map keys of a key's stored rows removed since the last
+// write-back, per side end to end; their expiry entries go with them.
+type ivRemoved struct {
+	dels    [2][]byte
+	delEnds [2][]int32
+}
+
+// ivRow is a buffered row: its time, its id in the side's slabs, and its
+// copies and the copies that matched. Its map key ([time][row bytes]) is
+// not kept: it is encoded again from the row where it is needed (rows of
+// equal times, a write-back), which the codec allows, as decoding a row
+// and encoding it again gives back the same bytes.
 type ivRow struct {
 	t       int64
-	ukOff   int
-	ukLen   int32
 	row     int32
 	count   uint32
 	emitted uint32
@@ -79,33 +107,185 @@ func newIntervalCache(keyWidth int, widths [2]int) *intervalCache {
 	for i := range cols {
 		cols[i] = i
 	}
-	c := &intervalCache{keys: keyed.NewOpenTable(cols), cols: cols, keyRow: make(types.Row, keyWidth)}
+	c := &intervalCache{slots: make([]uint64, minKeySlots), width: keyWidth, cols: cols, keyRow: make(types.Row, keyWidth)}
 	for s := range c.sides {
-		c.sides[s].width = widths[s]
+		// Rows of numbers and times (the usual stream) are kept flat:
+		// a third of the memory, nothing for the collector to scan, and
+		// nothing to clear when they expire.
+		c.sides[s] = *newRowCache(widths[s], true)
 	}
 	return c
 }
 
-func (c *intervalCache) rowKey(s int, r *ivRow) []byte {
-	return c.sides[s].ukeys.get(r.ukOff, r.ukLen)
+// appendRowKey appends the map key of side s's row r: its time and its
+// row bytes, which decide the order of rows of equal times.
+func (c *intervalCache) appendRowKey(dst []byte, s int, r *ivRow) []byte {
+	rc := &c.sides[s]
+	dst = appendTime(dst, r.t)
+	return types.AppendRow(dst, rc.get(r.row, rc.tmp))
 }
 
 // intern returns the id of the key of keyRow (hash h), adding it.
 func (c *intervalCache) intern(h uint64) int32 {
-	if id := c.keys.Find(c.keyRow, h); id >= 0 {
+	if id := c.find(h); id >= 0 {
 		return id
 	}
-	id := c.keys.Add(c.keyRow, h)
-	for int(id) >= len(c.states) {
-		c.states = append(c.states, ivKey{})
+	return c.add(h)
+}
+
+func ivSlot(id int32, h uint64) uint64 { return h<<32 | uint64(uint32(id+1)) }
+
+// find returns the id of the key of keyRow (hash h), or -1.
+func (c *intervalCache) find(h uint64) int32 {
+	mask := uint64(len(c.slots) - 1)
+	tag := h << 32
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := c.slots[i]
+		if s == 0 {
+			return -1
+		}
+		if s&^0xFFFFFFFF == tag {
+			id := keySlotID(s)
+			if k := &c.states[id]; k.hash == h && c.equal(k, id) {
+				return id
+			}
+		}
 	}
-	c.states[id].live = true
+}
+
+// equal says whether key id (state k) is the key of keyRow.
+func (c *intervalCache) equal(k *ivKey, id int32) bool {
+	if c.width == 0 {
+		return true
+	}
+	if !types.Equal(k.key0, c.keyRow[0]) {
+		return false
+	}
+	for i, v := range c.restOf(id) {
+		if !types.Equal(v, c.keyRow[i+1]) {
+			return false
+		}
+	}
+	return true
+}
+
+// restOf returns the key columns of id after the first.
+func (c *intervalCache) restOf(id int32) []types.Value {
+	if c.width <= 1 {
+		return nil
+	}
+	w := c.width - 1
+	o := int(id) * w
+	return c.rest[o : o+w : o+w]
+}
+
+// add interns the key of keyRow (hash h), which is not present.
+func (c *intervalCache) add(h uint64) int32 {
+	if (c.live+1)*4 > len(c.slots)*3 {
+		old := c.slots
+		c.slots = make([]uint64, 2*len(old))
+		for _, s := range old {
+			if s != 0 {
+				c.place(s)
+			}
+		}
+	}
+	var id int32
+	if n := len(c.free); n > 0 {
+		id = c.free[n-1]
+		c.free = c.free[:n-1]
+	} else {
+		id = int32(len(c.states))
+		c.states = append(c.states, ivKey{})
+		for range c.width - 1 {
+			c.rest = append(c.rest, types.Value{})
+		}
+	}
+	k := &c.states[id]
+	k.hash, k.live = h, true
+	if c.width > 0 {
+		k.key0 = c.keyRow[0]
+		copy(c.restOf(id), c.keyRow[1:])
+	}
+	c.place(ivSlot(id, h))
+	c.live++
 	return id
 }
 
+// place puts slot s in the first empty slot from its home.
+func (c *intervalCache) place(s uint64) {
+	mask := uint64(len(c.slots) - 1)
+	i := (s >> 32) & mask
+	for c.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	c.slots[i] = s
+}
+
+// keyOf appends the key values of id to dst.
+func (c *intervalCache) keyOf(dst []types.Value, id int32) []types.Value {
+	if c.width == 0 {
+		return dst
+	}
+	return append(append(dst, c.states[id].key0), c.restOf(id)...)
+}
+
+// forget removes id from the table (its state is the caller's to reset);
+// the entries after it in its probe run are shifted back, so that lookups
+// need no tombstones.
+func (c *intervalCache) forget(id int32) {
+	mask := uint64(len(c.slots) - 1)
+	i := c.states[id].hash & mask
+	for keySlotID(c.slots[i]) != id {
+		i = (i + 1) & mask
+	}
+	for k := (i + 1) & mask; c.slots[k] != 0; k = (k + 1) & mask {
+		home := (c.slots[k] >> 32) & mask
+		// The entry at k may move to the hole at i unless its home slot
+		// lies cyclically within (i, k].
+		if (k > i && (home <= i || home > k)) || (k < i && home <= i && home > k) {
+			c.slots[i] = c.slots[k]
+			i = k
+		}
+	}
+	c.slots[i] = 0
+	clear(c.restOf(id))
+	c.free = append(c.free, id)
+	c.live--
+}
+
+// removals returns key k's removals to write back, making them.
+func (c *intervalCache) removals(k *ivKey) *ivRemoved {
+	if k.removed == 0 {
+		if n := len(c.freeRemoved); n > 0 {
+			k.removed = c.freeRemoved[n-1] + 1
+			c.freeRemoved = c.freeRemoved[:n-1]
+		} else {
+			c.removed = append(c.removed, ivRemoved{})
+			k.removed = int32(len(c.removed))
+		}
+	}
+	return &c.removed[k.removed-1]
+}
+
+// dropRemovals frees key k's removals once written back.
+func (c *intervalCache) dropRemovals(k *ivKey) {
+	if k.removed == 0 {
+		return
+	}
+	r := &c.removed[k.removed-1]
+	for s := range r.dels {
+		r.dels[s], r.delEnds[s] = r.dels[s][:0], r.delEnds[s][:0]
+	}
+	c.freeRemoved = append(c.freeRemoved, k.removed-1)
+	k.removed = 0
+}
+
 func (c *intervalCache) markDirty(id int32) {
-	if k := &c.states[id]; !k.dirty {
-		k.dirty = true
+	k := &c.states[id]
+	k.dirty = true
+	if !k.listed {
+		k.listed = true
 		c.dirty = append(c.dirty, id)
 	}
 }
@@ -192,21 +372,6 @@ func (c *intervalCache) pop(s int) ivDue {
 	return top
 }
 
-// compactKeys rewrites side s's map keys without the released ones.
-func (c *intervalCache) compactKeys(s int) {
-	rc := &c.sides[s]
-	old := rc.ukeys
-	rc.ukeys = keySlab{}
-	for id := range c.states {
-		rows := c.states[id].rows[s]
-		for k := range rows {
-			r := &rows[k]
-			r.ukOff = rc.addKey(old.get(r.ukOff, r.ukLen))
-		}
-	}
-	rc.waste = 0
-}
-
 // setCachedKey makes the key of row (of side input) current in the cache.
 func (j *interval) setCachedKey(input int, row types.Row) {
 	c := j.cache
@@ -236,7 +401,7 @@ func (j *interval) probeCached(input int, row types.Row, lo, hi int64, out exec.
 	matched := false
 	for ; i < len(rows) && rows[i].t <= hi; i++ {
 		r := &rows[i]
-		o := c.sides[other].row(r.row)
+		o := c.sides[other].get(r.row, j.scratch[other])
 		if ok, err := j.residualHolds(other, o); err != nil {
 			return false, err
 		} else if !ok {
@@ -260,14 +425,9 @@ func (j *interval) probeCached(input int, row types.Row, lo, hi int64, out exec.
 func (j *interval) storeCached(input int, row types.Row, t int64, matched bool) {
 	c := j.cache
 	id := c.curID
-	rc := &c.sides[input]
-	j.ukBuf = appendTime(j.ukBuf[:0], t)
-	j.ukBuf = types.AppendRow(j.ukBuf, row)
 	k := &c.states[id]
 	rows := k.rows[input]
-	i, found := slices.BinarySearchFunc(rows, j.ukBuf, func(r ivRow, uk []byte) int {
-		return bytes.Compare(c.rowKey(input, &r), uk)
-	})
+	i, found := j.findCached(input, rows, row, t)
 	if found {
 		r := &rows[i]
 		r.count++
@@ -276,11 +436,15 @@ func (j *interval) storeCached(input int, row types.Row, t int64, matched bool) 
 		}
 		r.dirty = true
 	} else {
-		r := ivRow{t: t, ukOff: rc.addKey(j.ukBuf), ukLen: int32(len(j.ukBuf)), row: rc.newRow(row), count: 1, dirty: true}
+		r := ivRow{t: t, row: c.sides[input].newRow(row), count: 1, dirty: true}
 		if matched {
 			r.emitted = 1
 		}
-		k.rows[input] = slices.Insert(rows, i, r)
+		if i == len(rows) {
+			k.rows[input] = append(rows, r)
+		} else {
+			k.rows[input] = slices.Insert(rows, i, r)
+		}
 		deadline := t + j.rel[input] + 1
 		c.push(input, ivDue{deadline: deadline, id: id, gen: k.gen, side: uint8(input)})
 		if !j.spec.EventTime {
@@ -288,6 +452,36 @@ func (j *interval) storeCached(input int, row types.Row, t int64, matched bool) 
 		}
 	}
 	c.markDirty(id)
+}
+
+// findCached returns where row (at time t) is or belongs in side input's
+// rows of a key, which are in the order of their map keys, and whether it
+// is there. Rows mostly come in time order, so the usual place is the
+// end; only rows of equal times are told apart by their encoded bytes.
+func (j *interval) findCached(input int, rows []ivRow, row types.Row, t int64) (int, bool) {
+	i := len(rows)
+	if i > 0 && rows[i-1].t >= t {
+		i, _ = slices.BinarySearchFunc(rows, t, func(r ivRow, t int64) int {
+			if r.t < t {
+				return -1
+			}
+			return 1
+		})
+	}
+	if i == len(rows) || rows[i].t != t {
+		return i, false
+	}
+	j.ukBuf = types.AppendRow(appendTime(j.ukBuf[:0], t), row)
+	for ; i < len(rows) && rows[i].t == t; i++ {
+		j.tkBuf = j.cache.appendRowKey(j.tkBuf[:0], input, &rows[i])
+		switch bytes.Compare(j.tkBuf, j.ukBuf) {
+		case 0:
+			return i, true
+		case 1:
+			return i, false
+		}
+	}
+	return i, false
 }
 
 // expireCached is expire on the cache: the due keys in the order the
@@ -302,8 +496,18 @@ func (j *interval) expireCached(now int64, out exec.Output) error {
 			if !ok {
 				break
 			}
-			if k := &c.states[d.id]; k.live && k.gen == d.gen {
+			k := &c.states[d.id]
+			switch {
+			case !k.live || k.gen != d.gen:
+			case j.outer[0] || j.outer[1]:
 				c.due = append(c.due, d)
+			default:
+				// An inner join emits nothing as rows expire: the
+				// order does not matter, and the key's state is at
+				// hand now.
+				if err := j.expireCachedKey(s, d.id, now, out); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -313,7 +517,7 @@ func (j *interval) expireCached(now int64, out exec.Output) error {
 	if j.outer[0] || j.outer[1] {
 		maxPar := j.b.MaxParallelism()
 		for i := range c.due {
-			c.due[i].kg = int32(kv.KeyGroupOf(c.keys.Hash(c.due[i].id), maxPar))
+			c.due[i].kg = int32(kv.KeyGroupOf(c.states[c.due[i].id].hash, maxPar))
 		}
 		slices.SortFunc(c.due, func(a, b ivDue) int {
 			switch {
@@ -327,19 +531,16 @@ func (j *interval) expireCached(now int64, out exec.Output) error {
 				}
 				return 1
 			}
-			j.keyBuf = appendCachedKey(j.keyBuf[:0], c.keys.Key(a.id))
-			j.tkBuf = appendCachedKey(j.tkBuf[:0], c.keys.Key(b.id))
+			j.keyVals = c.keyOf(j.keyVals[:0], a.id)
+			j.keyBuf = appendCachedKey(j.keyBuf[:0], j.keyVals)
+			j.keyVals = c.keyOf(j.keyVals[:0], b.id)
+			j.tkBuf = appendCachedKey(j.tkBuf[:0], j.keyVals)
 			return bytes.Compare(j.keyBuf, j.tkBuf)
 		})
 	}
 	for _, d := range c.due {
 		if err := j.expireCachedKey(int(d.side), d.id, now, out); err != nil {
 			return err
-		}
-	}
-	for s := range c.sides {
-		if c.sides[s].needsCompaction() {
-			c.compactKeys(s)
 		}
 	}
 	return nil
@@ -360,11 +561,11 @@ func (j *interval) expireCachedKey(s int, id int32, now int64, out exec.Output) 
 	rc := &c.sides[s]
 	bound := now - j.rel[s] - 1
 	rows := k.rows[s]
-	n := 0
+	n, stored := 0, false
 	for ; n < len(rows) && rows[n].t <= bound; n++ {
 		r := &rows[n]
 		if j.outer[s] && r.emitted < r.count {
-			o := rc.row(r.row)
+			o := rc.get(r.row, j.scratch[s])
 			for range r.count - r.emitted {
 				if err := j.emit(s, o, nil, out); err != nil {
 					return err
@@ -372,18 +573,26 @@ func (j *interval) expireCachedKey(s int, id int32, now int64, out exec.Output) 
 			}
 		}
 		if r.stored {
-			k.dels[s] = append(k.dels[s], c.rowKey(s, r)...)
-			k.delEnds[s] = append(k.delEnds[s], int32(len(k.dels[s])))
+			rm := c.removals(k)
+			rm.dels[s] = c.appendRowKey(rm.dels[s], s, r)
+			rm.delEnds[s] = append(rm.delEnds[s], int32(len(rm.dels[s])))
+			stored = true
 		}
-		clear(rc.row(r.row))
-		rc.ids.release(r.row)
-		rc.waste += int(r.ukLen)
+		rc.releaseRow(r.row)
 	}
 	if n == 0 {
 		return nil
 	}
-	k.rows[s] = slices.Delete(rows, 0, n)
-	c.markDirty(id)
+	if n == len(rows) {
+		k.rows[s] = rows[:0]
+	} else {
+		k.rows[s] = slices.Delete(rows, 0, n)
+	}
+	if stored {
+		// Rows never written back leave nothing to remove from the
+		// backend.
+		c.markDirty(id)
+	}
 	c.releaseIfEmpty(id)
 	return nil
 }
@@ -395,17 +604,20 @@ func (j *interval) writeBackCached() error {
 	maxPar := j.b.MaxParallelism()
 	for _, id := range c.dirty {
 		k := &c.states[id]
+		k.listed = false
 		if !k.live || !k.dirty {
 			continue // released since, and maybe handed out again: listed again if dirty
 		}
-		key := appendCachedKey(j.keyBuf[:0], c.keys.Key(id))
+		j.keyVals = c.keyOf(j.keyVals[:0], id)
+		key := appendCachedKey(j.keyBuf[:0], j.keyVals)
 		j.keyBuf = key
-		kg := kv.KeyGroupOf(c.keys.Hash(id), maxPar)
+		kg := kv.KeyGroupOf(k.hash, maxPar)
 		for s := range k.rows {
 			if err := j.writeBackSide(s, k, kg, key); err != nil {
 				return fmt.Errorf("interval join: %w", err)
 			}
 		}
+		c.dropRemovals(k)
 		k.dirty = false
 		c.releaseIfEmpty(id)
 	}
@@ -418,12 +630,13 @@ func (j *interval) writeBackCached() error {
 // were written back), so that keys do not pile up between checkpoints.
 func (c *intervalCache) releaseIfEmpty(id int32) {
 	k := &c.states[id]
-	if !k.live || len(k.rows[0]) > 0 || len(k.rows[1]) > 0 || len(k.delEnds[0]) > 0 || len(k.delEnds[1]) > 0 {
+	if !k.live || len(k.rows[0]) > 0 || len(k.rows[1]) > 0 || k.removed != 0 {
 		return
 	}
-	gen := k.gen + 1
-	*k = ivKey{gen: gen}
-	c.keys.Release(id)
+	// The row lists' memory stays with the id for the key that gets it
+	// next, so that churning keys do not allocate a list each.
+	c.forget(id)
+	*k = ivKey{rows: [2][]ivRow{k.rows[0][:0], k.rows[1][:0]}, listed: k.listed, gen: k.gen + 1}
 }
 
 func (j *interval) writeBackSide(s int, k *ivKey, kg int, key []byte) error {
@@ -431,9 +644,15 @@ func (j *interval) writeBackSide(s int, k *ivKey, kg int, key []byte) error {
 	if err := j.b.SetCurrentKeyInGroup(kg, key); err != nil {
 		return err
 	}
+	var dels []byte
+	var delEnds []int32
+	if k.removed != 0 {
+		rm := &c.removed[k.removed-1]
+		dels, delEnds = rm.dels[s], rm.delEnds[s]
+	}
 	st := int32(0)
-	for _, end := range k.delEnds[s] {
-		if err := j.rows[s].Delete(nil, k.dels[s][st:end]); err != nil {
+	for _, end := range delEnds {
+		if err := j.rows[s].Delete(nil, dels[st:end]); err != nil {
 			return err
 		}
 		st = end
@@ -444,7 +663,8 @@ func (j *interval) writeBackSide(s int, k *ivKey, kg int, key []byte) error {
 		if !r.dirty {
 			continue
 		}
-		if err := j.rows[s].Put(nil, c.rowKey(s, r), j.counts(uint64(r.count), uint64(r.emitted))); err != nil {
+		j.ukBuf = c.appendRowKey(j.ukBuf[:0], s, r)
+		if err := j.rows[s].Put(nil, j.ukBuf, j.counts(uint64(r.count), uint64(r.emitted))); err != nil {
 			return err
 		}
 		if !r.stored {
@@ -452,8 +672,7 @@ func (j *interval) writeBackSide(s int, k *ivKey, kg int, key []byte) error {
 		}
 		r.dirty, r.stored = false, true
 	}
-	if len(added) == 0 && len(k.delEnds[s]) == 0 {
-		k.dels[s], k.delEnds[s] = k.dels[s][:0], k.delEnds[s][:0]
+	if len(added) == 0 && len(delEnds) == 0 {
 		return nil
 	}
 	if err := j.b.SetCurrentKeyInGroup(kg, timerKey); err != nil {
@@ -462,8 +681,8 @@ func (j *interval) writeBackSide(s int, k *ivKey, kg int, key []byte) error {
 	// The expiry entries of the removed rows: they were due, so every
 	// stored row of theirs went with them.
 	st = 0
-	for _, end := range k.delEnds[s] {
-		t := readTime(k.dels[s][st:end])
+	for _, end := range delEnds {
+		t := readTime(dels[st:end])
 		j.tkBuf = appendTime(j.tkBuf[:0], t+j.rel[s]+1)
 		j.tkBuf = append(j.tkBuf, key...)
 		if err := j.timers[s].Delete(nil, j.tkBuf); err != nil {
@@ -478,7 +697,6 @@ func (j *interval) writeBackSide(s int, k *ivKey, kg int, key []byte) error {
 			return err
 		}
 	}
-	k.dels[s], k.delEnds[s] = k.dels[s][:0], k.delEnds[s][:0]
 	return nil
 }
 
@@ -544,13 +762,13 @@ func (j *interval) preloadKey(kg int, key []byte) error {
 				derr = fmt.Errorf("interval join: corrupt state: bad row")
 				return false
 			}
-			rid := rc.newRow(nil)
-			if _, err := decodeRowInto(rc.row(rid), uk[8:]); err != nil {
+			if _, err := decodeRowInto(rc.tmp, uk[8:]); err != nil {
 				derr = fmt.Errorf("interval join: %w", err)
 				return false
 			}
+			rid := rc.newRow(rc.tmp)
 			t := readTime(uk)
-			k.rows[s] = append(k.rows[s], ivRow{t: t, ukOff: rc.addKey(uk), ukLen: int32(len(uk)), row: rid,
+			k.rows[s] = append(k.rows[s], ivRow{t: t, row: rid,
 				count: uint32(count), emitted: uint32(emitted), stored: true})
 			c.push(s, ivDue{deadline: t + j.rel[s] + 1, id: id, gen: k.gen, side: uint8(s)})
 			return true

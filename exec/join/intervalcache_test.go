@@ -5,9 +5,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
 	"github.com/flinksql/flinksql/state/image"
+	"github.com/flinksql/flinksql/types"
 )
 
 // The interval join buffers decoded rows on hashmap and writes them back
@@ -67,14 +70,28 @@ func TestIntervalCacheForgetsExpiredKeys(t *testing.T) {
 	for i := range rows {
 		rows[i] = ins(fmt.Sprintf("k%d", i), 5000*ms)
 	}
-	left(rows...).Run(t, op, rt, c)
 	j := op.(*interval)
-	if got := j.cache.keys.Size(); got != keys {
-		t.Fatalf("%d keys cached after %d rows of distinct keys", got, keys)
-	}
-	wm(10000).Run(t, op, rt, c)
-	if got := j.cache.keys.Size(); got != 0 {
-		t.Fatalf("%d keys still cached after all their rows expired", got)
+	// Three rounds of 1000 new keys each, all expiring before the next.
+	const rounds = 3
+	for r := range rounds {
+		base := time.Duration(r) * 10000 * ms
+		for i := range rows {
+			rows[i] = ins(fmt.Sprintf("k%d-%d", r, i), base+5000*ms)
+		}
+		left(rows...).Run(t, op, rt, c)
+		if got := j.cache.live; got != keys {
+			t.Fatalf("round %d: %d keys cached after %d rows of distinct keys", r, got, keys)
+		}
+		wm(int64(r)*10000+10000).Run(t, op, rt, c)
+		if got := j.cache.live; got != 0 {
+			t.Fatalf("round %d: %d keys still cached after all their rows expired", r, got)
+		}
+		// No checkpoint ran: the list of keys to write back names each
+		// of the 1000 ids in use at most once, however often they
+		// were handed out again.
+		if got := len(j.cache.dirty); got > keys {
+			t.Fatalf("round %d: %d entries in the dirty list, want at most %d", r, got, keys)
+		}
 	}
 	// Each left row was emitted padded when it expired, once.
 	padded := 0
@@ -83,8 +100,46 @@ func TestIntervalCacheForgetsExpiredKeys(t *testing.T) {
 			padded++
 		}
 	}
-	if padded != keys {
-		t.Fatalf("%d padded rows, want %d", padded, keys)
+	if padded != rounds*keys {
+		t.Fatalf("%d padded rows, want %d", padded, rounds*keys)
+	}
+}
+
+// Rows of one key and one time are kept in the order of their encoded
+// bytes, as the backend orders its map keys, whether they are kept flat
+// (an integer key) or not (a string key); copies of one row are counted,
+// not repeated. Equal-time rows are told apart by encoding them again, so
+// the backend must also end up with nothing once they expired.
+func TestIntervalCacheEqualTimes(t *testing.T) {
+	build := func() (exec.Operator, error) {
+		return NewInterval(IntervalSpec{
+			Type: Inner, EventTime: true,
+			Left: Side{Width: 3, Keys: []int{0}}, Right: Side{Width: 3, Keys: []int{0}},
+			LeftTimeCol: 1, RightTimeCol: 1, LowerBound: -1000, UpperBound: 1000,
+		})
+	}
+	script := []step{
+		left(ins(1, 5000*ms, 3), ins(1, 5000*ms, 1), ins(1, 5000*ms, 2), ins(1, 5000*ms, 1),
+			ins("a", 5000*ms, 2), ins("a", 5000*ms, 1)),
+		// Left rows in [4500, 6500] and [3500, 5500]: all of them, v
+		// ascending (the varints of 1 < 2 < 3 compare so).
+		right(ins(1, 5500*ms, 0), ins("a", 4500*ms, 0)),
+		wm(7000), // every row is at or before 7000 - 1000 - 1
+	}
+	checkRestores(t, build, 0, script, 0,
+		"+I(1, 5000, 1, 1, 5500, 0)",
+		"+I(1, 5000, 1, 1, 5500, 0)",
+		"+I(1, 5000, 2, 1, 5500, 0)",
+		"+I(1, 5000, 3, 1, 5500, 0)",
+		"+I(a, 5000, 1, a, 4500, 0)",
+		"+I(a, 5000, 2, a, 4500, 0)",
+		"WM(6000)",
+	)
+	dumps := checkCachedMatchesUncached(t, build, [][]step{script[:1], script[1:2], script[2:]})
+	for _, e := range dumps[2] {
+		if !strings.Contains(e, " watermark ") {
+			t.Fatalf("after everything expired the backend holds %q, want only the kept watermark", e)
+		}
 	}
 }
 
@@ -134,5 +189,68 @@ func TestIntervalCacheDeadlineOrder(t *testing.T) {
 	}
 	if next != 4001 || c.queues[0].len() != 1099 {
 		t.Fatalf("stopped before %d with %d left, want 4001 and 1099", next, c.queues[0].len())
+	}
+}
+
+// The interval cache's key table finds each key among colliding ones (a
+// shared home slot, equal low hash bits, equal full hashes with other
+// values), and still finds the rest after some are forgotten, which
+// shifts their probe runs back.
+func TestIntervalCacheKeyTable(t *testing.T) {
+	c := newIntervalCache(2, [2]int{2, 2})
+	const n = 200
+	// Keys (i, "x"): four homes; the low 32 bits repeat every 4 keys, the
+	// high ones every 8, so keys i and i+8 have equal hashes.
+	hash := func(i int) uint64 { return uint64(i%4) | uint64(i%8)<<40 }
+	set := func(i int) {
+		c.keyRow[0], c.keyRow[1] = types.Int(int64(i)), types.String("x")
+	}
+	ids := map[int32]int{}
+	for i := range n {
+		set(i)
+		id := c.intern(hash(i))
+		if prev, dup := ids[id]; dup {
+			t.Fatalf("keys %d and %d got the same id %d", prev, i, id)
+		}
+		ids[id] = i
+	}
+	if c.live != n {
+		t.Fatalf("%d keys live, want %d", c.live, n)
+	}
+	idOf := make([]int32, n)
+	for id, i := range ids {
+		idOf[i] = id
+	}
+	// Forget every third key (they hold no rows).
+	for i := 0; i < n; i += 3 {
+		c.releaseIfEmpty(idOf[i])
+	}
+	if want := n - (n+2)/3; c.live != want {
+		t.Fatalf("%d keys live after forgetting every third, want %d", c.live, want)
+	}
+	for i := range n {
+		set(i)
+		got := c.find(hash(i))
+		switch {
+		case i%3 == 0 && got != -1:
+			t.Fatalf("forgotten key %d found as id %d", i, got)
+		case i%3 != 0 && got != idOf[i]:
+			t.Fatalf("key %d found as id %d, want %d", i, got, idOf[i])
+		}
+		if i%3 != 0 {
+			if k := c.keyOf(nil, got); len(k) != 2 || k[0].N != int64(i) || k[1].S != "x" {
+				t.Fatalf("key %d reads back as %v", i, k)
+			}
+		}
+	}
+	// Added again, the forgotten keys reuse the freed ids.
+	for i := 0; i < n; i += 3 {
+		set(i)
+		if id := c.intern(hash(i)); id >= n {
+			t.Fatalf("key %d added again as id %d, want a freed one below %d", i, id, n)
+		}
+	}
+	if c.live != n {
+		t.Fatalf("%d keys live, want %d", c.live, n)
 	}
 }
