@@ -363,6 +363,10 @@ type Projector struct {
 	// cols[i] >= 0 when output i copies input column cols[i], which
 	// Project does without a call.
 	cols []int
+	// dots[i] >= 0 when output i is field dots[i] of the ROW in input
+	// column cols[i] (a view over a source's nested rows, as Nexmark's bid
+	// is), which Project also reads without a call.
+	dots []int
 	// same[i] >= 0 when output i is the same deterministic expression as
 	// the earlier output same[i]: planners repeat a FILTER condition once
 	// per aggregate that uses it, and evaluating it once per row is enough.
@@ -375,11 +379,15 @@ func NewProjector(exprs []Expr, cfg *Config) *Projector {
 }
 
 func newProjector(c *compiler, exprs []Expr) *Projector {
-	p := &Projector{evals: c.compileAll(exprs), cols: make([]int, len(exprs)), same: make([]int, len(exprs))}
+	p := &Projector{evals: c.compileAll(exprs), cols: make([]int, len(exprs)), dots: make([]int, len(exprs)), same: make([]int, len(exprs))}
 	for i, e := range p.evals {
-		p.cols[i], p.same[i] = -1, -1
+		p.cols[i], p.dots[i], p.same[i] = -1, -1, -1
 		if col, ok := e.(*columnEval); ok {
 			p.cols[i] = col.idx
+			continue
+		}
+		if dot, ok := e.(*columnDotEval); ok {
+			p.cols[i], p.dots[i] = dot.col, dot.idx
 			continue
 		}
 		if !deterministic(exprs[i]) {
@@ -400,7 +408,18 @@ func newProjector(c *compiler, exprs []Expr) *Projector {
 func (p *Projector) Project(in, out types.Row) error {
 	for i, e := range p.evals {
 		if c := p.cols[i]; c >= 0 && c < len(in) {
-			out[i] = in[c]
+			f := p.dots[i]
+			if f < 0 {
+				out[i] = in[c]
+				continue
+			}
+			// As columnDotEval: NULL unless a ROW with the field.
+			out[i] = types.Value{}
+			if v := &in[c]; v.K == types.KindRow {
+				if r, ok := v.X.(types.Row); ok && f < len(r) {
+					out[i] = r[f]
+				}
+			}
 			continue
 		}
 		if j := p.same[i]; j >= 0 {

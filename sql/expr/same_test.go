@@ -104,3 +104,39 @@ func TestIntCmpOnRowField(t *testing.T) {
 		t.Error("a missing column gave no error")
 	}
 }
+
+// TestProjectorReadsRowFields: fields of a ROW column are read by the
+// Projector itself, next to plain column copies, with NULL for a NULL row
+// and the error of a column past the row's end.
+func TestProjectorReadsRowFields(t *testing.T) {
+	bid := types.RowType(types.Field{Name: "auction", Type: types.BigIntType}, types.Field{Name: "extra", Type: types.StringType})
+	row := Column(0, "bid", bid)
+	exprs := []Expr{
+		call(t, "DOT", row, FieldSymbol("extra")),
+		Column(1, "x", types.BigIntType),
+		call(t, "DOT", row, FieldSymbol("auction")),
+	}
+	p := NewProjector(exprs, nil)
+	if p.dots[0] != 1 || p.dots[2] != 0 || p.cols[0] != 0 || p.dots[1] != -1 {
+		t.Fatalf("dots %v, cols %v: want the fields read directly", p.dots, p.cols)
+	}
+	out := make(types.Row, len(exprs))
+	in := types.Row{types.RowValue(types.Row{types.Int(1001), types.String("abc")}), types.Int(3)}
+	if err := p.Project(in, out); err != nil {
+		t.Fatal(err)
+	}
+	if out[0].S != "abc" || out[1].N != 3 || out[2].K != types.KindInt || out[2].N != 1001 {
+		t.Errorf("projected %v, want [abc 3 1001]", out)
+	}
+	in[0] = types.NullValue
+	if err := p.Project(in, out); err != nil {
+		t.Fatal(err)
+	}
+	if !out[0].IsNull() || !out[2].IsNull() || out[1].N != 3 {
+		t.Errorf("projected %v of a NULL bid, want [NULL 3 NULL]", out)
+	}
+	// A row too short for the column fails as the evaluator does.
+	if err := NewProjector(exprs[:1], nil).Project(types.Row{}, out[:1]); err == nil {
+		t.Error("a field of column 0 of an empty row: no error")
+	}
+}
