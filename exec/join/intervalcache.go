@@ -528,6 +528,7 @@ func (j *interval) expireCached(now int64, out exec.Output) error {
 			if !ok {
 				break
 			}
+			c.prefetchDue(s)
 			k := &c.states[d.id]
 			switch {
 			case !k.live || k.gen != d.gen:
@@ -583,6 +584,26 @@ func appendCachedKey(dst []byte, key []types.Value) []byte {
 		dst = types.AppendValue(dst, v)
 	}
 	return dst
+}
+
+// dueAhead is how far ahead in a side's FIFO of deadlines expireCached
+// touches the keys' states (and half as far their row lists).
+const dueAhead = 16
+
+// prefetchDue touches the state of the key dueAhead deadlines ahead in
+// side s's FIFO and the row list of the one half as far: the keys due
+// are scattered over the states, and touched ahead their misses overlap
+// with the expiry of the keys before them.
+func (c *intervalCache) prefetchDue(s int) {
+	q := &c.queues[s]
+	if i := q.head + dueAhead; i < len(q.items) {
+		c.sink += c.states[q.items[i].id].hash
+	}
+	if i := q.head + dueAhead/2; i < len(q.items) {
+		if rows := c.states[q.items[i].id].rows[s]; len(rows) > 0 {
+			c.sink += uint64(rows[0].t)
+		}
+	}
 }
 
 // expireCachedKey removes side s's rows of key id whose time is at most
