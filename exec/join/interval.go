@@ -109,6 +109,7 @@ type interval struct {
 	scratch [2]types.Row
 	keyBuf  []byte
 	keyVals []types.Value // scratch: a cached key's values
+	hashes  [ivPrefetchRows]uint64
 	ukBuf   []byte
 	tkBuf   []byte
 	valBuf  []byte
@@ -250,16 +251,29 @@ func (j *interval) ProcessBatch(input int, b *types.Batch, out exec.Output) erro
 	if b.Len() > 0 && b.Width() != j.widths[input] {
 		return fmt.Errorf("interval join: input %d rows have %d columns, want %d", input, b.Width(), j.widths[input])
 	}
-	for i, row := range b.Rows {
-		if k := b.Kinds[i]; k != types.Insert {
-			return fmt.Errorf("interval join: the inputs must be insert-only, got a %s row", k)
+	for i := 0; i < len(b.Rows); i += ivPrefetchRows {
+		rows := b.Rows[i:min(i+ivPrefetchRows, len(b.Rows))]
+		for k, kind := range b.Kinds[i : i+len(rows)] {
+			if kind != types.Insert {
+				return fmt.Errorf("interval join: the inputs must be insert-only, got a %s row", kind)
+			}
+			j.hashes[k] = types.HashColumns(rows[k], j.keys[input])
 		}
-		if err := j.process(input, row, out); err != nil {
-			return err
+		if j.cache != nil {
+			j.cache.prefetch(input, j.hashes[:len(rows)])
+		}
+		for k, row := range rows {
+			if err := j.process(input, row, j.hashes[k], out); err != nil {
+				return err
+			}
 		}
 	}
 	return j.flush(out)
 }
+
+// ivPrefetchRows is how many rows of a batch have their state touched
+// before the first of them is processed (see intervalCache.prefetch).
+const ivPrefetchRows = 64
 
 func (j *interval) flush(out exec.Output) error {
 	if j.out.Len() == 0 {
@@ -292,7 +306,8 @@ func appendTime(dst []byte, t int64) []byte {
 
 func readTime(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)) }
 
-func (j *interval) process(input int, row types.Row, out exec.Output) error {
+// process joins and stores row, whose key columns hash to h.
+func (j *interval) process(input int, row types.Row, h uint64, out exec.Output) error {
 	var t int64
 	if j.spec.EventTime {
 		tc := j.spec.LeftTimeCol
@@ -318,10 +333,10 @@ func (j *interval) process(input int, row types.Row, out exec.Output) error {
 	}
 	nullKey := hasNullKey(row, j.keys[input], j.spec.NullSafe)
 	if j.cache != nil {
-		j.setCachedKey(input, row)
+		j.setCachedKey(input, row, h)
 	} else {
 		j.keyBuf = appendKey(j.keyBuf[:0], row, j.keys[input])
-		if err := j.b.SetCurrentKey(types.HashColumns(row, j.keys[input]), j.keyBuf); err != nil {
+		if err := j.b.SetCurrentKey(h, j.keyBuf); err != nil {
 			return fmt.Errorf("interval join: %w", err)
 		}
 	}

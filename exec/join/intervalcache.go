@@ -51,6 +51,7 @@ type intervalCache struct {
 	dirty  []int32
 	keyRow types.Row // scratch: the current row's key values
 	curID  int32
+	sink   uint64  // see prefetch
 	due    []ivDue // scratch of expire
 }
 
@@ -372,14 +373,45 @@ func (c *intervalCache) pop(s int) ivDue {
 	return top
 }
 
-// setCachedKey makes the key of row (of side input) current in the cache.
-func (j *interval) setCachedKey(input int, row types.Row) {
+// setCachedKey makes the key of row (of side input), of hash h, current
+// in the cache.
+func (j *interval) setCachedKey(input int, row types.Row, h uint64) {
 	c := j.cache
 	for i, col := range j.keys[input] {
 		c.keyRow[i] = row[col]
 	}
-	c.curID = c.intern(types.HashColumns(row, j.keys[input]))
+	c.curID = c.intern(h)
 	clear(c.keyRow)
+}
+
+// prefetch touches what the rows of side input with key hashes hs will
+// read: their keys' home slots, then the states found there, then those
+// keys' row lists. Over many keys each is a cache miss; touched for a
+// run of rows at once, the misses overlap instead of following one
+// another. The loads are summed into sink so that they are kept.
+func (c *intervalCache) prefetch(input int, hs []uint64) {
+	mask := uint64(len(c.slots) - 1)
+	var sum uint64
+	for _, h := range hs {
+		sum += c.slots[h&mask]
+	}
+	for _, h := range hs {
+		if s := c.slots[h&mask]; s != 0 {
+			sum += c.states[keySlotID(s)].hash
+		}
+	}
+	for _, h := range hs {
+		if s := c.slots[h&mask]; s != 0 {
+			k := &c.states[keySlotID(s)]
+			if rows := k.rows[1-input]; len(rows) > 0 {
+				sum += uint64(rows[0].t)
+			}
+			if rows := k.rows[input]; len(rows) > 0 {
+				sum += uint64(rows[len(rows)-1].t)
+			}
+		}
+	}
+	c.sink += sum
 }
 
 // probeCached is probe on the cache.
@@ -496,6 +528,7 @@ func (j *interval) expireCached(now int64, out exec.Output) error {
 			if !ok {
 				break
 			}
+			c.prefetchDue(s)
 			k := &c.states[d.id]
 			switch {
 			case !k.live || k.gen != d.gen:
@@ -551,6 +584,26 @@ func appendCachedKey(dst []byte, key []types.Value) []byte {
 		dst = types.AppendValue(dst, v)
 	}
 	return dst
+}
+
+// dueAhead is how far ahead in a side's FIFO of deadlines expireCached
+// touches the keys' states (and half as far their row lists).
+const dueAhead = 16
+
+// prefetchDue touches the state of the key dueAhead deadlines ahead in
+// side s's FIFO and the row list of the one half as far: the keys due
+// are scattered over the states, and touched ahead their misses overlap
+// with the expiry of the keys before them.
+func (c *intervalCache) prefetchDue(s int) {
+	q := &c.queues[s]
+	if i := q.head + dueAhead; i < len(q.items) {
+		c.sink += c.states[q.items[i].id].hash
+	}
+	if i := q.head + dueAhead/2; i < len(q.items) {
+		if rows := c.states[q.items[i].id].rows[s]; len(rows) > 0 {
+			c.sink += uint64(rows[0].t)
+		}
+	}
 }
 
 // expireCachedKey removes side s's rows of key id whose time is at most
