@@ -74,6 +74,9 @@ func (e *pebbleEngine) ingestSorted(each func(fn func(k, v []byte) error) error)
 		err = ferr
 	}
 	if err == nil && len(paths) > 0 {
+		err = e.dropIter() // it would not see the ingested files
+	}
+	if err == nil && len(paths) > 0 {
 		err = e.db.Ingest(context.Background(), paths)
 	}
 	for _, p := range paths {

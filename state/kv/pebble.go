@@ -85,6 +85,12 @@ type pebbleEngine struct {
 	scanBuf  []byte
 	loBuf    []byte
 	hiBuf    []byte
+	// it is an iterator over the batch kept between iterations: creating
+	// one per bucket scan (a join probe) built and tore down an iterator
+	// per level and reloaded their blocks. SetOptions refreshes its view of
+	// the batch, but its view of the DB is fixed when it is created, so it
+	// is dropped before anything reaches the DB (commit, ingest).
+	it *pebble.Iterator
 }
 
 type cacheEntry struct {
@@ -398,6 +404,9 @@ func (e *pebbleEngine) commit() error {
 	// Writes after a barrier stay in the batch (readable through it) until
 	// that barrier's Pebble checkpoint is taken.
 	e.awaitPending()
+	if err := e.dropIter(); err != nil {
+		return err
+	}
 	e.committed += int64(e.batch.Count())
 	if err := e.batch.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("committing %d writes: %w", e.batch.Count(), err)
@@ -532,10 +541,18 @@ func (e *pebbleEngine) del(k []byte) error {
 // iterate runs fn over [lo, hi) of the DB as the batch sees it, ascending
 // or descending; fn gets slices valid during the call only.
 func (e *pebbleEngine) iterate(lo, hi []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
-	it, err := e.batch.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return err
+	opts := pebble.IterOptions{LowerBound: lo, UpperBound: hi}
+	if e.it == nil {
+		it, err := e.batch.NewIter(&opts)
+		if err != nil {
+			return err
+		}
+		e.it = it
+	} else {
+		// Copies the bounds, and brings in what the batch got since.
+		e.it.SetOptions(&opts)
 	}
+	it := e.it
 	var ok bool
 	if reverse {
 		ok = it.Last()
@@ -545,15 +562,34 @@ func (e *pebbleEngine) iterate(lo, hi []byte, reverse bool, fn func(k, v []byte)
 	for ; ok; ok = advance(it, reverse) {
 		v, err := it.ValueAndErr()
 		if err != nil {
-			it.Close()
-			return fmt.Errorf("reading value of %x: %w", prefix32(it.Key()), err)
+			return errors.Join(fmt.Errorf("reading value of %x: %w", prefix32(it.Key()), err), e.dropIter())
 		}
 		more, err := fn(it.Key(), v)
-		if err != nil || !more {
-			return errors.Join(err, it.Close())
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
 		}
 	}
-	return errors.Join(it.Error(), it.Close())
+	if err := it.Error(); err != nil {
+		// An iterator in error is not reused.
+		return errors.Join(err, e.dropIter())
+	}
+	return nil
+}
+
+// dropIter closes the kept iterator, if any.
+func (e *pebbleEngine) dropIter() error {
+	if e.it == nil {
+		return nil
+	}
+	err := e.it.Close()
+	e.it = nil
+	if err != nil {
+		return fmt.Errorf("closing iterator: %w", err)
+	}
+	return nil
 }
 
 func advance(it *pebble.Iterator, reverse bool) bool {
@@ -864,7 +900,7 @@ func (e *pebbleEngine) close() error {
 		return nil
 	}
 	e.awaitPending()
-	err := errors.Join(e.batch.Close(), e.db.Close())
+	err := errors.Join(e.dropIter(), e.batch.Close(), e.db.Close())
 	e.db, e.batch, e.index, e.ents = nil, nil, nil, nil
 	if rmErr := os.RemoveAll(e.dbDir); rmErr != nil {
 		err = errors.Join(err, rmErr)
