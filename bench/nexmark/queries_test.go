@@ -543,6 +543,7 @@ func runSelect(t *testing.T, query string, parallelism int, project []int) []str
 	ddl, sel := sql[:insert[0]], strings.TrimRight(strings.TrimSpace(sql[insert[1]:]), ";")
 	sess, err := session.New(session.Options{Config: map[string]string{
 		"parallelism.default": strconv.Itoa(parallelism), "table.local-time-zone": "UTC",
+		"state.backend.type": *flagBackend,
 	}})
 	if err != nil {
 		t.Fatal(err)
