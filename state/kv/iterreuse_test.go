@@ -75,4 +75,20 @@ func TestReusedIteratorSeesLaterWrites(t *testing.T) {
 	must(t, e.commit())
 	check("after delete and put committed", "a", 2, 20, 3, 30)
 	check("other key after commit", "b", 5, 50)
+
+	// A snapshot with nothing to commit still lets the iterator go (it
+	// would keep the memtable the checkpoint flushes), and a write after
+	// the snapshot is seen.
+	if e.it == nil {
+		t.Fatal("no iterator kept after a scan")
+	}
+	im, err := b.Snapshot(1)
+	must(t, err)
+	must(t, im.Finish())
+	if e.it != nil {
+		t.Fatal("the iterator survived a snapshot")
+	}
+	setKey(t, b, "a")
+	must(t, ms.Put(nil, 4, 40))
+	check("after snapshot", "a", 2, 20, 3, 30, 4, 40)
 }

@@ -694,6 +694,11 @@ func (e *pebbleEngine) snapshot(id int64, _ func(k, v []byte) bool) (*image.Imag
 	if err := e.commit(); err != nil {
 		return nil, err
 	}
+	// A kept iterator would keep the memtable the checkpoint flushes, and
+	// the files compactions replace, until the next commit.
+	if err := e.dropIter(); err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(e.dir, image.DirName(id))
 	p := &pendingCheckpoint{done: make(chan struct{}), flushing: e.committed}
 	e.pending, e.lastID, e.committed = p, id, 0
