@@ -92,3 +92,39 @@ func TestReusedIteratorSeesLaterWrites(t *testing.T) {
 	must(t, ms.Put(nil, 4, 40))
 	check("after snapshot", "a", 2, 20, 3, 30, 4, 40)
 }
+
+// TestKeptIteratorNestedScan: a scan started from another scan's callback
+// gets an iterator of its own, and the outer scan reads all of its range.
+func TestKeptIteratorNestedScan(t *testing.T) {
+	b := openVariant(t, variant{name: "rocksdb", kind: "rocksdb"}, &fakeClock{})
+	ms, err := NewMapState(b, "rows", Int64{}, Int64{}, Options{})
+	must(t, err)
+	other, err := NewMapState(b, "other", Int64{}, Int64{}, Options{})
+	must(t, err)
+	setKey(t, b, "a")
+	for i := int64(1); i <= 3; i++ {
+		must(t, ms.Put(nil, i, 10*i))
+	}
+	setKey(t, b, "b")
+	must(t, other.Put(nil, 7, 70))
+
+	var outer, inner []int64
+	setKey(t, b, "a")
+	must(t, ms.Iterate(nil, func(uk, v int64) bool {
+		outer = append(outer, uk, v)
+		if uk == 1 {
+			setKey(t, b, "b")
+			must(t, other.Iterate(nil, func(uk, v int64) bool {
+				inner = append(inner, uk, v)
+				return true
+			}))
+		}
+		return true
+	}))
+	if want := []int64{1, 10, 2, 20, 3, 30}; !slices.Equal(outer, want) {
+		t.Errorf("outer scan of a found %v, want %v", outer, want)
+	}
+	if want := []int64{7, 70}; !slices.Equal(inner, want) {
+		t.Errorf("nested scan of b found %v, want %v", inner, want)
+	}
+}

@@ -89,8 +89,12 @@ type pebbleEngine struct {
 	// one per bucket scan (a join probe) built and tore down an iterator
 	// per level and reloaded their blocks. SetOptions refreshes its view of
 	// the batch, but its view of the DB is fixed when it is created, so it
-	// is dropped before anything reaches the DB (commit, ingest).
-	it *pebble.Iterator
+	// is dropped before anything reaches the DB (commit, ingest) and at a
+	// snapshot. itBusy marks it in use by a scan, so that
+	// a scan started from another's callback gets an iterator of its own
+	// instead of moving the outer one.
+	it     *pebble.Iterator
+	itBusy bool
 }
 
 type cacheEntry struct {
@@ -542,6 +546,13 @@ func (e *pebbleEngine) del(k []byte) error {
 // or descending; fn gets slices valid during the call only.
 func (e *pebbleEngine) iterate(lo, hi []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
 	opts := pebble.IterOptions{LowerBound: lo, UpperBound: hi}
+	if e.itBusy {
+		it, err := e.batch.NewIter(&opts)
+		if err != nil {
+			return err
+		}
+		return errors.Join(scan(it, reverse, fn), it.Close())
+	}
 	if e.it == nil {
 		it, err := e.batch.NewIter(&opts)
 		if err != nil {
@@ -552,7 +563,18 @@ func (e *pebbleEngine) iterate(lo, hi []byte, reverse bool, fn func(k, v []byte)
 		// Copies the bounds, and brings in what the batch got since.
 		e.it.SetOptions(&opts)
 	}
-	it := e.it
+	e.itBusy = true
+	err := scan(e.it, reverse, fn)
+	e.itBusy = false
+	if err != nil && e.it.Error() != nil {
+		// An iterator in error is not reused.
+		return errors.Join(err, e.dropIter())
+	}
+	return err
+}
+
+// scan runs fn over it's range, ascending or descending.
+func scan(it *pebble.Iterator, reverse bool, fn func(k, v []byte) (bool, error)) error {
 	var ok bool
 	if reverse {
 		ok = it.Last()
@@ -562,7 +584,7 @@ func (e *pebbleEngine) iterate(lo, hi []byte, reverse bool, fn func(k, v []byte)
 	for ; ok; ok = advance(it, reverse) {
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return errors.Join(fmt.Errorf("reading value of %x: %w", prefix32(it.Key()), err), e.dropIter())
+			return fmt.Errorf("reading value of %x: %w", prefix32(it.Key()), err)
 		}
 		more, err := fn(it.Key(), v)
 		if err != nil {
@@ -572,11 +594,7 @@ func (e *pebbleEngine) iterate(lo, hi []byte, reverse bool, fn func(k, v []byte)
 			return nil
 		}
 	}
-	if err := it.Error(); err != nil {
-		// An iterator in error is not reused.
-		return errors.Join(err, e.dropIter())
-	}
-	return nil
+	return it.Error()
 }
 
 // dropIter closes the kept iterator, if any.
@@ -695,7 +713,8 @@ func (e *pebbleEngine) snapshot(id int64, _ func(k, v []byte) bool) (*image.Imag
 		return nil, err
 	}
 	// A kept iterator would keep the memtable the checkpoint flushes, and
-	// the files compactions replace, until the next commit.
+	// the files compactions replace, until the next commit (which an empty
+	// batch does not make).
 	if err := e.dropIter(); err != nil {
 		return nil, err
 	}
