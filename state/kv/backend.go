@@ -44,6 +44,10 @@ type Config struct {
 	// instead of keeping the image's, so no checkpoint after the restore
 	// references a file of the restored one (NO_CLAIM restores).
 	FullFirstSnapshot bool
+	// bytewiseDB makes Open create a rocksdb DB with Pebble's bytewise
+	// comparer, as versions before bucket filters did (tests of their
+	// images).
+	bytewiseDB bool
 }
 
 // MinMemoryBudget is the smallest MemoryBudget a rocksdb backend accepts.

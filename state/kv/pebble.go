@@ -95,6 +95,11 @@ type pebbleEngine struct {
 	// instead of moving the outer one.
 	it     *pebble.Iterator
 	itBusy bool
+	// comparer is the DB's key order; prefixFilters says it is
+	// bucketComparer, whose SST filters are on buckets, so a bucket scan
+	// seeks by prefix (see newBucketComparer).
+	comparer      *pebble.Comparer
+	prefixFilters bool
 }
 
 type cacheEntry struct {
@@ -143,7 +148,12 @@ func openPebble(dir string, cfg Config, files []image.File) (*pebbleEngine, erro
 	if err != nil {
 		return nil, err
 	}
-	opts := workingOptions(memtable, blockCache)
+	if cfg.bytewiseDB && files == nil {
+		e.comparer = pebble.DefaultComparer
+	} else if e.comparer, e.prefixFilters, err = dbComparer(e.dbDir, files != nil); err != nil {
+		return nil, err
+	}
+	opts := workingOptions(memtable, blockCache, e.comparer)
 	opts.ErrorIfNotExists = files != nil
 	opts.ErrorIfExists = files == nil
 	db, err := pebble.Open(e.dbDir, opts)
@@ -170,8 +180,9 @@ const workingTargetFileSize = 32 << 20
 // 64 MB files hold ~2 M small entries, whose filter hashes are 8 MB.
 const maxTargetFileSize = 64 << 20
 
-func workingOptions(memtable, blockCache int64) *pebble.Options {
+func workingOptions(memtable, blockCache int64, comparer *pebble.Comparer) *pebble.Options {
 	o := &pebble.Options{
+		Comparer:                    comparer,
 		FormatMajorVersion:          pebble.FormatNewest,
 		Logger:                      pebbleLogger{},
 		DisableWAL:                  true,
@@ -543,15 +554,20 @@ func (e *pebbleEngine) del(k []byte) error {
 }
 
 // iterate runs fn over [lo, hi) of the DB as the batch sees it, ascending
-// or descending; fn gets slices valid during the call only.
-func (e *pebbleEngine) iterate(lo, hi []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
-	opts := pebble.IterOptions{LowerBound: lo, UpperBound: hi}
+// or descending; fn gets slices valid during the call only. With inBucket,
+// lo is in a map-state bucket and hi is the bucket's end, and an ascending
+// scan seeks by prefix when the DB's filters are on buckets.
+func (e *pebbleEngine) iterate(lo, hi []byte, reverse, inBucket bool, fn func(k, v []byte) (bool, error)) error {
+	// Pebble skips the filters of the last level by default, expecting a
+	// seek there to find its key; a join probe mostly finds none.
+	opts := pebble.IterOptions{LowerBound: lo, UpperBound: hi, UseL6Filters: true}
+	byPrefix := inBucket && !reverse && e.prefixFilters
 	if e.itBusy {
 		it, err := e.batch.NewIter(&opts)
 		if err != nil {
 			return err
 		}
-		return errors.Join(scan(it, reverse, fn), it.Close())
+		return errors.Join(scan(it, lo, reverse, byPrefix, fn), it.Close())
 	}
 	if e.it == nil {
 		it, err := e.batch.NewIter(&opts)
@@ -564,7 +580,7 @@ func (e *pebbleEngine) iterate(lo, hi []byte, reverse bool, fn func(k, v []byte)
 		e.it.SetOptions(&opts)
 	}
 	e.itBusy = true
-	err := scan(e.it, reverse, fn)
+	err := scan(e.it, lo, reverse, byPrefix, fn)
 	e.itBusy = false
 	if err != nil && e.it.Error() != nil {
 		// An iterator in error is not reused.
@@ -573,12 +589,18 @@ func (e *pebbleEngine) iterate(lo, hi []byte, reverse bool, fn func(k, v []byte)
 	return err
 }
 
-// scan runs fn over it's range, ascending or descending.
-func scan(it *pebble.Iterator, reverse bool, fn func(k, v []byte) (bool, error)) error {
+// scan runs fn over it's range, ascending or descending. byPrefix starts
+// an ascending scan with SeekPrefixGE of lo, the lower bound, which consults
+// the SSTs' prefix filters (First does not) and keeps the iterator within
+// the bound's prefix.
+func scan(it *pebble.Iterator, lo []byte, reverse, byPrefix bool, fn func(k, v []byte) (bool, error)) error {
 	var ok bool
-	if reverse {
+	switch {
+	case reverse:
 		ok = it.Last()
-	} else {
+	case byPrefix:
+		ok = it.SeekPrefixGE(lo)
+	default:
 		ok = it.First()
 	}
 	for ; ok; ok = advance(it, reverse) {
@@ -649,7 +671,7 @@ func (e *pebbleEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, 
 		}
 	}
 	e.loBuf, e.hiBuf = lo, hi
-	return e.iterate(lo, hi, reverse, func(k, v []byte) (bool, error) {
+	return e.iterate(lo, hi, reverse, true, func(k, v []byte) (bool, error) {
 		e.scanBuf = append(append(e.scanBuf[:0], k...), v...)
 		return fn(e.scanBuf[:len(k)], e.scanBuf[len(k):]), nil
 	})
@@ -659,7 +681,7 @@ func (e *pebbleEngine) each(lo, hi []byte, fn func(k, v []byte) error) error {
 	if err := e.flush(false); err != nil {
 		return err
 	}
-	return e.iterate(lo, hi, false, func(k, v []byte) (bool, error) { return true, fn(k, v) })
+	return e.iterate(lo, hi, false, false, func(k, v []byte) (bool, error) { return true, fn(k, v) })
 }
 
 // pendingCheckpoint is the asynchronous half of a snapshot: the memtable
@@ -856,7 +878,7 @@ func (e *pebbleEngine) cleanup(n int, expired func(k, v []byte) bool) error {
 	var dead [][]byte
 	seen := 0
 	var last []byte
-	err := e.iterate(e.cursor, []byte{0xFF, 0xFF}, false, func(k, v []byte) (bool, error) {
+	err := e.iterate(e.cursor, []byte{0xFF, 0xFF}, false, false, func(k, v []byte) (bool, error) {
 		seen++
 		last = append(last[:0], k...)
 		if expired(k, v) {
