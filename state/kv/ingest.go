@@ -23,6 +23,7 @@ const ingestFileSize = workingTargetFileSize
 // entries (outside key groups) go through a batch. An entry out of order is
 // an error.
 func (e *pebbleEngine) ingestSorted(each func(fn func(k, v []byte) error) error) error {
+	e.dropAllWhole()
 	o := workingOptions(1<<20, 1<<20, e.comparer)
 	o.EnsureDefaults()
 	wo := o.MakeWriterOptions(len(o.Levels)-1, e.db.TableFormat())

@@ -29,6 +29,7 @@ const (
 	fDirty               // the entry differs from what Pebble holds
 	fRef                 // accessed since the clock hand last passed
 	fMark                // seen in this pass of compactDirty (cleared after it)
+	fListed              // listed in its bucket's whole-bucket record (whole.go)
 )
 
 // cacheEntryOverhead approximates what an entry costs beyond its buffer:
@@ -100,6 +101,16 @@ type pebbleEngine struct {
 	// seeks by prefix (see newBucketComparer).
 	comparer      *pebble.Comparer
 	prefixFilters bool
+
+	// whole records the map-state buckets the cache holds entirely
+	// (whole.go). collect gathers a Pebble scan's entries to make one;
+	// wholeBuf holds the copy a scan of one visits. writes counts writes,
+	// so that a scan whose callback wrote is not made whole.
+	whole     map[string]*wholeBucket
+	collect   wholeScan
+	wholeBuf  wholeScan
+	wholeBusy bool
+	writes    uint64
 }
 
 type cacheEntry struct {
@@ -289,6 +300,9 @@ func (e *pebbleEngine) insert(k, v []byte, flags uint8) (uint32, error) {
 	if flags&fDirty != 0 {
 		e.noteDirty(slot, k)
 	}
+	if flags&fPresent != 0 && len(e.whole) > 0 {
+		e.listPresent(slot)
+	}
 	return slot, nil
 }
 
@@ -381,6 +395,9 @@ func (e *pebbleEngine) evict() error {
 		if err := e.writeBack(c); err != nil {
 			return err
 		}
+		if c.flags&fListed != 0 {
+			e.unlist(slot, c)
+		}
 		delete(e.index, unsafe.String(unsafe.SliceData(c.buf), int(c.klen)))
 		e.bytes -= int64(cap(c.buf)) + cacheEntryOverhead
 		e.spare = c.buf
@@ -466,6 +483,9 @@ func (e *pebbleEngine) track(k []byte) {
 func (e *pebbleEngine) get(k []byte) ([]byte, bool, error) {
 	slot, ok := e.lookup(k)
 	if !ok {
+		if w, _ := e.wholeOf(k); w != nil {
+			return nil, false, nil
+		}
 		var err error
 		if slot, err = e.fetch(k); err != nil {
 			return nil, false, err
@@ -482,6 +502,7 @@ func (e *pebbleEngine) get(k []byte) ([]byte, bool, error) {
 // set makes v the value of cached slot, growing its buffer if needed.
 func (e *pebbleEngine) set(slot uint32, v []byte, keep int) {
 	c := &e.ents[slot]
+	wasPresent := c.flags&fPresent != 0
 	need := int(c.klen) + keep + len(v)
 	if cap(c.buf) < need {
 		nb := make([]byte, int(c.klen)+keep, need+need/4)
@@ -496,10 +517,14 @@ func (e *pebbleEngine) set(slot uint32, v []byte, keep int) {
 		e.noteDirty(slot, c.key())
 	}
 	c.flags |= fPresent | fDirty | fRef
+	if !wasPresent && len(e.whole) > 0 {
+		e.listPresent(slot)
+	}
 }
 
 func (e *pebbleEngine) put(k, v []byte) error {
 	e.track(k)
+	e.writes++
 	if slot, ok := e.lookup(k); ok {
 		e.set(slot, v, 0)
 		return e.takeTrimErr()
@@ -520,6 +545,7 @@ func (e *pebbleEngine) takeTrimErr() error {
 
 func (e *pebbleEngine) appendValue(k, suffix []byte) error {
 	e.track(k)
+	e.writes++
 	slot, ok := e.lookup(k)
 	if !ok {
 		var err error
@@ -537,14 +563,21 @@ func (e *pebbleEngine) appendValue(k, suffix []byte) error {
 
 func (e *pebbleEngine) del(k []byte) error {
 	e.track(k)
+	e.writes++
 	if slot, ok := e.lookup(k); ok {
 		c := &e.ents[slot]
 		if c.flags&fDirty == 0 {
 			e.noteDirty(slot, k)
 		}
+		if c.flags&(fListed|fPresent) == fListed|fPresent {
+			e.unlistPresent(c)
+		}
 		c.buf = c.buf[:c.klen]
 		c.flags = c.flags&^fPresent | fDirty | fRef
 		return e.takeTrimErr()
+	}
+	if w, _ := e.wholeOf(k); w != nil {
+		return e.takeTrimErr() // the key has no value
 	}
 	// A blind delete: the key may be in Pebble; remember the tombstone.
 	if _, err := e.insert(k, nil, fDirty); err != nil {
@@ -652,11 +685,18 @@ func prefixEnd(dst, p []byte) []byte {
 	return nil
 }
 
-// scanBucket reads a bucket from Pebble after writing back the dirty
-// entries of map states, so that Pebble holds the bucket's truth; the
-// visited key and value are copied, so slices decoded from the last one
-// stay valid until the next engine call.
+// scanBucket reads a bucket from the cache when it holds all of it (see
+// whole.go), else from Pebble after writing back the dirty entries of map
+// states, so that Pebble holds the bucket's truth; the visited key and
+// value are copied, so slices decoded from the last one stay valid until
+// the next engine call. A complete ascending Pebble scan of a small
+// bucket, by the outermost scan and without writes from its callback,
+// caches the bucket whole.
 func (e *pebbleEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, v []byte) bool) error {
+	if w := e.whole[string(bucket)]; w != nil {
+		e.scanWhole(bucket, from, reverse, w, fn)
+		return nil
+	}
 	if err := e.flush(true); err != nil {
 		return err
 	}
@@ -671,10 +711,24 @@ func (e *pebbleEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, 
 		}
 	}
 	e.loBuf, e.hiBuf = lo, hi
-	return e.iterate(lo, hi, reverse, true, func(k, v []byte) (bool, error) {
+	collect := from == nil && !reverse && !e.itBusy && !e.wholeBusy && !e.knobs.noWholeBuckets
+	if collect {
+		e.collect.reset()
+	}
+	complete, writes := true, e.writes
+	err := e.iterate(lo, hi, reverse, true, func(k, v []byte) (bool, error) {
 		e.scanBuf = append(append(e.scanBuf[:0], k...), v...)
-		return fn(e.scanBuf[:len(k)], e.scanBuf[len(k):]), nil
+		if collect {
+			e.collect.add(k, v)
+		}
+		more := fn(e.scanBuf[:len(k)], e.scanBuf[len(k):])
+		complete = complete && more
+		return more, nil
 	})
+	if err == nil && collect && complete && e.writes == writes {
+		err = e.makeWhole(bucket, &e.collect)
+	}
+	return err
 }
 
 func (e *pebbleEngine) each(lo, hi []byte, fn func(k, v []byte) error) error {
@@ -700,6 +754,7 @@ type pendingCheckpoint struct {
 type testingKnobs struct {
 	checkpointGate <-chan struct{} // takeCheckpoint waits for it
 	onAwaitPending func()          // called when a write waits for a pending checkpoint
+	noWholeBuckets bool            // every bucket scan reads Pebble (tests of that path)
 }
 
 // awaitPending waits for the pending checkpoint, if any, to be taken.
@@ -838,6 +893,7 @@ func (e *pebbleEngine) writeChanges(w EntryWriter) error {
 }
 
 func (e *pebbleEngine) load(r EntryReader) error {
+	e.dropAllWhole()
 	var k []byte
 	err := r.Each(func(kg int, key, value []byte) error {
 		k = append(appendKeyGroup(k[:0], kg), key...)
