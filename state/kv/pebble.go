@@ -106,11 +106,12 @@ type pebbleEngine struct {
 	// (whole.go). collect gathers a Pebble scan's entries to make one;
 	// wholeBuf holds the copy a scan of one visits. writes counts writes,
 	// so that a scan whose callback wrote is not made whole.
-	whole     map[string]*wholeBucket
-	collect   wholeScan
-	wholeBuf  wholeScan
-	wholeBusy bool
-	writes    uint64
+	whole         map[string]*wholeBucket
+	collect       wholeScan
+	collectBucket []byte
+	wholeBuf      wholeScan
+	wholeBusy     bool
+	writes        uint64
 }
 
 type cacheEntry struct {
@@ -423,7 +424,9 @@ func (e *pebbleEngine) writeBack(c *cacheEntry) error {
 	}
 	c.flags &^= fDirty
 	e.dirtyBytes = max(0, e.dirtyBytes-int64(len(c.buf))-cacheEntryOverhead)
-	if e.batch.Len() >= e.batchLimit {
+	// Not during a scan: a commit resets the batch its iterator reads. The
+	// scan commits when it ends (iterate).
+	if e.batch.Len() >= e.batchLimit && !e.itBusy {
 		return e.commit()
 	}
 	return nil
@@ -619,6 +622,9 @@ func (e *pebbleEngine) iterate(lo, hi []byte, reverse, inBucket bool, fn func(k,
 		// An iterator in error is not reused.
 		return errors.Join(err, e.dropIter())
 	}
+	if err == nil && e.batch.Len() >= e.batchLimit {
+		err = e.commit() // held back during the scan (writeBack)
+	}
 	return err
 }
 
@@ -695,7 +701,7 @@ func prefixEnd(dst, p []byte) []byte {
 func (e *pebbleEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, v []byte) bool) error {
 	if w := e.whole[string(bucket)]; w != nil {
 		e.scanWhole(bucket, from, reverse, w, fn)
-		return nil
+		return e.takeTrimErr()
 	}
 	if err := e.flush(true); err != nil {
 		return err
@@ -714,6 +720,9 @@ func (e *pebbleEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, 
 	collect := from == nil && !reverse && !e.itBusy && !e.wholeBusy && !e.knobs.noWholeBuckets
 	if collect {
 		e.collect.reset()
+		// bucket may point into a buffer the callback's own state calls
+		// rewrite (Backend.scratch).
+		e.collectBucket = append(e.collectBucket[:0], bucket...)
 	}
 	complete, writes := true, e.writes
 	err := e.iterate(lo, hi, reverse, true, func(k, v []byte) (bool, error) {
@@ -726,7 +735,7 @@ func (e *pebbleEngine) scanBucket(bucket, from []byte, reverse bool, fn func(k, 
 		return more, nil
 	})
 	if err == nil && collect && complete && e.writes == writes {
-		err = e.makeWhole(bucket, &e.collect)
+		err = e.makeWhole(e.collectBucket, &e.collect)
 	}
 	return err
 }

@@ -63,21 +63,21 @@ func (e *pebbleEngine) wholeOf(k []byte) (*wholeBucket, []byte) {
 }
 
 // listPresent notes that the entry in slot, of a map-state key, now has a
-// value.
+// value: it was created, or it was absent (deleted, and maybe listed).
 func (e *pebbleEngine) listPresent(slot uint32) {
 	c := &e.ents[slot]
-	if c.flags&fListed != 0 {
-		return
-	}
 	w, b := e.wholeOf(c.key())
 	if w == nil {
 		return
 	}
-	if w.present >= maxWholeEntries || len(w.slots) >= 2*maxWholeEntries {
+	listed := c.flags&fListed != 0
+	if w.present >= maxWholeEntries || (!listed && len(w.slots) >= 2*maxWholeEntries) {
 		e.dropWhole(b, w)
 		return
 	}
-	e.list(w, slot)
+	if !listed {
+		e.list(w, slot)
+	}
 	w.present++
 }
 
