@@ -35,7 +35,7 @@ func newBucketComparer() *pebble.Comparer {
 	c := *pebble.DefaultComparer
 	c.Split = bucketSplit
 	c.ImmediateSuccessor = func(dst, a []byte) []byte {
-		if k := len(a); k > kgLen+sidLen && a[kgLen]&0x80 != 0 && storedKeyGroup(a) != KeyGroupNone {
+		if n, ok := bucketEnd(a); ok && n == len(a) {
 			// a + 0x00 would be a key of bucket a; the first key after
 			// all of them is a's prefix end.
 			return append(dst, prefixEnd(nil, a)...)
@@ -54,18 +54,27 @@ func newBucketComparer() *pebble.Comparer {
 // parseKey reads, without building anything: Pebble calls it for every key
 // it writes and every seek.
 func bucketSplit(k []byte) int {
+	if n, ok := bucketEnd(k); ok {
+		return n
+	}
+	return len(k)
+}
+
+// bucketEnd is the length of a map-state key's bucket; ok is false for
+// other keys and for keys too short to hold a whole bucket.
+func bucketEnd(k []byte) (n int, ok bool) {
 	if len(k) <= kgLen+sidLen || k[kgLen]&0x80 == 0 || (k[0] == 0xFF && k[1] == 0xFF) {
-		return len(k)
+		return 0, false
 	}
 	i := kgLen + sidLen
 	for field := 0; field < 2; field++ {
 		n, w := binary.Uvarint(k[i:])
 		if w <= 0 || n > uint64(len(k)-i-w) {
-			return len(k)
+			return 0, false
 		}
 		i += w + int(n)
 	}
-	return i
+	return i, true
 }
 
 // dbComparer picks the comparer to open the working DB in dbDir with: the

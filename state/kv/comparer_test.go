@@ -36,6 +36,19 @@ func TestBucketSplit(t *testing.T) {
 			t.Errorf("%s: bucketSplit(%x) = %d, want %d", c.name, c.key, got, c.want)
 		}
 	}
+	// The smallest prefix after a bucket is its prefix end; after a key
+	// that only starts one (key "k", no namespace length yet) it is the
+	// key with an empty namespace, 0x00 appended.
+	c := newBucketComparer()
+	for _, s := range []struct{ a, want []byte }{
+		{[]byte{0x00, 0x05, 0x80, 0x01, 0x01, 'k', 0x00}, []byte{0x00, 0x05, 0x80, 0x01, 0x01, 'k', 0x01}},
+		{[]byte{0x00, 0x05, 0x80, 0x01, 0x01, 'k'}, []byte{0x00, 0x05, 0x80, 0x01, 0x01, 'k', 0x00}},
+		{[]byte{0x00, 0x05, 0x00, 0x01, 0x01, 'k', 0x00}, []byte{0x00, 0x05, 0x00, 0x01, 0x01, 'k', 0x00, 0x00}},
+	} {
+		if got := c.ImmediateSuccessor(nil, s.a); !bytes.Equal(got, s.want) {
+			t.Errorf("ImmediateSuccessor(%x) = %x, want %x", s.a, got, s.want)
+		}
+	}
 }
 
 // TestBucketComparerIsConsistent checks what Pebble requires of a Split
