@@ -22,6 +22,9 @@ import (
 //     an absent one set) is listed;
 //   - evicting a listed present entry drops the record (Pebble now holds a
 //     value the cache does not); evicting an absent one unlists it;
+//   - a record keeps at least one present entry: one with none (never
+//     made for an empty bucket, dropped when its last entry is deleted)
+//     could not be evicted with an entry, and would outlive the budget;
 //   - a bucket that grows past maxWholeEntries present entries, or lists
 //     twice that, is dropped: its scans go to Pebble, and listing stays
 //     O(1) per write.
@@ -94,8 +97,11 @@ func (e *pebbleEngine) list(w *wholeBucket, slot uint32) {
 
 // unlistPresent notes that the listed entry c lost its value.
 func (e *pebbleEngine) unlistPresent(c *cacheEntry) {
-	if w := e.whole[string(mapBucket(c.key()))]; w != nil {
-		w.present--
+	b := mapBucket(c.key())
+	if w := e.whole[string(b)]; w != nil {
+		if w.present--; w.present == 0 {
+			e.dropWhole(b, w) // see makeWhole
+		}
 	}
 }
 
@@ -158,14 +164,17 @@ func (s *wholeScan) add(k, v []byte) {
 // makeWhole caches the entries a complete Pebble scan of bucket met and
 // records the bucket as whole.
 func (e *pebbleEngine) makeWhole(bucket []byte, s *wholeScan) error {
-	if s.over {
+	// An empty bucket gets no record: a record lives as long as one of its
+	// present entries is cached (evicting it drops the record), so records
+	// stay within the cache's budget.
+	if s.over || len(s.ends) == 0 {
 		return nil
 	}
 	if _, ok := e.whole[string(bucket)]; ok {
 		return nil
 	}
 	n := len(s.ends) / 2
-	slots := make([]uint32, 0, max(n, 1))
+	slots := make([]uint32, 0, n)
 	start := 0
 	for i := range n {
 		k := s.buf[start:s.ends[2*i]]

@@ -187,7 +187,7 @@ func TestWholeBucketReadsNoPebble(t *testing.T) {
 }
 
 // TestWholePresentCountBound: a join's retraction and re-insertion of a
-// row (delete, put) keeps the count of present entries exact, so a bucket
+// row (delete, put) in a bucket of two keeps the count of present entries exact, so a bucket
 // that grows past maxWholeEntries is no longer whole.
 func TestWholePresentCountBound(t *testing.T) {
 	b := openVariant(t, variant{kind: "rocksdb"}, &fakeClock{})
@@ -195,6 +195,7 @@ func TestWholePresentCountBound(t *testing.T) {
 	ms, err := NewMapState(b, "rows", Int64{}, Int64{}, Options{})
 	must(t, err)
 	setKey(t, b, "a")
+	must(t, ms.Put(nil, 0, 0))
 	must(t, ms.Put(nil, 1, 10))
 	must(t, ms.Iterate(nil, func(int64, int64) bool { return true }))
 	bucket, _ := b.bucket(ms.sid, nil)
@@ -206,8 +207,8 @@ func TestWholePresentCountBound(t *testing.T) {
 		must(t, ms.Delete(nil, 1))
 		must(t, ms.Put(nil, 1, 10))
 	}
-	if w.present != 1 {
-		t.Fatalf("present = %d after 40 deletes and puts of one entry, want 1", w.present)
+	if w.present != 2 || e.whole[string(bucket)] != w {
+		t.Fatalf("present = %d after 40 deletes and puts of one of two entries, want 2", w.present)
 	}
 	for i := int64(2); i < 60; i++ {
 		must(t, ms.Put(nil, i, i))
@@ -337,6 +338,15 @@ func checkWhole(t *testing.T, e *pebbleEngine, step int) {
 	}
 	listed := map[uint32]bool{}
 	for b, w := range e.whole {
+		present := 0
+		for _, s := range w.slots {
+			if e.ents[s].flags&fPresent != 0 {
+				present++
+			}
+		}
+		if present != w.present || present == 0 {
+			t.Fatalf("step %d: record %x counts %d present entries, lists %d", step, b, w.present, present)
+		}
 		bytes += int64(len(b)) + wholeOverhead + 4*int64(cap(w.slots))
 		for _, s := range w.slots {
 			c := &e.ents[s]
@@ -542,4 +552,39 @@ func TestWholeNestedScanKeepsBuckets(t *testing.T) {
 			must(t, e.evict())
 		}
 	}()
+}
+
+// TestWholeRecordsBounded: probing many keys that have no entries (a join
+// whose keys match once) makes no records, and a bucket whose entries are
+// all deleted loses its record, so records never outlive the cached
+// entries that bound them.
+func TestWholeRecordsBounded(t *testing.T) {
+	b := openVariant(t, variant{kind: "rocksdb"}, &fakeClock{})
+	e := b.eng.(*pebbleEngine)
+	ms, err := NewMapState(b, "rows", Int64{}, Int64{}, Options{})
+	must(t, err)
+	for i := range 1000 {
+		setKey(t, b, fmt.Sprint("probe", i))
+		must(t, ms.Iterate(nil, func(int64, int64) bool { return true }))
+	}
+	if len(e.whole) != 0 {
+		t.Fatalf("%d records after scanning 1000 empty buckets", len(e.whole))
+	}
+	setKey(t, b, "a")
+	must(t, ms.Put(nil, 1, 10))
+	must(t, ms.Put(nil, 2, 20))
+	must(t, ms.Iterate(nil, func(int64, int64) bool { return true }))
+	if len(e.whole) != 1 {
+		t.Fatalf("%d records after scanning a 2-entry bucket, want 1", len(e.whole))
+	}
+	must(t, ms.Delete(nil, 1))
+	must(t, ms.Delete(nil, 2))
+	if len(e.whole) != 0 {
+		t.Fatalf("the record of a bucket whose entries were all deleted stayed")
+	}
+	var got []int64
+	must(t, ms.Iterate(nil, func(uk, _ int64) bool { got = append(got, uk); return true }))
+	if len(got) != 0 {
+		t.Fatalf("scan after deleting every entry = %v", got)
+	}
 }
