@@ -117,7 +117,10 @@ type posReader struct {
 	stubborn bool
 	snapped  chan int64    // positions snapshotted, when set
 	waiting  chan struct{} // a Read starts waiting for a grant, when set
-	jobCtx   context.Context
+	// interrupted, when set, hears when a stubborn Read's own context is
+	// canceled (a control message reached the source) while it waits on.
+	interrupted chan struct{}
+	jobCtx      context.Context
 }
 
 func (r *posReader) Open(ctx context.Context) error { r.jobCtx = ctx; return nil }
@@ -134,17 +137,30 @@ func (r *posReader) Read(ctx context.Context, b *types.Batch) (ReadResult, error
 		if r.waiting != nil {
 			r.waiting <- struct{}{}
 		}
-		select {
-		case g := <-r.allow:
-			if g < 0 {
-				if n > 0 {
-					return ReadResult{}, fmt.Errorf("told to end with %d rows left", n)
+		var interrupt <-chan struct{}
+		if r.stubborn && r.interrupted != nil {
+			interrupt = ctx.Done()
+		}
+	await:
+		for {
+			select {
+			case <-interrupt:
+				if errors.Is(ctx.Err(), context.Canceled) {
+					r.interrupted <- struct{}{}
 				}
-				return ReadResult{Split: -1, End: true}, nil
+				interrupt = nil
+			case g := <-r.allow:
+				if g < 0 {
+					if n > 0 {
+						return ReadResult{}, fmt.Errorf("told to end with %d rows left", n)
+					}
+					return ReadResult{Split: -1, End: true}, nil
+				}
+				n = min(n, g)
+				break await
+			case <-wait.Done():
+				return ReadResult{Split: -1}, nil
 			}
-			n = min(n, g)
-		case <-wait.Done():
-			return ReadResult{Split: -1}, nil
 		}
 	}
 	n = min(n, b.Cap())
@@ -209,6 +225,16 @@ func grant(t *testing.T, j *Job, r *posReader, n int) {
 	}
 }
 
+// await waits for a signal on ch, failing the test after 10 s.
+func await(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10s for %s", what)
+	}
+}
+
 func ckptConfig(store *memStore, mode CheckpointMode) *CheckpointConfig {
 	return &CheckpointConfig{Store: store, Mode: mode, Timeout: time.Minute}
 }
@@ -258,7 +284,8 @@ func TestBarrierAlignment(t *testing.T) {
 			store := newMemStore()
 			log := newListenLog()
 			r0 := &posReader{data: []int64{1, 2, 1000}, allow: make(chan int), snapped: make(chan int64, 4)}
-			r1 := &posReader{data: []int64{10}, allow: make(chan int), snapped: make(chan int64, 4), stubborn: true, waiting: make(chan struct{}, 8)}
+			r1 := &posReader{data: []int64{10}, allow: make(chan int), snapped: make(chan int64, 4), stubborn: true,
+				waiting: make(chan struct{}, 8), interrupted: make(chan struct{}, 8)}
 			cs := newCollectSink()
 			g := &JobGraph{Vertices: []*Vertex{
 				posSource(1, r0), posSource(2, r1),
@@ -266,7 +293,10 @@ func TestBarrierAlignment(t *testing.T) {
 					Inputs: []Input{{From: 1, Partitioner: Partitioner{Kind: Rebalance}}, {From: 2, Partitioner: Partitioner{Kind: Rebalance}}},
 					Chain:  chain(log.op("count"), func() (Operator, error) { return &collectOp{cs: cs}, nil })},
 			}}
-			j, err := Start(context.Background(), g, Config{Checkpointing: ckptConfig(store, tc.mode)})
+			j, err := Start(context.Background(), g, Config{Checkpointing: ckptConfig(store, tc.mode),
+				// No periodic watermark deadline on Read: source 2's context
+				// then ends only when the trigger reaches it.
+				AutoWatermarkInterval: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -281,6 +311,10 @@ func TestBarrierAlignment(t *testing.T) {
 			}
 			grant(t, j, r0, 1) // 1000, after barrier 1 on channel 1
 			grant(t, j, r0, 0) // returns only after 1000 was sent (buffer timeout 0)
+			// The trigger may reach source 2 after source 1 snapshotted:
+			// release its Read only once the trigger interrupted it, or it
+			// reads again before serving the trigger and never snapshots.
+			await(t, r1.interrupted, "the trigger to reach source 2")
 			grant(t, j, r1, 0) // source 2's Read returns; it takes checkpoint 1
 			if pos := <-r1.snapped; pos != 1 {
 				t.Fatalf("source 2 snapshotted position %d, want 1", pos)
