@@ -3,8 +3,12 @@ package join
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/exec/internal/bloom"
+	"github.com/flinksql/flinksql/exec/internal/statecache"
+	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
 )
@@ -83,6 +87,17 @@ type windowJoin struct {
 	tkBuf  []byte
 	valBuf []byte
 
+	// rowFilters, after a fresh start on rocksdb, hold per side and window
+	// end the hashes (rowSeed) of the rows added to that window: adding a
+	// row reads its count first, and for a row never stored (nearly every
+	// row of a window aggregate's output) that read is a Pebble lookup of
+	// a missing key. A window without a filter (one more than
+	// maxRowFilters, or any after a restore) reads.
+	rowFilters  [2]map[int64]*bloom.Filter
+	liveFilters [2]int
+	filterBytes int64
+	rowSeed     maphash.Seed
+
 	due     []dueTimer
 	dueKeys []byte
 	// the rows of one window of each side, decoded, with copies expanded
@@ -107,7 +122,59 @@ func (j *windowJoin) OpenKeyedState(b *kv.Backend) error {
 		return fmt.Errorf("window join: %w", err)
 	}
 	j.wm = j.kept.saved
+	j.rowFilters = [2]map[int64]*bloom.Filter{}
+	if b.Kind() == image.RocksDB {
+		fresh, err := statecache.Empty(b)
+		if err != nil {
+			return fmt.Errorf("window join: %w", err)
+		}
+		if fresh {
+			j.rowFilters = [2]map[int64]*bloom.Filter{{}, {}}
+			j.filterBytes, j.rowSeed = b.MemoryBudget()/128, maphash.MakeSeed()
+		}
+	}
 	return nil
+}
+
+// maxRowFilters bounds the windows per side with a row filter: with
+// filterBytes a 128th of the budget each, all of them take at most a
+// sixteenth of it.
+const maxRowFilters = 4
+
+// rowFilter returns the filter of side input's window end; nil when the
+// window has none. A window gets one on its first row while the side has
+// fewer than maxRowFilters; one whose first row found none keeps none
+// (a nil entry), since its rows were stored unfiltered and a filter made
+// later would not know them.
+func (j *windowJoin) rowFilter(input int, end int64) *bloom.Filter {
+	fs := j.rowFilters[input]
+	if fs == nil {
+		return nil
+	}
+	if f, ok := fs[end]; ok {
+		return f
+	}
+	var f *bloom.Filter
+	if j.liveFilters[input] < maxRowFilters {
+		f = bloom.New(j.filterBytes)
+		j.liveFilters[input]++
+	}
+	fs[end] = f
+	return f
+}
+
+// dropRowFilters forgets the windows fired at wm.
+func (j *windowJoin) dropRowFilters(wm int64) {
+	for i, fs := range j.rowFilters {
+		for end, f := range fs {
+			if end-1 <= wm {
+				if f != nil {
+					j.liveFilters[i]--
+				}
+				delete(fs, end)
+			}
+		}
+	}
 }
 
 // PrepareSnapshot implements exec.KeyedOperator: rows and windows are in
@@ -206,9 +273,21 @@ func (j *windowJoin) add(input int, row types.Row) error {
 	}
 	j.nsBuf = binary.BigEndian.AppendUint64(j.nsBuf[:0], uint64(end))
 	j.ukBuf = types.AppendRow(j.ukBuf[:0], row)
-	v, ok, err := j.rows[input].Get(j.nsBuf, j.ukBuf)
-	if err != nil {
-		return err
+	var v []byte
+	ok := false
+	f := j.rowFilter(input, end)
+	h := uint64(0)
+	if f != nil {
+		h = maphash.Bytes(j.rowSeed, j.ukBuf)
+	}
+	if f == nil || f.MayContain(h) {
+		var err error
+		if v, ok, err = j.rows[input].Get(j.nsBuf, j.ukBuf); err != nil {
+			return err
+		}
+	}
+	if f != nil {
+		f.Add(h)
 	}
 	var n uint64
 	if ok {
@@ -245,6 +324,7 @@ func (j *windowJoin) ProcessWatermark(wm int64, out exec.Output) error {
 	if err := j.fire(wm, out); err != nil {
 		return err
 	}
+	j.dropRowFilters(wm)
 	if err := j.flush(out); err != nil {
 		return err
 	}

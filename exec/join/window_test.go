@@ -5,6 +5,7 @@ import (
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
+	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/types"
 )
 
@@ -103,4 +104,59 @@ func TestWindowSemiAntiJoin(t *testing.T) {
 		t.Errorf("anti: got %v", got)
 	}
 	checkRestores(t, windowBuild(Anti, nil), 0, script, 0, got...)
+}
+
+// TestWindowJoinRowFilters: on a fresh rocksdb start a side keeps a row
+// filter for at most maxRowFilters (4) windows, and skips the count read
+// of a row its window's filter never saw. Windows 5000 and 6000 get their
+// first rows while 4 filters are live, so they have none, also after the
+// fire at 2000 makes room: their duplicate rows must still be counted.
+// Window 7000 comes after the fire and gets a filter. Every duplicate
+// shows as one more joined row: per window, left copies × right copies.
+func TestWindowJoinRowFilters(t *testing.T) {
+	script := []step{
+		left(ins("a", 1, 1000*ms), ins("a", 1, 1000*ms), ins("a", 2, 2000*ms), ins("a", 3, 3000*ms), ins("a", 4, 4000*ms)),
+		left(ins("a", 5, 5000*ms), ins("a", 6, 6000*ms)),
+		right(ins("a", 10, 1000*ms), ins("a", 20, 2000*ms), ins("a", 30, 3000*ms), ins("a", 40, 4000*ms),
+			ins("a", 50, 5000*ms), ins("a", 60, 6000*ms)),
+		wm(2000), // windows 1000 and 2000 fire
+		left(ins("a", 5, 5000*ms), ins("a", 7, 7000*ms), ins("a", 7, 7000*ms)),
+		right(ins("a", 60, 6000*ms), ins("a", 70, 7000*ms)),
+		wm(10000),
+	}
+	want := []string{
+		"+I(a, 1, 1000, a, 10, 1000)", "+I(a, 1, 1000, a, 10, 1000)",
+		"+I(a, 2, 2000, a, 20, 2000)",
+		"WM(2000)",
+		"+I(a, 3, 3000, a, 30, 3000)",
+		"+I(a, 4, 4000, a, 40, 4000)",
+		"+I(a, 5, 5000, a, 50, 5000)", "+I(a, 5, 5000, a, 50, 5000)",
+		"+I(a, 6, 6000, a, 60, 6000)", "+I(a, 6, 6000, a, 60, 6000)",
+		"+I(a, 7, 7000, a, 70, 7000)", "+I(a, 7, 7000, a, 70, 7000)",
+		"WM(10000)",
+	}
+	// The filters themselves, on a fresh rocksdb start.
+	op, err := windowBuild(Inner, nil)()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &optest.Runtime{}
+	k := optest.NewKeyed(t, image.RocksDB)
+	k.Open(t, op.(exec.KeyedOperator))
+	if err := op.Open(rt.Context()); err != nil {
+		t.Fatal(err)
+	}
+	j := op.(*windowJoin)
+	c := newCollector()
+	for i, live := range []int{4, 4, 4, 2, 3, 3, 0} {
+		script[i].Run(t, op, rt, c)
+		if j.liveFilters[0] != live {
+			t.Fatalf("after step %d: %d left windows with a filter, want %d", i, j.liveFilters[0], live)
+		}
+	}
+	if n := len(j.rowFilters[0]); n != 0 {
+		t.Errorf("%d left windows still tracked after every window fired", n)
+	}
+	optest.Expect(t, "fresh rocksdb run", c.Take(), want...)
+	checkRestores(t, windowBuild(Inner, nil), 0, script, 0, want...)
 }

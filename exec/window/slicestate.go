@@ -1,6 +1,7 @@
 package window
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -61,6 +62,7 @@ type heapSliceState struct {
 	winEnds []int64
 
 	// visit scratch
+	stored  storedVisit
 	win     []*sliceData
 	heap    []cursor
 	accList [][]types.Value
@@ -567,75 +569,98 @@ func (st *heapSliceState) visitWindow(lo, hi int64, v windowVisitor) error {
 }
 
 // visitStored is visitWindow over the slices in st.win when one of them is
-// spilled: the memory is written back, then the window's keys come from the
-// backend's index, merged across key groups and slices by arrival seq, and
-// each key's accumulators are read from the backend. A key in several
-// slices is visited at its first arrival, the one whose seq is the least
-// of its accumulators in the window.
+// spilled: the memory is written back, then one ordered pass over the
+// backend's entries of the instance's key groups reads the accumulators.
+// A key's accumulators in all slices are adjacent there (its namespaces,
+// the slice ends, follow its key), so each key is visited once, with one
+// sequential read instead of a point read per slice. The keys come in
+// stored-key order, by key group first, as Flink fires a window's keys
+// from its key-group-ordered timers; a window held in memory fires in
+// arrival order instead. The order of a window's rows is not part of the
+// result.
 func (st *heapSliceState) visitStored(v windowVisitor) error {
-	st.nss, st.winEnds = st.nss[:0], st.winEnds[:0]
+	st.winEnds = st.winEnds[:0]
 	for _, s := range st.win {
 		if err := st.writeBack(s); err != nil {
 			return err
 		}
-		st.nss = append(st.nss, appendOrdered(nil, s.end))
 		st.winEnds = append(st.winEnds, s.end)
 	}
 	for len(st.decs) < len(st.win) {
 		st.decs = append(st.decs, make([]types.Value, st.accWidth))
 	}
-	m := &st.merge
-	if err := m.reset(st.nss); err != nil {
-		return err
-	}
-	for {
-		ok, err := m.next()
-		if err != nil {
-			return err
+	// The entry's bytes are valid only during the callback: the key in
+	// visit and its accumulators' bytes are copied until the key changes.
+	vis := &st.stored
+	vis.reset()
+	err := st.b.Entries(st.b.KeyGroups(), func(e kv.Entry) error {
+		if e.State != stateSliceAcc || len(e.Namespace) != 8 {
+			return nil
 		}
+		j, ok := slices.BinarySearch(st.winEnds, ordered(e.Namespace))
 		if !ok {
 			return nil
 		}
-		seq := uint64(ordered(m.uk))
-		if err := decodeKeyValues(st.keyBuf, m.val); err != nil {
-			return fmt.Errorf("window aggregate: %w", err)
-		}
-		if err := st.b.SetCurrentKey(hashValues(st.keyBuf), m.val); err != nil {
-			return err
-		}
-		// Earlier slices first: a key seen before this arrival was most
-		// likely seen in an earlier slice, and one read tells.
-		st.accList = st.accList[:0]
-		later := false
-		for j, ns := range st.nss {
-			stored, ok, err := st.accSt.Get(ns)
-			if err != nil {
+		if vis.has && (e.KeyGroup != vis.kg || !bytes.Equal(e.Key, vis.key)) {
+			if err := st.visitPending(v); err != nil {
 				return err
 			}
-			if !ok {
-				continue
-			}
-			s, n := binary.Uvarint(stored)
-			if n <= 0 {
-				return fmt.Errorf("window aggregate: malformed accumulator of slice %d in the state backend", st.winEnds[j])
-			}
-			if s < seq {
-				later = true // visited at its first arrival
-				break
-			}
-			rest, err := decodeAccValues(st.decs[j], stored[n:])
-			if err != nil || len(rest) != 0 {
-				return fmt.Errorf("window aggregate: malformed accumulator of slice %d in the state backend (%v)", st.winEnds[j], err)
-			}
-			st.accList = append(st.accList, st.decs[j])
 		}
-		if later {
-			continue
+		if !vis.has {
+			vis.has, vis.kg = true, e.KeyGroup
+			vis.key = append(vis.key[:0], e.Key...)
 		}
-		if err := v.visitKey(st.keyBuf, st.accList); err != nil {
-			return err
-		}
+		off := len(vis.vals)
+		vis.vals = append(vis.vals, e.Value...)
+		vis.parts = append(vis.parts, storedPart{slice: j, off: off, end: len(vis.vals)})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
+	if vis.has {
+		return st.visitPending(v)
+	}
+	return nil
+}
+
+// storedVisit is the key visitStored is reading: its stored key and the
+// stored accumulators of it seen so far, by slice.
+type storedVisit struct {
+	has   bool
+	kg    int
+	key   []byte
+	vals  []byte
+	parts []storedPart
+}
+
+type storedPart struct{ slice, off, end int }
+
+func (p *storedVisit) reset() {
+	p.has, p.key, p.vals, p.parts = false, p.key[:0], p.vals[:0], p.parts[:0]
+}
+
+// visitPending decodes the pending key of visitStored and visits it.
+func (st *heapSliceState) visitPending(v windowVisitor) error {
+	vis := &st.stored
+	defer vis.reset()
+	if err := decodeKeyValues(st.keyBuf, vis.key); err != nil {
+		return fmt.Errorf("window aggregate: %w", err)
+	}
+	st.accList = st.accList[:0]
+	for _, p := range vis.parts {
+		stored := vis.vals[p.off:p.end]
+		_, n := binary.Uvarint(stored) // the arrival seq
+		if n <= 0 {
+			return fmt.Errorf("window aggregate: malformed accumulator of slice %d in the state backend", st.winEnds[p.slice])
+		}
+		rest, err := decodeAccValues(st.decs[p.slice], stored[n:])
+		if err != nil || len(rest) != 0 {
+			return fmt.Errorf("window aggregate: malformed accumulator of slice %d in the state backend (%v)", st.winEnds[p.slice], err)
+		}
+		st.accList = append(st.accList, st.decs[p.slice])
+	}
+	return v.visitKey(st.keyBuf, st.accList)
 }
 
 // The cursors form a binary min-heap on the arrival sequence of the slot they
