@@ -200,9 +200,16 @@ func workingOptions(memtable, blockCache int64, comparer *pebble.Comparer) *pebb
 		DisableWAL:                  true,
 		MemTableSize:                uint64(memtable),
 		MemTableStopWritesThreshold: 2,
-		L0CompactionThreshold:       6,
-		L0StopWritesThreshold:       1 << 10,
-		MaxManifestFileSize:         1 << 20,
+		// A join side that keeps every row (Nexmark q4, q9, q20's bids)
+		// writes keys all over the key space, so each L0 file overlaps all
+		// of Lbase and every L0 compaction rewrites it: compacting after 32
+		// L0 sublevels rather than 6 rewrites Lbase about a fifth as often.
+		// Probes pay little for the deeper L0, as each file's bucket filter
+		// turns most of them away (q4, q9, q20, q7, q18, q19 measured
+		// 10-35 % more events per CPU-second, BENCHMARKS "Session 13").
+		L0CompactionThreshold: 32,
+		L0StopWritesThreshold: 1 << 10,
+		MaxManifestFileSize:   1 << 20,
 		// Pebble charges its memtables to the block cache (a reservation):
 		// without their share the cache would hold no block at all.
 		Cache:        pebble.NewCache(blockCache + 2*memtable),
@@ -594,9 +601,13 @@ func (e *pebbleEngine) del(k []byte) error {
 // lo is in a map-state bucket and hi is the bucket's end, and an ascending
 // scan seeks by prefix when the DB's filters are on buckets.
 func (e *pebbleEngine) iterate(lo, hi []byte, reverse, inBucket bool, fn func(k, v []byte) (bool, error)) error {
-	// Pebble skips the filters of the last level by default, expecting a
-	// seek there to find its key; a join probe mostly finds none.
-	opts := pebble.IterOptions{LowerBound: lo, UpperBound: hi, UseL6Filters: true}
+	// Not the last level's filters (Pebble's default): a file's filter is
+	// read whole, and those of the last level, most of the data, did not
+	// stay in the block cache of a state larger than memory, so every probe
+	// read megabytes of them (the 256 MB join of
+	// scripts/join-larger-than-memory.sh fell from 75 k to 6 k rows/s per
+	// core, most of it in read system calls).
+	opts := pebble.IterOptions{LowerBound: lo, UpperBound: hi}
 	byPrefix := inBucket && !reverse && e.prefixFilters
 	if e.itBusy {
 		it, err := e.batch.NewIter(&opts)
