@@ -341,6 +341,7 @@ func (pc *planContext) planInsert(st *parser.Insert) (*SinkNode, error) {
 	if err := checkSupported(rel.node); err != nil {
 		return nil, err
 	}
+	rel.node = pruneJoinInputs(rel.node)
 	if rel, err = pc.finishBatch(rel); err != nil {
 		return nil, err
 	}

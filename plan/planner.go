@@ -221,6 +221,7 @@ func (p *Planner) planQuery(q *parser.Query, collect CollectFactory) (*Plan, err
 	if err := checkSupported(rel.node); err != nil {
 		return nil, err
 	}
+	rel.node = pruneJoinInputs(rel.node)
 	if rel, err = pc.finishBatch(rel); err != nil {
 		return nil, err
 	}
