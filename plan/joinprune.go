@@ -8,11 +8,12 @@ import (
 	"github.com/flinksql/flinksql/types"
 )
 
-// pruneJoinInputs narrows each input of a regular join to the columns the
-// query reads from it, as Flink's optimizer does by pushing projections
-// below a join: the join condition's columns, the input's upsert key (its
-// state layout depends on it), and whatever the Calc directly above the
-// join reads. A join keeps every row of both inputs in its state, so a
+// pruneJoinInputs narrows each input of a regular, interval or window join
+// to the columns the query reads from it, as Flink's optimizer does by
+// pushing projections below a join: the join condition's columns (and an
+// interval join's time attributes, a window join's window ends), the
+// input's upsert key (a regular join's state layout depends on it), and
+// whatever the Calc directly above the join reads. A join keeps every row of both inputs in its state, so a
 // column it stores and nobody reads costs memory on hashmap and bytes
 // written and compacted on rocksdb: Nexmark q4 reads 3 of a bid's 7
 // columns and 4 of an auction's 10, and the ones it skips hold the long
@@ -38,7 +39,7 @@ func (p *joinPruner) visit(n Node) Node {
 	}
 	r := n
 	if c, ok := n.(*CalcNode); ok {
-		if j, ok := c.inputs[0].(*JoinNode); ok {
+		if j, ok := prunableJoin(c.inputs[0]); ok {
 			if pruned := pruneJoin(c, j); pruned != nil {
 				r = pruned
 			}
@@ -52,15 +53,72 @@ func (p *joinPruner) visit(n Node) Node {
 	return r
 }
 
+// joinShape is what pruneJoin needs of a join node: its inputs, the
+// columns of each it reads itself besides the residual condition (keys,
+// time attributes, window ends), its conditions over the combined row,
+// and how to make the node again over narrowed inputs.
+type joinShape struct {
+	node     Node
+	typ      join.Type
+	reads    [2][]int
+	cond     expr.Expr // EXPLAIN's whole condition
+	residual expr.Expr
+	// rebuild returns the node over inputs, with a column c of input i
+	// now at pos[i][c], its conditions remapped, and schema as its output.
+	rebuild func(inputs [2]Node, pos [2][]int, cond, residual expr.Expr, schema types.Schema) Node
+}
+
+// prunableJoin describes n when it is a join pruneJoin narrows.
+func prunableJoin(n Node) (joinShape, bool) {
+	switch j := n.(type) {
+	case *JoinNode:
+		return joinShape{node: j, typ: j.Type, reads: [2][]int{j.LeftKeys, j.RightKeys}, cond: j.Cond, residual: j.Residual,
+			rebuild: func(ins [2]Node, pos [2][]int, cond, residual expr.Expr, schema types.Schema) Node {
+				nj := *j
+				nj.inputs, nj.schema, nj.Cond, nj.Residual = []Node{ins[0], ins[1]}, schema, cond, residual
+				nj.LeftKeys, nj.RightKeys = remapCols(j.LeftKeys, pos[0]), remapCols(j.RightKeys, pos[1])
+				if ins[0] != j.inputs[0] {
+					nj.LeftSpec, nj.LeftUnique = inputSpec(ins[0], nj.LeftKeys)
+				}
+				if ins[1] != j.inputs[1] {
+					nj.RightSpec, nj.RightUnique = inputSpec(ins[1], nj.RightKeys)
+				}
+				return &nj
+			}}, true
+	case *IntervalJoinNode:
+		return joinShape{node: j, typ: j.Type, cond: j.Cond, residual: j.Residual,
+			reads: [2][]int{append([]int{j.LeftTimeCol}, j.LeftKeys...), append([]int{j.RightTimeCol}, j.RightKeys...)},
+			rebuild: func(ins [2]Node, pos [2][]int, cond, residual expr.Expr, schema types.Schema) Node {
+				nj := *j
+				nj.inputs, nj.schema, nj.Cond, nj.Residual = []Node{ins[0], ins[1]}, schema, cond, residual
+				nj.LeftKeys, nj.RightKeys = remapCols(j.LeftKeys, pos[0]), remapCols(j.RightKeys, pos[1])
+				nj.LeftTimeCol, nj.RightTimeCol = pos[0][j.LeftTimeCol], pos[1][j.RightTimeCol]
+				return &nj
+			}}, true
+	case *WindowJoinNode:
+		return joinShape{node: j, typ: j.Type, cond: j.Cond, residual: j.Residual,
+			reads: [2][]int{append([]int{j.LeftEndCol}, j.LeftKeys...), append([]int{j.RightEndCol}, j.RightKeys...)},
+			rebuild: func(ins [2]Node, pos [2][]int, cond, residual expr.Expr, schema types.Schema) Node {
+				nj := *j
+				nj.inputs, nj.schema, nj.Cond, nj.Residual = []Node{ins[0], ins[1]}, schema, cond, residual
+				nj.LeftKeys, nj.RightKeys = remapCols(j.LeftKeys, pos[0]), remapCols(j.RightKeys, pos[1])
+				nj.LeftEndCol, nj.RightEndCol = pos[0][j.LeftEndCol], pos[1][j.RightEndCol]
+				return &nj
+			}}, true
+	}
+	return joinShape{}, false
+}
+
 // pruneJoin returns calc over j with j's inputs narrowed; nil when every
 // column of both inputs is read.
-func pruneJoin(calc *CalcNode, j *JoinNode) *CalcNode {
+func pruneJoin(calc *CalcNode, j joinShape) *CalcNode {
 	if calc.Project == nil {
 		return nil
 	}
-	sides := [2]Node{j.inputs[0], j.inputs[1]}
+	ins := j.node.Inputs()
+	sides := [2]Node{ins[0], ins[1]}
 	widths := [2]int{len(sides[0].Schema()), len(sides[1].Schema())}
-	rightOut := j.Type != join.Semi && j.Type != join.Anti // the output has the right columns
+	rightOut := j.typ != join.Semi && j.typ != join.Anti // the output has the right columns
 
 	var need [2][]bool
 	for i := range need {
@@ -83,16 +141,15 @@ func pruneJoin(calc *CalcNode, j *JoinNode) *CalcNode {
 			mark(c)
 		}
 	}
-	if j.Residual != nil {
-		for _, c := range expr.UsesColumns(j.Residual) {
+	if j.residual != nil {
+		for _, c := range expr.UsesColumns(j.residual) {
 			mark(c)
 		}
 	}
-	for _, k := range j.LeftKeys {
-		need[0][k] = true
-	}
-	for _, k := range j.RightKeys {
-		need[1][k] = true
+	for i, cols := range j.reads {
+		for _, c := range cols {
+			need[i][c] = true
+		}
 	}
 	for i, s := range sides {
 		if uk, ok := upsertKey(s); ok {
@@ -121,7 +178,6 @@ func pruneJoin(calc *CalcNode, j *JoinNode) *CalcNode {
 		return nil
 	}
 
-	nj := *j
 	var newSides [2]Node
 	for i, s := range sides {
 		if len(keep[i]) == widths[i] {
@@ -139,15 +195,6 @@ func pruneJoin(calc *CalcNode, j *JoinNode) *CalcNode {
 		}
 		nx.inputs, nx.schema, nx.mode = []Node{narrowed}, narrowed.Schema(), narrowed.Mode()
 		newSides[i] = nx
-	}
-	nj.inputs = []Node{newSides[0], newSides[1]}
-	nj.LeftKeys = remapCols(j.LeftKeys, pos[0])
-	nj.RightKeys = remapCols(j.RightKeys, pos[1])
-	if len(keep[0]) < widths[0] {
-		nj.LeftSpec, nj.LeftUnique = inputSpec(newSides[0], nj.LeftKeys)
-	}
-	if len(keep[1]) < widths[1] {
-		nj.RightSpec, nj.RightUnique = inputSpec(newSides[1], nj.RightKeys)
 	}
 
 	// outPos maps a column of the old combined row to the new one.
@@ -173,23 +220,24 @@ func pruneJoin(calc *CalcNode, j *JoinNode) *CalcNode {
 			return &expr.ColumnRef{Index: outPos[c.Index], Name: c.Name, T: c.T}
 		})
 	}
-	nj.Cond, nj.Residual = remap(j.Cond), remap(j.Residual)
 	outWidth := widths[0]
 	if rightOut {
 		outWidth += widths[1]
 	}
-	nj.schema = nil
+	var schema types.Schema
+	old := j.node.Schema()
 	for c := range outWidth {
 		if outPos[c] >= 0 {
-			nj.schema = append(nj.schema, j.schema[c])
+			schema = append(schema, old[c])
 		}
 	}
+	nj := j.rebuild(newSides, pos, remap(j.cond), remap(j.residual), schema)
 
 	proj := make([]expr.Expr, len(calc.Project))
 	for i, e := range calc.Project {
 		proj[i] = remap(e)
 	}
-	nc := newCalc(&nj, proj, remap(calc.Filter), calc.schema)
+	nc := newCalc(nj, proj, remap(calc.Filter), calc.schema)
 	nc.mode = calc.mode
 	return nc
 }
