@@ -141,9 +141,14 @@ func pruneJoin(calc *CalcNode, j joinShape) *CalcNode {
 			mark(c)
 		}
 	}
-	if j.residual != nil {
-		for _, c := range expr.UsesColumns(j.residual) {
-			mark(c)
+	// The whole condition, not only its residual part: with keys on
+	// computed columns (joinkeys.go) it names the columns they were
+	// computed from, and EXPLAIN and the join's identity print it.
+	for _, e := range []expr.Expr{j.cond, j.residual} {
+		if e != nil {
+			for _, c := range expr.UsesColumns(e) {
+				mark(c)
+			}
 		}
 	}
 	for i, cols := range j.reads {

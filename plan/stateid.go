@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/flinksql/flinksql/exec"
+	"github.com/flinksql/flinksql/sql/expr"
 	"github.com/flinksql/flinksql/sql/expr/agg"
 	"github.com/flinksql/flinksql/types"
 )
@@ -126,14 +127,48 @@ func (s *stateIDs) describe(n Node) *exec.OperatorState {
 		s.aggState(st, x.Aggs, agg.Options{NeedsMerge: x.Window.Kind != exec.Tumble}, "", true)
 		return st
 	}
-	// Any other operator: its whole plan node is its identity, and the
+	// Any other operator: its whole plan node is its identity (for a join
+	// without the columns it was narrowed to, see joinIdentity), and the
 	// rows of its inputs are what it may store.
 	kind := strings.TrimSuffix(reflect.TypeOf(n).Elem().Name(), "Node")
-	st := &exec.OperatorState{Kind: kind, Name: n.Describe(), Params: n.Describe(), Upstream: s.upstream(n)}
+	params := n.Describe()
+	if p, ok := joinIdentity(n); ok {
+		params = p
+	}
+	st := &exec.OperatorState{Kind: kind, Name: n.Describe(), Params: params, Upstream: s.upstream(n)}
 	for _, in := range n.Inputs() {
 		st.Rows = append(st.Rows, allFields(in.Schema())...)
 	}
 	return st
+}
+
+// joinIdentity is the identity of a join node: its EXPLAIN line without
+// the output columns and with time columns by name. Which input columns a
+// join stores follows what the query reads above it (joinprune.go), so
+// reading one more would otherwise change the join's identity and that of
+// everything downstream; the stored columns are compared as the state's
+// schema instead (exec.OperatorState.Rows), which refuses a restore whose
+// join would lack a column.
+func joinIdentity(n Node) (string, bool) {
+	cond := func(e expr.Expr) string {
+		if e == nil {
+			return "true"
+		}
+		return e.String()
+	}
+	switch x := n.(type) {
+	case *JoinNode:
+		return "Join(joinType=[" + x.Type.String() + "], where=[" + cond(x.Cond) + "], leftInputSpec=[" + x.LeftSpec.String() +
+			"], rightInputSpec=[" + x.RightSpec.String() + "])", true
+	case *IntervalJoinNode:
+		l, r := x.inputs[0].Schema(), x.inputs[1].Schema()
+		return fmt.Sprintf("IntervalJoin(joinType=[%s], windowBounds=[isRowTime=%t, leftLowerBound=%d, leftUpperBound=%d, leftTime=%s, rightTime=%s], where=[%s])",
+			x.Type, x.RowTime, x.LowerBound, x.UpperBound, l[x.LeftTimeCol].Name, r[x.RightTimeCol].Name, cond(x.Cond)), true
+	case *WindowJoinNode:
+		return fmt.Sprintf("WindowJoin(leftWindow=[%s], rightWindow=[%s], joinType=[%s], where=[%s])",
+			x.LeftWindow, x.RightWindow, x.Type, cond(x.Cond)), true
+	}
+	return "", false
 }
 
 // aggState records an aggregation's accumulator layout and how to migrate

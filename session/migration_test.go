@@ -86,6 +86,8 @@ func verdictsOf(text string) []string {
 func TestExplainMigrationVerdicts(t *testing.T) {
 	const sinkKN = "CREATE TABLE o (k INT, n BIGINT) WITH ('connector' = 'blackhole');\n"
 	groupCount := migSrc + sinkKN + "INSERT INTO o SELECT k, COUNT(*) FROM src WHERE v > 0 GROUP BY k;"
+	joinKS := fmt.Sprintf(migSrc, "INT") + "CREATE TABLE o (k INT, s STRING) WITH ('connector' = 'blackhole');\n" +
+		"INSERT INTO o SELECT a.k, b.s FROM src a JOIN src b ON a.k = b.k;"
 	groupSum := func(vt, key, sinkKey string) string {
 		return fmt.Sprintf(migSrc, vt) + "CREATE TABLE o (k " + sinkKey + ", n " + vt + ") WITH ('connector' = 'blackhole');\n" +
 			"INSERT INTO o SELECT k, SUM(v) FROM (SELECT " + key + ", v FROM src) GROUP BY k;"
@@ -138,6 +140,22 @@ func TestExplainMigrationVerdicts(t *testing.T) {
 				"INSERT INTO o SELECT s, COUNT(*) FROM src WHERE v > 0 GROUP BY s;",
 			[]string{"Source: kept", "GroupAggregate: new (starts empty)", "Sink: kept", "GroupAggregate: dropped (state not restored)"}, true,
 			"Result: restorable only with 'execution.state-recovery.ignore-unclaimed-state' = 'true' (alias 'execution.savepoint.ignore-unclaimed-state'): the state of 1 operator(s) would not be restored"},
+		// A join stores only the columns read of its inputs
+		// (plan/joinprune.go). A new column computed from what it already
+		// stores keeps its state; reading another input column changes
+		// what it stores (its left rows: k, then k and v), and the
+		// snapshot's rows lack it. The join's identity is the same in
+		// both, so it is that verdict, not a dropped and a new join.
+		{"projection over a join extended", joinKS,
+			fmt.Sprintf(migSrc, "INT") + "CREATE TABLE o (k INT, s STRING, k2 INT) WITH ('connector' = 'blackhole');\n" +
+				"INSERT INTO o SELECT a.k, b.s, a.k * 2 FROM src a JOIN src b ON a.k = b.k;",
+			[]string{"Source: kept", "Source: kept", "Join: kept", "Sink: kept"}, false,
+			"Result: compatible: 4 operator(s) keep their state, 0 start empty"},
+		{"join input column read", joinKS,
+			fmt.Sprintf(migSrc, "INT") + "CREATE TABLE o (k INT, s STRING, v INT) WITH ('connector' = 'blackhole');\n" +
+				"INSERT INTO o SELECT a.k, b.s, a.v FROM src a JOIN src b ON a.k = b.k;",
+			[]string{"Source: kept", "Source: kept", "Join: incompatible (the snapshot stores 3 stored row columns (k INT, k INT, s STRING), the job 4 (k INT, v INT, k INT, s STRING))", "Sink: kept"}, true,
+			"Result: incompatible: 1 operator(s) cannot restore their state; the job is refused"},
 		{"state TTL enabled", fmt.Sprintf(groupCount, "INT"),
 			"SET 'table.exec.state.ttl' = '1 h';\n" + fmt.Sprintf(groupCount, "INT"),
 			[]string{"Source: kept", `GroupAggregate: incompatible (state "acc" was written with state TTL 0s and is now read with 1h0m0s; enabling or disabling 'table.exec.state.ttl' on existing state is not supported)`, "Sink: kept"}, true,
