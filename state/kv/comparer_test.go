@@ -2,10 +2,13 @@ package kv
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -233,4 +236,80 @@ func TestRestoreBytewiseImage(t *testing.T) {
 		}
 		must(t, b.Close())
 	}
+}
+
+// TestBucketScanFiltersOutgrowCache: bucket scans stop seeking by prefix
+// once the SSTs' filters above the last level outgrow their share of the
+// block cache (a filter is read whole, so a probe would re-read them), and
+// still find every entry without them.
+func TestBucketScanFiltersOutgrowCache(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "be")
+	b, err := Open(variant{kind: "rocksdb"}.config(dir, &fakeClock{}))
+	must(t, err)
+	defer b.Close()
+	e := b.eng.(*pebbleEngine)
+	ms, err := NewMapState(b, "rows", Int64{}, Int64{}, Options{})
+	must(t, err)
+	snapshotID := int64(0)
+	// write stores n keys' entries and waits until Pebble reported the
+	// flush of the snapshot that follows.
+	write := func(from, n int) {
+		for k := from; k < from+n; k++ {
+			setKey(t, b, fmt.Sprintf("k%05d", k))
+			for uk := range int64(5) {
+				must(t, ms.Put(nil, uk, int64(k)*10+uk))
+			}
+		}
+		before := e.tablesEpoch.Load()
+		snapshotID++
+		im, err := b.Snapshot(snapshotID)
+		must(t, err)
+		must(t, im.Finish())
+		must(t, im.Discard())
+		deadline := time.Now().Add(10 * time.Second)
+		for e.tablesEpoch.Load() == before {
+			if time.Now().After(deadline) {
+				t.Fatal("no flush reported by Pebble's listener")
+			}
+			runtime.Gosched()
+		}
+	}
+	absentScanHits := func() int64 {
+		hits := e.db.Metrics().Filter.Hits
+		setKey(t, b, "absent")
+		n := 0
+		must(t, ms.Iterate(nil, func(int64, int64) bool { n++; return true }))
+		if n != 0 {
+			t.Fatalf("scan of an absent key found %d entries", n)
+		}
+		return e.db.Metrics().Filter.Hits - hits
+	}
+	storedScan := func(k int) {
+		setKey(t, b, fmt.Sprintf("k%05d", k))
+		var got []int64
+		must(t, ms.Iterate(nil, func(uk, v int64) bool { got = append(got, uk, v); return true }))
+		want := []int64{0, int64(k) * 10, 1, int64(k)*10 + 1, 2, int64(k)*10 + 2, 3, int64(k)*10 + 3, 4, int64(k)*10 + 4}
+		if !slices.Equal(got, want) {
+			t.Errorf("scan of key %d = %v, want %v", k, got, want)
+		}
+	}
+
+	write(0, 200)
+	if e.filterBytes() == 0 || e.filterBytes() > e.filterBudget {
+		t.Fatalf("%d filter bytes, want some within the budget %d", e.filterBytes(), e.filterBudget)
+	}
+	if absentScanHits() == 0 {
+		t.Errorf("filters within the budget: no SST skipped by its filter")
+	}
+	storedScan(7)
+
+	// A budget below what the filters take: the next change of the
+	// tables turns prefix seeks off.
+	e.filterBudget = e.filterBytes() - 1
+	write(200, 200)
+	if got := absentScanHits(); got != 0 {
+		t.Errorf("filters over the budget: %d filter hits on a scan, want none", got)
+	}
+	storedScan(7)
+	storedScan(300)
 }

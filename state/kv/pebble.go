@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -101,6 +102,17 @@ type pebbleEngine struct {
 	// seeks by prefix (see newBucketComparer).
 	comparer      *pebble.Comparer
 	prefixFilters bool
+	// filtersFit says whether the filters a prefix seek reads (every
+	// level's but the last) take at most filterBudget, a quarter of the
+	// block cache, as of tablesEpoch filtersSeen; Pebble's listener bumps
+	// tablesEpoch whenever the tables change. A filter is read whole, so
+	// once they outgrow the cache a probe would re-read megabytes of them
+	// (the collapse the last level's filters caused, see iterate), where
+	// a seek without them reads one data block per file.
+	filtersFit   bool
+	filtersSeen  uint64
+	tablesEpoch  atomic.Uint64
+	filterBudget int64
 
 	// whole records the map-state buckets the cache holds entirely
 	// (whole.go). collect gathers a Pebble scan's entries to make one;
@@ -166,6 +178,11 @@ func openPebble(dir string, cfg Config, files []image.File) (*pebbleEngine, erro
 		return nil, err
 	}
 	opts := workingOptions(memtable, blockCache, e.comparer)
+	e.filterBudget, e.filtersFit = blockCache/4, true
+	tablesChanged := func() { e.tablesEpoch.Add(1) }
+	opts.EventListener.FlushEnd = func(pebble.FlushInfo) { tablesChanged() }
+	opts.EventListener.CompactionEnd = func(pebble.CompactionInfo) { tablesChanged() }
+	opts.EventListener.TableIngested = func(pebble.TableIngestInfo) { tablesChanged() }
 	opts.ErrorIfNotExists = files != nil
 	opts.ErrorIfExists = files == nil
 	db, err := pebble.Open(e.dbDir, opts)
@@ -608,7 +625,7 @@ func (e *pebbleEngine) iterate(lo, hi []byte, reverse, inBucket bool, fn func(k,
 	// scripts/join-larger-than-memory.sh fell from 75 k to 6 k rows/s per
 	// core, most of it in read system calls).
 	opts := pebble.IterOptions{LowerBound: lo, UpperBound: hi}
-	byPrefix := inBucket && !reverse && e.prefixFilters
+	byPrefix := inBucket && !reverse && e.prefixSeeks()
 	if e.itBusy {
 		it, err := e.batch.NewIter(&opts)
 		if err != nil {
@@ -637,6 +654,39 @@ func (e *pebbleEngine) iterate(lo, hi []byte, reverse, inBucket bool, fn func(k,
 		err = e.commit() // held back during the scan (writeBack)
 	}
 	return err
+}
+
+// prefixSeeks says whether a bucket scan seeks by prefix (consulting the
+// SSTs' filters): when the DB's filters are on buckets and fit their share
+// of the block cache (see filtersFit).
+func (e *pebbleEngine) prefixSeeks() bool {
+	if !e.prefixFilters {
+		return false
+	}
+	if epoch := e.tablesEpoch.Load(); epoch != e.filtersSeen {
+		e.filtersSeen = epoch
+		e.filtersFit = e.filterBytes() <= e.filterBudget
+	}
+	return e.filtersFit
+}
+
+// filterBytes sums the filters of the SSTs above the last level (a prefix
+// seek skips the last level's: see iterate); on an error, 0, which keeps
+// the filters in use.
+func (e *pebbleEngine) filterBytes() int64 {
+	levels, err := e.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, tables := range levels[:len(levels)-1] {
+		for _, t := range tables {
+			if t.Properties != nil {
+				n += int64(t.Properties.FilterSize)
+			}
+		}
+	}
+	return n
 }
 
 // scan runs fn over it's range, ascending or descending. byPrefix starts
