@@ -162,6 +162,11 @@ func pruneJoin(calc *CalcNode, j joinShape) *CalcNode {
 				need[i][k] = true
 			}
 		}
+		if x, ok := s.(*ExchangeNode); ok {
+			for _, k := range x.Partitioner.KeyCols { // the join keys, as planned
+				need[i][k] = true
+			}
+		}
 	}
 
 	// keep[i] lists side i's kept columns; pos[i] maps an old column of
