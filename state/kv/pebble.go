@@ -202,20 +202,17 @@ func openPebble(dir string, cfg Config, files []image.File) (*pebbleEngine, erro
 // which is every SST for a key being created), writes in batches, and
 // snapshots by checkpoint. Stalls are avoided: an operator blocked on
 // Pebble blocks its whole pipeline.
-// workingTargetFileSize is the SST size compactions aim at in L0 and Lbase
-// (and flushes split at twice it: FlushSplitBytes).
+// workingTargetFileSize is the SST size flushes (split at twice it:
+// FlushSplitBytes), compactions in every level and ingests aim at. A
+// file's filter is one block, read whole into the block cache, and a block
+// has to fit one of the cache's shards (8 of them on 2 cores, each its
+// share of the cache less its part of the memtables' reservation: some
+// 8 MB at a 256 MB budget). A 64 MB file of small entries has a ~5 MB
+// filter, which no shard kept: the 20 M rows per side larger-than-memory
+// join re-read filters on every probe (bloomFilterMayContain loading
+// blocks was most of its CPU, 20 TB read from the page cache). An 8 MB
+// file's is under 0.6 MB.
 const workingTargetFileSize = 8 << 20
-
-// maxTargetFileSize bounds the SST size compactions aim at in every level.
-// A file's filter is one block, read whole into the block cache, and a
-// block has to fit one of the cache's shards (8 of them on 2 cores, each
-// its share of the cache less of the memtables' reservation: some 8 MB at
-// a 256 MB budget). A 64 MB file
-// of small entries has a filter of ~5 MB, which no shard kept: the 20 M
-// rows per side larger-than-memory join re-read filters on every probe
-// (bloomFilterMayContain loading blocks was most of its CPU, 20 TB read
-// from the page cache). An 8 MB file's is under 0.6 MB.
-const maxTargetFileSize = 8 << 20
 
 func workingOptions(memtable, blockCache int64, comparer *pebble.Comparer) *pebble.Options {
 	o := &pebble.Options{
@@ -251,9 +248,8 @@ func workingOptions(memtable, blockCache int64, comparer *pebble.Comparer) *pebb
 	// read loads the file's whole filter into the block cache, so with
 	// Pebble's doubling (1–2 GB files in the last levels) both grew with
 	// the state (some 200 MB of Go heap at 20 M join rows per side).
-	o.TargetFileSizes[0] = workingTargetFileSize
-	for i := 1; i < len(o.TargetFileSizes); i++ {
-		o.TargetFileSizes[i] = min(o.TargetFileSizes[i-1]*2, maxTargetFileSize)
+	for i := range o.TargetFileSizes {
+		o.TargetFileSizes[i] = workingTargetFileSize
 	}
 	o.EventListener = &pebble.EventListener{DataCorruption: func(info pebble.DataCorruptionInfo) {
 		o.Logger.Errorf("%s", info)
