@@ -129,7 +129,10 @@ type keyRows struct {
 	cleared  bool // value layout: the value was removed
 	unsorted bool // rows may be out of byte order
 	// ix is 1 + the handle of rows' hash index in the side's ixs once
-	// rows has more than indexMin rows, else 0.
+	// rows has more than indexMin rows, else 0. An index of size 2^b
+	// (at least 4/3 of the rows) holds 1 + a row's position in its low b
+	// bits and the high bits of the row's map key hash above them, so
+	// that a probe passing another key's slot does not read that row.
 	ix int32
 	// inl is where rows starts (see joinCache.add): a key's first row
 	// needs no allocation and no memory beyond its state; a second one
@@ -351,7 +354,10 @@ func (e *keyRows) find(c *rowCache, ukey []byte, h uint32) int {
 	ix := c.ixs[e.ix-1]
 	mask := uint32(len(ix) - 1)
 	for i := h & mask; ix[i] != 0; i = (i + 1) & mask {
-		if p := ix[i] - 1; c.holds(&e.rows[p], ukey, h) {
+		if ix[i]&^mask != h&^mask {
+			continue
+		}
+		if p := ix[i]&mask - 1; c.holds(&e.rows[p], ukey, h) {
 			return int(p)
 		}
 	}
@@ -370,21 +376,21 @@ func (e *keyRows) appendRow(c *rowCache, r cachedRow, h uint32) {
 	}
 	e.rows = append(e.rows, r)
 	switch n := len(e.rows); {
-	case e.ix != 0 && 2*n <= len(c.ixs[e.ix-1]):
+	case e.ix != 0 && 4*n <= 3*len(c.ixs[e.ix-1]):
 		ix := c.ixs[e.ix-1]
 		mask := uint32(len(ix) - 1)
 		i := h & mask
 		for ix[i] != 0 {
 			i = (i + 1) & mask
 		}
-		ix[i] = uint32(n)
+		ix[i] = h&^mask | uint32(n)
 	case n > indexMin:
 		e.reindex(c)
 	}
 }
 
 // reindex builds e.rows' hash index anew (or drops it when the list is
-// short), with room to grow to twice its length.
+// short), with room to grow by half.
 func (e *keyRows) reindex(c *rowCache) {
 	n := len(e.rows)
 	if n <= indexMin {
@@ -392,7 +398,7 @@ func (e *keyRows) reindex(c *rowCache) {
 		return
 	}
 	size := 32
-	for size < 4*n {
+	for size < 2*n {
 		size <<= 1
 	}
 	if e.ix == 0 {
@@ -413,11 +419,12 @@ func (e *keyRows) reindex(c *rowCache) {
 	}
 	mask := uint32(size - 1)
 	for p := range e.rows {
-		i := c.rowHash(&e.rows[p]) & mask
+		h := c.rowHash(&e.rows[p])
+		i := h & mask
 		for ix[i] != 0 {
 			i = (i + 1) & mask
 		}
-		ix[i] = uint32(p + 1)
+		ix[i] = h&^mask | uint32(p+1)
 	}
 }
 
@@ -601,6 +608,13 @@ func (j *regular) prefetch(input int, rows []types.Row) {
 			}
 		}
 	}
+	j.pfUKOn = false
+	if me := j.sides[input]; len(me.cache.ixs) > 0 && me.spec.Spec != JoinKeyContainsUniqueKey {
+		// The row lists long enough to have a hash index: a row's map key
+		// is looked up in it, two dependent loads (the index's slice and
+		// its slot) that miss the cache when the key's list is long.
+		j.prefetchIndexes(me, rows, ids)
+	}
 	c := j.sides[other].cache
 	for _, id := range ids {
 		if id >= 0 {
@@ -617,6 +631,53 @@ func (j *regular) prefetch(input int, rows []types.Row) {
 		}
 	}
 	j.sink = sink
+}
+
+// ukeyHint is the map key of the row being processed, and its hash, as
+// prefetch encoded them.
+type ukeyHint struct {
+	ok   bool
+	side int
+	key  []byte
+	hash uint32
+}
+
+// prefetchIndexes encodes the map keys of rows (of side me, whose key ids
+// are ids) for processing them (see ukeyHint) and loads the hash index
+// slots they will be looked up in.
+func (j *regular) prefetchIndexes(me *sideView, rows []types.Row, ids []int32) {
+	jc, c := j.cache, me.cache
+	n := len(rows)
+	if cap(j.pfUKEnd) < n {
+		j.pfUKEnd, j.pfUKHash = make([]int, n), make([]uint32, n)
+	}
+	ends, hs := j.pfUKEnd[:n], j.pfUKHash[:n]
+	buf := j.pfUK[:0]
+	sink := j.sink
+	for i, id := range ids {
+		if id >= 0 {
+			if x := jc.state(id).sides[me.index].ix; x != 0 {
+				sink += uint64(len(c.ixs[x-1]))
+			}
+		}
+		st := len(buf)
+		if me.spec.Spec == HasUniqueKey {
+			buf = appendKey(buf, rows[i], me.spec.UniqueKey)
+		} else {
+			buf = types.AppendRow(buf, rows[i])
+		}
+		ends[i] = len(buf)
+		hs[i] = c.hash(buf[st:])
+	}
+	for i, id := range ids {
+		if id >= 0 {
+			if x := jc.state(id).sides[me.index].ix; x != 0 {
+				ix := c.ixs[x-1]
+				sink += uint64(ix[hs[i]&uint32(len(ix)-1)])
+			}
+		}
+	}
+	j.pfUK, j.pfUKOn, j.pfUKSide, j.sink = buf, true, me.index, sink
 }
 
 // dropKey forgets key id and its cached rows (a failed load, or a key
@@ -672,13 +733,8 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 		e.cleared = false
 		s.markDirty()
 		return
-	case HasUniqueKey:
-		s.ukBuf = appendKey(s.ukBuf[:0], row, s.spec.UniqueKey)
-	default:
-		s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
 	}
-	ukey := s.ukBuf
-	h := c.hash(ukey)
+	ukey, h := s.ukey(row)
 	i := e.find(c, ukey, h)
 	switch {
 	case i < 0:
@@ -696,6 +752,20 @@ func (s *sideView) addCached(row types.Row, assoc int) {
 	s.markDirty()
 }
 
+// ukey returns the map key of row (a side with map keys) and its hash:
+// prefetch's when it made them.
+func (s *sideView) ukey(row types.Row) ([]byte, uint32) {
+	if h := s.ukHint; h.ok && h.side == s.index {
+		return h.key, h.hash
+	}
+	if s.spec.Spec == HasUniqueKey {
+		s.ukBuf = appendKey(s.ukBuf[:0], row, s.spec.UniqueKey)
+	} else {
+		s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
+	}
+	return s.ukBuf, s.cache.hash(s.ukBuf)
+}
+
 // retractCached is retract on the cache.
 func (s *sideView) retractCached(row types.Row) {
 	c, e := s.cache, s.cur
@@ -708,12 +778,9 @@ func (s *sideView) retractCached(row types.Row) {
 		e.cleared = true
 		s.markDirty()
 		return
-	case HasUniqueKey:
-		s.ukBuf = appendKey(s.ukBuf[:0], row, s.spec.UniqueKey)
-	default:
-		s.ukBuf = types.AppendRow(s.ukBuf[:0], row)
 	}
-	i := e.find(c, s.ukBuf, c.hash(s.ukBuf))
+	ukey, h := s.ukey(row)
+	i := e.find(c, ukey, h)
 	if i < 0 {
 		return
 	}

@@ -142,6 +142,16 @@ type regular struct {
 	hint     bool
 	hintHash uint64
 	hintID   int32
+	// pfUK holds prefetch's map keys of the rows of the current run end to
+	// end (pfUKEnd[i] ends row i's), pfUKHash their hashes; ukHint is the
+	// current row's, which the side storing it uses instead of encoding
+	// the row again.
+	pfUK     []byte
+	pfUKEnd  []int
+	pfUKHash []uint32
+	pfUKOn   bool
+	pfUKSide int
+	ukHint   ukeyHint
 	// sink keeps what prefetch loaded, so that the loads are not dropped.
 	sink uint64
 
@@ -190,6 +200,7 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 			s.dirty = &j.cache.dirty
 		}
 		s.curHash = &j.curHash
+		s.ukHint = &j.ukHint
 	}
 	if j.cache == nil && b.Kind() == image.RocksDB {
 		fresh, err := statecache.Empty(b)
@@ -284,8 +295,18 @@ func (j *regular) ProcessBatch(input int, b *types.Batch, out exec.Output) error
 		end := min(start+prefetchRows, len(b.Rows))
 		j.prefetch(input, b.Rows[start:end])
 		for i := start; i < end; i++ {
-			j.hint, j.hintHash, j.hintID = true, j.pfHash[i-start], j.pfID[i-start]
-			if err := j.process(input, b.Rows[i], b.Kinds[i], out); err != nil {
+			k := i - start
+			j.hint, j.hintHash, j.hintID = true, j.pfHash[k], j.pfID[k]
+			if j.pfUKOn {
+				st := 0
+				if k > 0 {
+					st = j.pfUKEnd[k-1]
+				}
+				j.ukHint = ukeyHint{ok: true, side: j.pfUKSide, key: j.pfUK[st:j.pfUKEnd[k]:j.pfUKEnd[k]], hash: j.pfUKHash[k]}
+			}
+			err := j.process(input, b.Rows[i], b.Kinds[i], out)
+			j.ukHint.ok = false
+			if err != nil {
 				j.hint = false
 				return err
 			}
@@ -604,6 +625,7 @@ type sideView struct {
 	cur       *keyRows
 	curKey    *keyState
 	curID     *int32 // the join's current key id
+	ukHint    *ukeyHint
 	jc        *joinCache
 	index     int      // 0 left, 1 right
 	dirty     *[]int32 // the join's dirty list
