@@ -13,7 +13,7 @@ import (
 // pushing projections below a join: the join condition's columns (and an
 // interval join's time attributes, a window join's window ends), the
 // input's upsert key (a regular join's state layout depends on it), and
-// whatever the Calc directly above the join reads. A join keeps every row of both inputs in its state, so a
+// whatever the Calcs above the join read. A join keeps every row of both inputs in its state, so a
 // column it stores and nobody reads costs memory on hashmap and bytes
 // written and compacted on rocksdb: Nexmark q4 reads 3 of a bid's 7
 // columns and 4 of an auction's 10, and the ones it skips hold the long
@@ -39,8 +39,23 @@ func (p *joinPruner) visit(n Node) Node {
 	}
 	r := n
 	if c, ok := n.(*CalcNode); ok {
-		if j, ok := prunableJoin(c.inputs[0]); ok {
-			if pruned := pruneJoin(c, j); pruned != nil {
+		// A chain of Calcs over the join (a filter over a projection, or
+		// the Calc that drops a computed join key) reads of the join what
+		// their merge reads, as the job graph will run them.
+		top := c
+		for {
+			below, ok := top.inputs[0].(*CalcNode)
+			if !ok {
+				break
+			}
+			merged, ok := mergeCalc(top, below)
+			if !ok {
+				break
+			}
+			top = merged
+		}
+		if j, ok := prunableJoin(top.inputs[0]); ok {
+			if pruned := pruneJoin(top, j); pruned != nil {
 				r = pruned
 			}
 		}
