@@ -565,7 +565,8 @@ const prefetchRows = 128
 
 // prefetch is a read-only pass over rows (of side input) before they are
 // processed: it looks up their join keys and loads what processing them
-// will read (the key's table slot, its state, both sides' row lists and
+// will read (the key's table slot, its state, both sides' row lists, the
+// hash index slot of the row's map key in a long list of its side, and
 // the first rows of the other side), one kind of load per
 // loop over the rows. The loads of one loop do not depend on one
 // another, so the processor overlaps their cache misses, where a row at a
