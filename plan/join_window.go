@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/join"
@@ -23,6 +24,9 @@ type WindowJoinNode struct {
 	LeftEndCol, RightEndCol int
 	LeftWindow, RightWindow string // EXPLAIN form
 	Cond, Residual          expr.Expr
+	// Loc is the session zone when a window is over a TIMESTAMP_LTZ time
+	// attribute: window ends are then local wall-clock times.
+	Loc *time.Location
 }
 
 func (n *WindowJoinNode) Describe() string {
@@ -125,9 +129,6 @@ func (pc *planContext) planWindowJoin(at parser.Node, typ join.Type, left, right
 	if !a.EventTime || !b.EventTime {
 		return nil, true, &UnsupportedError{Msg: "Processing time Window Join is not supported yet."}
 	}
-	if a.Loc != nil || b.Loc != nil {
-		return nil, true, &UnsupportedError{Msg: "A window join over windows of a TIMESTAMP_LTZ time attribute is not supported yet"}
-	}
 	for _, in := range []Node{left.node, right.node} {
 		if err := requireInsertOnly("WindowJoin", in); err != nil {
 			return nil, true, err
@@ -139,7 +140,10 @@ func (pc *planContext) planWindowJoin(at parser.Node, typ join.Type, left, right
 	}
 	names, out := joinOutput(sc)
 	n := &WindowJoinNode{Type: typ, LeftKeys: lkeys, RightKeys: rkeys, NullSafe: nullSafe,
-		LeftEndCol: le, RightEndCol: re, LeftWindow: lt, RightWindow: rt}
+		LeftEndCol: le, RightEndCol: re, LeftWindow: lt, RightWindow: rt, Loc: a.Loc}
+	if n.Loc == nil {
+		n.Loc = b.Loc
+	}
 	if all := append(equi, residual...); len(all) > 0 {
 		n.Cond = expr.ShiftColumns(andExprs(all), 0, names)
 	}
@@ -164,6 +168,7 @@ func (gb *graphBuilder) buildWindowJoin(x *WindowJoinNode) (*exec.Vertex, error)
 		Right:      join.Side{Width: len(x.inputs[1].Schema()), Keys: x.RightKeys},
 		NullSafe:   x.NullSafe,
 		LeftEndCol: x.LeftEndCol, RightEndCol: x.RightEndCol,
+		Loc: x.Loc,
 	}
 	residual, cfg := x.Residual, gb.cfg
 	return appendOp(v, x.Describe(), func() (exec.Operator, error) {

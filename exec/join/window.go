@@ -4,10 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"time"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/bloom"
 	"github.com/flinksql/flinksql/exec/internal/statecache"
+	"github.com/flinksql/flinksql/exec/internal/tz"
 	"github.com/flinksql/flinksql/state/image"
 	"github.com/flinksql/flinksql/state/kv"
 	"github.com/flinksql/flinksql/types"
@@ -20,10 +22,16 @@ type WindowSpec struct {
 	Type        Type
 	Left, Right Side // Width and Keys (the join keys besides the window)
 	NullSafe    []bool
-	// LeftEndCol and RightEndCol are the window_end columns (TIMESTAMP,
-	// epoch milliseconds of UTC wall-clock time).
+	// LeftEndCol and RightEndCol are the window_end columns (TIMESTAMP:
+	// epoch milliseconds of UTC wall-clock time, or of the local wall-clock
+	// time of Loc when the windows are over a TIMESTAMP_LTZ attribute).
 	LeftEndCol, RightEndCol int
 	Residual                exec.Predicate
+	// Loc, when not nil, is the session time zone of windows over a
+	// TIMESTAMP_LTZ attribute: a window fires when the watermark reaches
+	// the instant of its last local millisecond (tz.Zone.FireTime, as the
+	// window aggregate does).
+	Loc *time.Location
 }
 
 // NewWindow returns the window join operator (Flink's WindowJoinOperator).
@@ -49,7 +57,7 @@ func NewWindow(spec WindowSpec) (exec.Operator, error) {
 			}
 		}
 	}
-	j := &windowJoin{spec: spec, wm: exec.MinWatermark, nextDue: minInt64}
+	j := &windowJoin{spec: spec, wm: exec.MinWatermark, nextDue: minInt64, zone: tz.New(spec.Loc)}
 	j.widths = [2]int{spec.Left.Width, spec.Right.Width}
 	j.keys = [2][]int{spec.Left.Keys, spec.Right.Keys}
 	j.ends = [2]int{spec.LeftEndCol, spec.RightEndCol}
@@ -78,6 +86,7 @@ type windowJoin struct {
 	wm      int64
 	kept    keptWatermark // the watermark at the last checkpoint
 	nextDue int64         // lower bound of the earliest window end in the index; minInt64: unknown
+	zone    tz.Zone       // of spec.Loc: window ends to the instants they fire at
 
 	out    *types.Batch
 	joined types.Row
@@ -167,7 +176,7 @@ func (j *windowJoin) rowFilter(input int, end int64) *bloom.Filter {
 func (j *windowJoin) dropRowFilters(wm int64) {
 	for i, fs := range j.rowFilters {
 		for end, f := range fs {
-			if end-1 <= wm {
+			if j.fired(end, wm) {
 				if f != nil {
 					j.liveFilters[i]--
 				}
@@ -248,7 +257,7 @@ func (j *windowJoin) add(input int, row types.Row) error {
 		return fmt.Errorf("window join: a row without window_end")
 	}
 	end := endV.N
-	if end-1 <= j.wm && j.wm != exec.MinWatermark {
+	if j.fired(end, j.wm) {
 		if j.ctx != nil && j.ctx.Metrics != nil {
 			j.ctx.Metrics.LateRowsDropped.Add(1)
 		}
@@ -331,9 +340,17 @@ func (j *windowJoin) ProcessWatermark(wm int64, out exec.Output) error {
 	return out.PushWatermark(wm)
 }
 
+// fired says whether the window ending at end has fired at watermark wm:
+// wm reached its last millisecond (in the session zone's instants for a
+// local window end). The time zone's instants grow with the local time,
+// so the index, in order of window end, is in order of firing too.
+func (j *windowJoin) fired(end, wm int64) bool {
+	return wm != exec.MinWatermark && j.zone.FireTime(end-1) <= wm
+}
+
 // fire joins and clears every window whose end - 1 is at most wm.
 func (j *windowJoin) fire(wm int64, out exec.Output) error {
-	if j.nextDue != minInt64 && (wm == exec.MinWatermark || j.nextDue-1 > wm) {
+	if j.nextDue != minInt64 && !j.fired(j.nextDue, wm) {
 		return nil
 	}
 	next := int64(maxInt64)
@@ -345,7 +362,7 @@ func (j *windowJoin) fire(wm int64, out exec.Output) error {
 		j.due, j.dueKeys = j.due[:0], j.dueKeys[:0]
 		err := j.timers.Ascend(nil, nil, func(tk, _ []byte) bool {
 			end := readTime(tk)
-			if end-1 > wm {
+			if !j.fired(end, wm) {
 				next = min(next, end)
 				return false
 			}

@@ -2,6 +2,7 @@ package join
 
 import (
 	"testing"
+	"time"
 
 	"github.com/flinksql/flinksql/exec"
 	"github.com/flinksql/flinksql/exec/internal/optest"
@@ -159,4 +160,59 @@ func TestWindowJoinRowFilters(t *testing.T) {
 	}
 	optest.Expect(t, "fresh rocksdb run", c.Take(), want...)
 	checkRestores(t, windowBuild(Inner, nil), 0, script, 0, want...)
+}
+
+// Windows over a TIMESTAMP_LTZ attribute end at local wall-clock times of
+// the session zone; a window fires when the watermark (an instant) reaches
+// its last local millisecond.
+//
+// Asia/Shanghai is UTC+8 all year: the window ending at local 08:00:05
+// (8 h + 5 000 ms as a shifted timestamp) fires at watermark 4 999, where
+// a UTC reading of its end would wait until 28 804 999.
+//
+// America/Los_Angeles falls back on 2021-11-07 at 02:00 PDT to 01:00 PST,
+// so the local hour [01:00, 02:00) happens twice. Its window (end: local
+// 02:00, 1 636 250 400 000 shifted) fires at the later 01:59:59.999, PST:
+// 09:59:59.999 UTC = 1 636 279 199 999, not at the first one, 08:59:59.999
+// UTC = 1 636 275 599 999, so that both hours' rows are in it.
+func TestWindowJoinLocalTimeZone(t *testing.T) {
+	build := func(zone string) func() (exec.Operator, error) {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() (exec.Operator, error) {
+			return NewWindow(WindowSpec{
+				Type: Inner,
+				Left: Side{Width: 3, Keys: []int{0}}, Right: Side{Width: 3, Keys: []int{0}},
+				LeftEndCol: 2, RightEndCol: 2, Loc: loc,
+			})
+		}
+	}
+	const end8 = 8*3600*1000 + 5000
+	shanghai := []step{
+		left(ins("a", 1, end8*ms)),
+		wm(4998),
+		right(ins("a", 10, end8*ms)), // in time
+		wm(4999),                     // fires
+		right(ins("a", 11, end8*ms)), // late
+		wm(30000000),
+	}
+	checkRestores(t, build("Asia/Shanghai"), 0, shanghai, 1,
+		"WM(4998)", "+I(a, 1, 28805000, a, 10, 28805000)", "WM(4999)", "WM(30000000)")
+
+	const endLA = 1636250400000
+	fallBack := []step{
+		left(ins("a", 1, endLA*ms)),
+		wm(1636275599999),             // the first 01:59:59.999: not yet
+		right(ins("a", 10, endLA*ms)), // in time
+		wm(1636279199998),             // not yet
+		right(ins("a", 11, endLA*ms)), // in time
+		wm(1636279199999),             // the second 01:59:59.999: fires
+		right(ins("a", 12, endLA*ms)), // late
+	}
+	checkRestores(t, build("America/Los_Angeles"), 0, fallBack, 1,
+		"WM(1636275599999)", "WM(1636279199998)",
+		"+I(a, 1, 1636250400000, a, 10, 1636250400000)", "+I(a, 1, 1636250400000, a, 11, 1636250400000)",
+		"WM(1636279199999)")
 }
