@@ -119,6 +119,12 @@ func (pc *planContext) planWindowJoin(at parser.Node, typ join.Type, left, right
 	lnames, rnames := left.node.Schema().Names(), right.node.Schema().Names()
 	lt, rt := windowText(lw, lnames, ls, le), windowText(rw, rnames, rs, re)
 	a, b := lw.Window, rw.Window
+	if (a.Loc == nil) != (b.Loc == nil) {
+		// One side's window ends are local times, the other's UTC ones.
+		return nil, true, fmt.Errorf("Currently, window join doesn't support different time attribute type of left and right inputs.\n"+
+			"The left time attribute type is %s.\nThe right time attribute type is %s.",
+			lw.inputs[0].Schema()[a.TimeCol].Type, rw.inputs[0].Schema()[b.TimeCol].Type)
+	}
 	if a.Kind != b.Kind || a.Size != b.Size || a.Slide != b.Slide || a.Step != b.Step || a.Gap != b.Gap || a.Offset != b.Offset {
 		return nil, true, fmt.Errorf("Currently, window join doesn't support different window table function of left and right inputs.\n"+
 			"The left window table function is %s, the right window table function is %s.", lt, rt)
@@ -141,9 +147,6 @@ func (pc *planContext) planWindowJoin(at parser.Node, typ join.Type, left, right
 	names, out := joinOutput(sc)
 	n := &WindowJoinNode{Type: typ, LeftKeys: lkeys, RightKeys: rkeys, NullSafe: nullSafe,
 		LeftEndCol: le, RightEndCol: re, LeftWindow: lt, RightWindow: rt, Loc: a.Loc}
-	if n.Loc == nil {
-		n.Loc = b.Loc
-	}
 	if all := append(equi, residual...); len(all) > 0 {
 		n.Cond = expr.ShiftColumns(andExprs(all), 0, names)
 	}

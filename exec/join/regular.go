@@ -184,6 +184,7 @@ func (j *regular) OpenKeyedState(b *kv.Backend) error {
 	// On a fresh start the backend holds nothing, so a key the cache has
 	// not seen has no state and is not looked up.
 	j.cache = nil
+	j.hint, j.ukHint, j.pfUKOn = false, ukeyHint{}, false
 	if b.Kind() == image.Hashmap && j.spec.Left.TTL == 0 && j.spec.Right.TTL == 0 {
 		fresh, err := statecache.Empty(b)
 		if err != nil {

@@ -508,3 +508,59 @@ func TestRegularJoinRowFilter(t *testing.T) {
 	checkRestores(t, build, 0, script, 0, want...)
 	checkCachedMatchesUncached(t, build, [][]step{script[:2], script[2:4], script[4:]})
 }
+
+// TestRegularJoinLongRowLists: one key whose left row list grows to 400
+// rows, so its hash index is rebuilt at 32, 64, ... 1024 slots while
+// batches arrive with their map keys encoded ahead (prefetch), for a side
+// without and with a unique key, with distinct and with colliding hashes.
+//
+// Phase 1: left rows 0..19, then right 1000: 20 joined rows. Phase 2
+// (after a snapshot): left rows 20..399 in batches of 95, each joining
+// 1000 (380), then a batch that (no unique key) adds a second and third 5
+// and retracts 7 (+2, -1) or (unique key, rows carry a value) replaces 5
+// by a retraction and an insertion and retracts 7 (-1 +1 -1). Phase 3:
+// right 1001 joins every left row: 401 (400 - 7 + two more 5s) or 399.
+func TestRegularJoinLongRowLists(t *testing.T) {
+	for _, unique := range []bool{false, true} {
+		for _, collide := range []bool{false, true} {
+			t.Run(fmt.Sprintf("unique=%v/collide=%v", unique, collide), func(t *testing.T) {
+				l := Side{Width: 2, Keys: []int{0}}
+				row := func(i int) rowSpec { return ins("a", i) }
+				if unique {
+					l = Side{Width: 3, Keys: []int{0}, Spec: HasUniqueKey, UniqueKey: []int{1}}
+					row = func(i int) rowSpec { return ins("a", i, 0) }
+				}
+				build := func() (exec.Operator, error) {
+					return NewRegular(RegularSpec{Type: Inner, Left: l, Right: Side{Width: 2, Keys: []int{0}}, collide: collide})
+				}
+				var first []rowSpec
+				for i := range 20 {
+					first = append(first, row(i))
+				}
+				script := [][]step{{left(first...), right(ins("a", 1000))}, {}, {right(ins("a", 1001))}}
+				for st := 20; st < 400; st += 95 {
+					var b []rowSpec
+					for i := st; i < st+95; i++ {
+						b = append(b, row(i))
+					}
+					script[1] = append(script[1], left(b...))
+				}
+				want := 20 + 380 + 3 + 401
+				if unique {
+					script[1] = append(script[1], left(del("a", 5, 0), ins("a", 5, 99), del("a", 7, 0)))
+					want = 20 + 380 + 3 + 399
+				} else {
+					script[1] = append(script[1], left(ins("a", 5), ins("a", 5), del("a", 7)))
+				}
+				var all []step
+				for _, p := range script {
+					all = append(all, p...)
+				}
+				if got := run(t, build, 0, all...); len(got) != want {
+					t.Errorf("%d rows emitted, want %d", len(got), want)
+				}
+				checkCachedMatchesUncached(t, build, script)
+			})
+		}
+	}
+}
