@@ -342,15 +342,26 @@ func (j *windowJoin) ProcessWatermark(wm int64, out exec.Output) error {
 
 // fired says whether the window ending at end has fired at watermark wm:
 // wm reached its last millisecond (in the session zone's instants for a
-// local window end). The time zone's instants grow with the local time,
-// so the index, in order of window end, is in order of firing too.
+// local window end).
 func (j *windowJoin) fired(end, wm int64) bool {
 	return wm != exec.MinWatermark && j.zone.FireTime(end-1) <= wm
 }
 
+// mayFire says whether the window ending at end, or one ending later, may
+// have fired at wm: the index is in order of window end, which is the
+// order of firing except in a zone whose transitions are not whole hours
+// (tz.Zone.FireOrdered), where a later window can fire first, though never
+// more than tz.MaxFireLead before its local end.
+func (j *windowJoin) mayFire(end, wm int64) bool {
+	if j.fired(end, wm) {
+		return true
+	}
+	return wm != exec.MinWatermark && !j.zone.FireOrdered() && end-1-tz.MaxFireLead <= wm
+}
+
 // fire joins and clears every window whose end - 1 is at most wm.
 func (j *windowJoin) fire(wm int64, out exec.Output) error {
-	if j.nextDue != minInt64 && !j.fired(j.nextDue, wm) {
+	if j.nextDue != minInt64 && !j.mayFire(j.nextDue, wm) {
 		return nil
 	}
 	next := int64(maxInt64)
@@ -364,7 +375,7 @@ func (j *windowJoin) fire(wm int64, out exec.Output) error {
 			end := readTime(tk)
 			if !j.fired(end, wm) {
 				next = min(next, end)
-				return false
+				return j.mayFire(end, wm)
 			}
 			st := len(j.dueKeys)
 			j.dueKeys = append(j.dueKeys, tk...)

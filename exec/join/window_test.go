@@ -211,6 +211,28 @@ func TestWindowJoinLocalTimeZone(t *testing.T) {
 		wm(1636279199999),             // the second 01:59:59.999: fires
 		right(ins("a", 12, endLA*ms)), // late
 	}
+	// Australia/Lord_Howe falls back half an hour on 2021-04-04 at 02:00
+	// (+11:00) to 01:30 (+10:30). Flink's rule fires the 15-minute window
+	// ending at local 02:00 (1 617 501 600 000 shifted) at 14:59:59.999 UTC
+	// + 1 h = 1 617 465 599 999 (its end's hour is one of two and a half),
+	// and the one ending at 02:15 (1 617 502 500 000), whose last
+	// millisecond 02:14:59.999 happens once, at 15:44:59.999 UTC =
+	// 1 617 464 699 999: the later window fires first.
+	const end0200, end0215 = 1617501600000, 1617502500000
+	lordHowe := []step{
+		left(ins("a", 1, end0200*ms), ins("a", 2, end0215*ms)),
+		right(ins("a", 10, end0200*ms), ins("a", 20, end0215*ms)),
+		wm(1617464699998),               // neither yet
+		wm(1617464699999),               // 02:15 fires
+		right(ins("a", 21, end0215*ms)), // late
+		right(ins("a", 11, end0200*ms)), // in time
+		wm(1617465599999),               // 02:00 fires
+	}
+	checkRestores(t, build("Australia/Lord_Howe"), 0, lordHowe, 1,
+		"WM(1617464699998)", "+I(a, 2, 1617502500000, a, 20, 1617502500000)", "WM(1617464699999)",
+		"+I(a, 1, 1617501600000, a, 10, 1617501600000)", "+I(a, 1, 1617501600000, a, 11, 1617501600000)",
+		"WM(1617465599999)")
+
 	checkRestores(t, build("America/Los_Angeles"), 0, fallBack, 1,
 		"WM(1636275599999)", "WM(1636279199998)",
 		"+I(a, 1, 1636250400000, a, 10, 1636250400000)", "+I(a, 1, 1636250400000, a, 11, 1636250400000)",

@@ -22,9 +22,10 @@ const (
 // session time zone. A nil location means no shift. It caches the zone period
 // of the last lookup, so converting rows of nearby times costs two compares.
 type Zone struct {
-	loc    *time.Location
-	lo, hi int64 // [lo, hi) epoch ms where off applies
-	off    int64
+	loc     *time.Location
+	lo, hi  int64 // [lo, hi) epoch ms where off applies
+	off     int64
+	ordered uint8 // FireOrdered: 0 not yet known, 1 yes, 2 no
 }
 
 // New returns the Zone of loc; nil means no shift.
@@ -104,4 +105,47 @@ func (z *Zone) FireTime(local int64) int64 {
 	default:
 		return t1
 	}
+}
+
+// MaxFireLead bounds how much earlier than its local time a window's last
+// millisecond fires: FireTime(local) >= local - MaxFireLead in every zone.
+const MaxFireLead = maxZoneOffset + msPerHour
+
+// FireOrdered reports whether FireTime never decreases as the local time
+// grows, so that windows fire in the order of their ends: true unless one
+// of the zone's transitions from 1970 on shifts the offset by other
+// than one hour or happens off a whole hour of UTC (Australia/Lord_Howe's
+// half-hour DST, for one, fires the window ending at 02:15 before the one
+// ending at 02:00 on the night it falls back). The answer is computed
+// once per Zone.
+func (z *Zone) FireOrdered() bool {
+	if z.ordered == 0 {
+		z.ordered = 1
+		if z.loc != nil && !hourlyTransitions(z.loc) {
+			z.ordered = 2
+		}
+	}
+	return z.ordered == 1
+}
+
+func hourlyTransitions(loc *time.Location) bool {
+	t := time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	// The tz database lists transitions up to 2037; later years repeat
+	// the last rule, which the years before it have checked.
+	stop := time.Date(2038, 1, 1, 0, 0, 0, 0, time.UTC)
+	for t.Before(stop) {
+		_, end := t.In(loc).ZoneBounds()
+		if end.IsZero() || !end.After(t) {
+			return true // no more transitions
+		}
+		_, before := t.In(loc).Zone()
+		_, after := end.In(loc).Zone()
+		// A bound without a change of offset (Go's table ends in 2037,
+		// where its rule takes over) is no transition.
+		if d := after - before; d != 0 && (d != 3600 && d != -3600 || end.Unix()%3600 != 0) {
+			return false
+		}
+		t = end
+	}
+	return true
 }

@@ -44,3 +44,24 @@ func TestDST(t *testing.T) {
 		t.Errorf("ToLocal after fall-back = %d", got)
 	}
 }
+
+// Windows fire in the order of their ends in zones whose transitions are
+// whole hours at whole hours of UTC; not in Lord Howe (half-hour DST).
+func TestFireOrdered(t *testing.T) {
+	for zone, want := range map[string]bool{
+		"UTC": true, "America/Los_Angeles": true, "Europe/Berlin": true, "Asia/Shanghai": true,
+		"Australia/Lord_Howe": false, "America/St_Johns": false,
+	} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z := New(loc)
+		if got := z.FireOrdered(); got != want {
+			t.Errorf("%s: FireOrdered() = %v, want %v", zone, got, want)
+		}
+	}
+	if z := New(nil); !z.FireOrdered() {
+		t.Error("no zone: FireOrdered() = false")
+	}
+}
