@@ -42,18 +42,7 @@ func (p *joinPruner) visit(n Node) Node {
 		// A chain of Calcs over the join (a filter over a projection, or
 		// the Calc that drops a computed join key) reads of the join what
 		// their merge reads, as the job graph will run them.
-		top := c
-		for {
-			below, ok := top.inputs[0].(*CalcNode)
-			if !ok {
-				break
-			}
-			merged, ok := mergeCalc(top, below)
-			if !ok {
-				break
-			}
-			top = merged
-		}
+		top := mergeCalcs(c)
 		if j, ok := prunableJoin(top.inputs[0]); ok {
 			if pruned := pruneJoin(top, j); pruned != nil {
 				r = pruned

@@ -678,7 +678,7 @@ func (j *regular) prefetchIndexes(me *sideView, rows []types.Row, ids []int32) {
 			}
 		}
 	}
-	j.pfUK, j.pfUKOn, j.pfUKSide, j.sink = buf, true, me.index, sink
+	j.pfUK, j.pfUKOn, j.sink = buf, true, sink
 }
 
 // dropKey forgets key id and its cached rows (a failed load, or a key

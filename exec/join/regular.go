@@ -150,7 +150,6 @@ type regular struct {
 	pfUKEnd  []int
 	pfUKHash []uint32
 	pfUKOn   bool
-	pfUKSide int
 	ukHint   ukeyHint
 	// sink keeps what prefetch loaded, so that the loads are not dropped.
 	sink uint64
@@ -303,7 +302,7 @@ func (j *regular) ProcessBatch(input int, b *types.Batch, out exec.Output) error
 				if k > 0 {
 					st = j.pfUKEnd[k-1]
 				}
-				j.ukHint = ukeyHint{ok: true, side: j.pfUKSide, key: j.pfUK[st:j.pfUKEnd[k]:j.pfUKEnd[k]], hash: j.pfUKHash[k]}
+				j.ukHint = ukeyHint{ok: true, side: input, key: j.pfUK[st:j.pfUKEnd[k]:j.pfUKEnd[k]], hash: j.pfUKHash[k]}
 			}
 			err := j.process(input, b.Rows[i], b.Kinds[i], out)
 			j.ukHint.ok = false
